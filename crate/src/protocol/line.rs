@@ -1,0 +1,180 @@
+//! One transcript line: `{"seq":42,"ts":1788546972.6030757,"event":{"type":"assistantText","text":" and"}}`.
+
+use serde_json::{Map, Value};
+
+/// Why a line could not be read. Every variant names what was wrong, never panics.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("not a JSON object: {0}")]
+    NotJson(String),
+    #[error("line has no numeric `seq` of 1 or more")]
+    BadSeq,
+    #[error("line has no numeric `ts`")]
+    BadTs,
+    #[error("line has no `event` object")]
+    NoEvent,
+    #[error("event has no string `type`")]
+    NoType,
+    #[error("line spans more than one line of text")]
+    Multiline,
+}
+
+/// The event types the protocol names. Anything else is [`EventKind::Unknown`]: kept, shown as
+/// unknown, and written back byte-for-byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    UserMessage,
+    AssistantText,
+    UsageDelta,
+    Status,
+    Settings,
+    MessageQueued,
+    ToolCall,
+    ToolResult,
+    Command,
+    Compacting,
+    Error,
+    Unknown,
+}
+
+impl EventKind {
+    /// The kind for an event's `type` string.
+    pub fn from_type(ty: &str) -> Self {
+        match ty {
+            "userMessage" => Self::UserMessage,
+            "assistantText" => Self::AssistantText,
+            "usageDelta" => Self::UsageDelta,
+            "status" => Self::Status,
+            "settings" => Self::Settings,
+            "messageQueued" => Self::MessageQueued,
+            "toolCall" => Self::ToolCall,
+            "toolResult" => Self::ToolResult,
+            "command" => Self::Command,
+            "compacting" => Self::Compacting,
+            "error" => Self::Error,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// A parsed transcript line that keeps the exact text it was parsed from.
+///
+/// The cache stores [`Line::raw`], never a re-serialization, so what goes to disk is what the
+/// server sent. Equality ([`PartialEq`]) is *parsed* equality over `seq`, `ts` and the whole
+/// event (the probe's comparison, seed 000 decision 3); two lines that differ only in key order
+/// or whitespace are equal, two that differ in the last bit of `ts` are not.
+#[derive(Debug, Clone)]
+pub struct Line {
+    raw: Box<str>,
+    seq: u64,
+    ts: f64,
+    event: Map<String, Value>,
+    kind: EventKind,
+}
+
+impl Line {
+    /// Parses one line of JSON text (without its newline), keeping the text.
+    pub fn parse(raw: &str) -> Result<Line, LineError> {
+        let raw = raw.trim_end_matches(['\n', '\r']);
+        if raw.contains('\n') {
+            return Err(LineError::Multiline);
+        }
+        let value: Value =
+            serde_json::from_str(raw).map_err(|e| LineError::NotJson(e.to_string()))?;
+        let Value::Object(mut obj) = value else {
+            return Err(LineError::NotJson("not an object".into()));
+        };
+        let seq = obj
+            .get("seq")
+            .and_then(Value::as_u64)
+            .filter(|s| *s >= 1)
+            .ok_or(LineError::BadSeq)?;
+        let ts = obj
+            .get("ts")
+            .and_then(Value::as_f64)
+            .ok_or(LineError::BadTs)?;
+        let Some(Value::Object(event)) = obj.remove("event") else {
+            return Err(LineError::NoEvent);
+        };
+        let kind = match event.get("type") {
+            Some(Value::String(ty)) => EventKind::from_type(ty),
+            _ => return Err(LineError::NoType),
+        };
+        Ok(Line {
+            raw: raw.into(),
+            seq,
+            ts,
+            event,
+            kind,
+        })
+    }
+
+    /// Builds a line from its parts, serialized compactly (used for coalesced rows).
+    pub fn new(seq: u64, ts: f64, event: Map<String, Value>) -> Result<Line, LineError> {
+        let ts = serde_json::Number::from_f64(ts).ok_or(LineError::BadTs)?;
+        let value = serde_json::json!({ "seq": seq, "ts": ts, "event": event });
+        Line::parse(&value.to_string())
+    }
+
+    /// The exact text this line was parsed from (no trailing newline).
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The line's sequence number, 1 or more.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The line's timestamp, in seconds since the epoch.
+    pub fn ts(&self) -> f64 {
+        self.ts
+    }
+
+    /// The event object, including its `type`.
+    pub fn event(&self) -> &Map<String, Value> {
+        &self.event
+    }
+
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        self.kind
+    }
+
+    /// The event's `type` string as sent (for unknown types too).
+    pub fn event_type(&self) -> &str {
+        self.event.get("type").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The event's `text` field, if it has a string one.
+    pub fn text(&self) -> Option<&str> {
+        self.event.get("text").and_then(Value::as_str)
+    }
+}
+
+impl PartialEq for Line {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq && self.ts == other.ts && self.event == other.event
+    }
+}
+
+/// Splits a JSON array of lines (a `/transcript` response) into lines, keeping each element's
+/// exact text.
+pub fn parse_page(body: &str) -> Result<Vec<Line>, LineError> {
+    let elements: Vec<&serde_json::value::RawValue> =
+        serde_json::from_str(body).map_err(|e| LineError::NotJson(e.to_string()))?;
+    elements.into_iter().map(|e| Line::parse(e.get())).collect()
+}
+
+/// Joins lines into the JSON array a `/transcript` response carries, each element byte-for-byte.
+pub fn page_json<'a>(lines: impl IntoIterator<Item = &'a Line>) -> String {
+    let mut out = String::from("[");
+    for (i, line) in lines.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(line.raw());
+    }
+    out.push(']');
+    out
+}

@@ -1,0 +1,28 @@
+//! The wire, shared by client and server: a transcript line, the row rule, the `/transcript`
+//! query and the protocol's constants. No I/O.
+
+mod line;
+mod query;
+mod rows;
+
+pub use line::{page_json, parse_page, EventKind, Line, LineError};
+pub use query::{QueryError, TranscriptQuery};
+pub use rows::{clean_append, coalesce, joins, RowWalk};
+
+/// How far behind `/events?after=N` still catches up event by event; further behind, the
+/// server sends a `reset` frame and then the newest this many raw events.
+pub const CATCH_UP_LIMIT: usize = 200;
+/// Rows in one page of older history (coalesced).
+pub const HISTORY_PAGE: usize = 40;
+/// Raw events in the opening window (a cold open's first page, a warm open's first draw).
+pub const OPENING_WINDOW: usize = 80;
+/// The largest `limit` the server accepts, in events or rows.
+pub const MAX_LIMIT: usize = 10_000;
+/// How long a client waits before reconnecting a stream or retrying a probe.
+pub const RECONNECT_DELAY_MS: u32 = 2_000;
+/// The cache's default byte budget per server.
+pub const CACHE_BUDGET_BYTES: u64 = 256 << 20;
+/// The SSE event name of the reset frame.
+pub const RESET_EVENT: &str = "reset";
+/// The on-disk format version: the `v1` in `transcripts/v1/...`.
+pub const FORMAT_VERSION: &str = "v1";

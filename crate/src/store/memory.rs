@@ -1,0 +1,129 @@
+//! An in-memory store: for tests, private windows, and as the reference the others conform to.
+
+use super::{segments, Entry, Store, StoreError, StoreResult};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Blobs in a map, with an optional byte quota to exercise the quota path.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    blobs: Mutex<BTreeMap<String, Vec<u8>>>,
+    quota: Mutex<Option<u64>>,
+}
+
+impl MemoryStore {
+    /// An empty store without a quota.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Limits the total bytes held; a write past it fails with [`StoreError::QuotaExceeded`]
+    /// and changes nothing. `None` lifts the limit.
+    pub fn set_quota(&self, bytes: Option<u64>) {
+        *self.quota.lock().unwrap() = bytes;
+    }
+
+    /// Removes everything, as a browser does when site data is cleared.
+    pub fn wipe(&self) {
+        self.blobs.lock().unwrap().clear();
+    }
+
+    fn check_quota(&self, blobs: &BTreeMap<String, Vec<u8>>, growth: u64) -> StoreResult<()> {
+        match *self.quota.lock().unwrap() {
+            Some(q) if blobs.values().map(|b| b.len() as u64).sum::<u64>() + growth > q => {
+                Err(StoreError::QuotaExceeded)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn key(path: &str) -> StoreResult<String> {
+    segments(path).map(|_| path.to_string())
+}
+
+impl Store for MemoryStore {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        let prefix = format!("{}/", key(dir)?);
+        let blobs = self.blobs.lock().unwrap();
+        let mut out: Vec<Entry> = Vec::new();
+        for (k, v) in blobs.range(prefix.clone()..) {
+            let Some(rest) = k.strip_prefix(&prefix) else {
+                break;
+            };
+            match rest.split_once('/') {
+                Some((name, _)) => {
+                    if out.last().is_none_or(|e| e.name != name) {
+                        out.push(Entry {
+                            name: name.to_string(),
+                            is_dir: true,
+                            size: 0,
+                        });
+                    }
+                }
+                None => out.push(Entry {
+                    name: rest.to_string(),
+                    is_dir: false,
+                    size: v.len() as u64,
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn size(&self, path: &str) -> StoreResult<Option<u64>> {
+        let k = key(path)?;
+        Ok(self.blobs.lock().unwrap().get(&k).map(|b| b.len() as u64))
+    }
+
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        let k = key(path)?;
+        let blobs = self.blobs.lock().unwrap();
+        let blob = blobs.get(&k).ok_or(StoreError::NotFound(k.clone()))?;
+        let start = (offset as usize).min(blob.len());
+        let end = start.saturating_add(len).min(blob.len());
+        Ok(blob[start..end].to_vec())
+    }
+
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        let k = key(path)?;
+        let mut blobs = self.blobs.lock().unwrap();
+        let old = blobs.get(&k).map_or(0, |b| b.len() as u64);
+        self.check_quota(&blobs, (bytes.len() as u64).saturating_sub(old))?;
+        blobs.insert(k, bytes.to_vec());
+        Ok(())
+    }
+
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        let k = key(path)?;
+        let mut blobs = self.blobs.lock().unwrap();
+        self.check_quota(&blobs, bytes.len() as u64)?;
+        let blob = blobs.entry(k).or_default();
+        blob.extend_from_slice(bytes);
+        Ok(blob.len() as u64)
+    }
+
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        let k = key(path)?;
+        let mut blobs = self.blobs.lock().unwrap();
+        let blob = blobs.get_mut(&k).ok_or(StoreError::NotFound(k.clone()))?;
+        blob.truncate(len as usize);
+        Ok(())
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        let (f, t) = (key(from)?, key(to)?);
+        let mut blobs = self.blobs.lock().unwrap();
+        let blob = blobs.remove(&f).ok_or(StoreError::NotFound(f))?;
+        blobs.insert(t, blob);
+        Ok(())
+    }
+
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        let k = key(path)?;
+        let prefix = format!("{k}/");
+        let mut blobs = self.blobs.lock().unwrap();
+        blobs.retain(|name, _| name != &k && !name.starts_with(&prefix));
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+//! The storage trait: plain blob operations that every backend answers efficiently.
+//!
+//! Paths are `/`-separated segments (`transcripts/v1/<server>/<session>/<chunk>`). The layers
+//! above only ever pass segments they have made safe (see `chunks`); backends still refuse an
+//! empty segment, `.` or `..`, so no path can escape the store's root.
+//!
+//! Backends: [`MemoryStore`] here; the native filesystem, OPFS and IndexedDB beside it. Every
+//! backend must make [`Store::append`] cost O(bytes appended), not O(blob): live streaming
+//! appends one line at a time to a chunk that grows to the size of the conversation.
+
+mod memory;
+
+pub use memory::MemoryStore;
+
+/// What a storage operation can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The blob or folder does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The origin's (or disk's) quota is used up; the write did not happen, or not whole.
+    #[error("storage quota exceeded")]
+    QuotaExceeded,
+    /// A path that is empty, has an empty segment, `.` or `..`.
+    #[error("invalid path: {0:?}")]
+    InvalidPath(String),
+    /// Anything else the backend reported.
+    #[error("storage error: {0}")]
+    Io(String),
+}
+
+/// A result of a storage operation.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// One name directly below a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The last segment.
+    pub name: String,
+    /// Whether it is a folder.
+    pub is_dir: bool,
+    /// The blob's size in bytes (0 for a folder).
+    pub size: u64,
+}
+
+/// Plain blob operations over `/`-separated paths. Folders exist implicitly: writing a blob
+/// creates its parents, and removing a folder removes everything below it.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    /// The names directly below `dir`, in no particular order; empty when `dir` does not exist.
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>>;
+    /// A blob's size, or `None` when it does not exist.
+    async fn size(&self, path: &str) -> StoreResult<Option<u64>>;
+    /// Up to `len` bytes of a blob starting at `offset` (fewer at its end).
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>>;
+    /// Creates or replaces a whole blob.
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()>;
+    /// Appends to a blob (creating it), in O(`bytes`); returns the blob's new size.
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64>;
+    /// Cuts a blob to `len` bytes.
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()>;
+    /// Renames a blob within its folder, replacing any blob of the new name.
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()>;
+    /// Removes a blob, or a folder and everything below it; a missing path is not an error.
+    async fn remove(&self, path: &str) -> StoreResult<()>;
+}
+
+/// Splits and checks a path: no empty segment, no `.` or `..`, no `\` or NUL.
+pub fn segments(path: &str) -> StoreResult<Vec<&str>> {
+    let segs: Vec<&str> = path.split('/').collect();
+    let bad =
+        |s: &&str| s.is_empty() || *s == "." || *s == ".." || s.contains('\\') || s.contains('\0');
+    if segs.iter().any(bad) {
+        return Err(StoreError::InvalidPath(path.to_string()));
+    }
+    Ok(segs)
+}

@@ -11,7 +11,7 @@ cd "$root"
 
 export PATH="/usr/bin:$PATH"           # Debian's cargo/rustc first; see TOOLCHAIN.md
 export RUSTC_BOOTSTRAP=1               # lets the stable toolchain take -Zbuild-std
-export CARGO_TARGET_DIR="$root/target/wasm"
+export CARGO_TARGET_DIR="${SCROLLBACK_WASM_TARGET_DIR:-$root/target/wasm}"
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg=web_sys_unstable_apis"
 export CHROMEDRIVER=/usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"

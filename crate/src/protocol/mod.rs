@@ -4,10 +4,12 @@
 mod line;
 mod query;
 mod rows;
+mod session;
 
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
 pub use query::{QueryError, TranscriptQuery};
 pub use rows::{clean_append, coalesce, joins, RowWalk};
+pub use session::SessionSummary;
 
 /// How far behind `/events?after=N` still catches up event by event; further behind, the
 /// server sends a `reset` frame and then the newest this many raw events.

@@ -1,14 +1,21 @@
 //! An in-memory store: for tests, private windows, and as the reference the others conform to.
 
-use super::{segments, Entry, Store, StoreError, StoreResult};
+use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// Blobs in a map, with an optional byte quota to exercise the quota path.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    blobs: Mutex<BTreeMap<String, Vec<u8>>>,
+    blobs: Mutex<BTreeMap<String, Blob>>,
     quota: Mutex<Option<u64>>,
+    clock: Mutex<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Blob {
+    bytes: Vec<u8>,
+    modified: u64,
 }
 
 impl MemoryStore {
@@ -28,9 +35,16 @@ impl MemoryStore {
         self.blobs.lock().unwrap().clear();
     }
 
-    fn check_quota(&self, blobs: &BTreeMap<String, Vec<u8>>, growth: u64) -> StoreResult<()> {
+    /// The next stamp: a counter, so every write gets a larger one.
+    fn tick(&self) -> u64 {
+        let mut clock = self.clock.lock().unwrap();
+        *clock += 1;
+        *clock
+    }
+
+    fn check_quota(&self, blobs: &BTreeMap<String, Blob>, growth: u64) -> StoreResult<()> {
         match *self.quota.lock().unwrap() {
-            Some(q) if blobs.values().map(|b| b.len() as u64).sum::<u64>() + growth > q => {
+            Some(q) if blobs.values().map(|b| b.bytes.len() as u64).sum::<u64>() + growth > q => {
                 Err(StoreError::QuotaExceeded)
             }
             _ => Ok(()),
@@ -58,28 +72,33 @@ impl Store for MemoryStore {
                             name: name.to_string(),
                             is_dir: true,
                             size: 0,
+                            modified: 0,
                         });
                     }
                 }
                 None => out.push(Entry {
                     name: rest.to_string(),
                     is_dir: false,
-                    size: v.len() as u64,
+                    size: v.bytes.len() as u64,
+                    modified: v.modified,
                 }),
             }
         }
         Ok(out)
     }
 
-    async fn size(&self, path: &str) -> StoreResult<Option<u64>> {
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
         let k = key(path)?;
-        Ok(self.blobs.lock().unwrap().get(&k).map(|b| b.len() as u64))
+        Ok(self.blobs.lock().unwrap().get(&k).map(|b| Meta {
+            size: b.bytes.len() as u64,
+            modified: b.modified,
+        }))
     }
 
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
         let k = key(path)?;
         let blobs = self.blobs.lock().unwrap();
-        let blob = blobs.get(&k).ok_or(StoreError::NotFound(k.clone()))?;
+        let blob = &blobs.get(&k).ok_or(StoreError::NotFound(k.clone()))?.bytes;
         let start = (offset as usize).min(blob.len());
         let end = start.saturating_add(len).min(blob.len());
         Ok(blob[start..end].to_vec())
@@ -88,9 +107,16 @@ impl Store for MemoryStore {
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();
-        let old = blobs.get(&k).map_or(0, |b| b.len() as u64);
+        let old = blobs.get(&k).map_or(0, |b| b.bytes.len() as u64);
         self.check_quota(&blobs, (bytes.len() as u64).saturating_sub(old))?;
-        blobs.insert(k, bytes.to_vec());
+        let modified = self.tick();
+        blobs.insert(
+            k,
+            Blob {
+                bytes: bytes.to_vec(),
+                modified,
+            },
+        );
         Ok(())
     }
 
@@ -98,16 +124,20 @@ impl Store for MemoryStore {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();
         self.check_quota(&blobs, bytes.len() as u64)?;
+        let modified = self.tick();
         let blob = blobs.entry(k).or_default();
-        blob.extend_from_slice(bytes);
-        Ok(blob.len() as u64)
+        blob.bytes.extend_from_slice(bytes);
+        blob.modified = modified;
+        Ok(blob.bytes.len() as u64)
     }
 
     async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();
+        let modified = self.tick();
         let blob = blobs.get_mut(&k).ok_or(StoreError::NotFound(k.clone()))?;
-        blob.truncate(len as usize);
+        blob.bytes.truncate(len as usize);
+        blob.modified = modified;
         Ok(())
     }
 

@@ -41,6 +41,19 @@ pub struct Entry {
     pub is_dir: bool,
     /// The blob's size in bytes (0 for a folder).
     pub size: u64,
+    /// The blob's modification stamp (0 for a folder); see [`Meta::modified`].
+    pub modified: u64,
+}
+
+/// A blob's size and modification stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// Size in bytes.
+    pub size: u64,
+    /// When it was last written: milliseconds since the epoch where the backend has a clock
+    /// (filesystem, OPFS, IndexedDB), a counter in memory. Later writes never have a smaller
+    /// stamp; two writes within the backend's clock granularity may share one.
+    pub modified: u64,
 }
 
 /// Plain blob operations over `/`-separated paths. Folders exist implicitly: writing a blob
@@ -49,8 +62,8 @@ pub struct Entry {
 pub trait Store {
     /// The names directly below `dir`, in no particular order; empty when `dir` does not exist.
     async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>>;
-    /// A blob's size, or `None` when it does not exist.
-    async fn size(&self, path: &str) -> StoreResult<Option<u64>>;
+    /// A blob's size and stamp, or `None` when it does not exist.
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>>;
     /// Up to `len` bytes of a blob starting at `offset` (fewer at its end).
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>>;
     /// Creates or replaces a whole blob.
@@ -59,7 +72,8 @@ pub trait Store {
     async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64>;
     /// Cuts a blob to `len` bytes.
     async fn truncate(&self, path: &str, len: u64) -> StoreResult<()>;
-    /// Renames a blob within its folder, replacing any blob of the new name.
+    /// Renames a blob within its folder, replacing any blob of the new name (its stamp may
+    /// stay or become now).
     async fn rename(&self, from: &str, to: &str) -> StoreResult<()>;
     /// Removes a blob, or a folder and everything below it; a missing path is not an error.
     async fn remove(&self, path: &str) -> StoreResult<()>;

@@ -122,6 +122,6 @@ async fn writer_lock_works_on_a_page() {
     let key = unique("h_1/page-session");
     let lock = WriterLock::try_acquire(&key).await.unwrap().expect("free");
     assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());
-    drop(lock);
+    lock.release().await;
     assert!(WriterLock::try_acquire(&key).await.unwrap().is_some());
 }

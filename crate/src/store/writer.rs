@@ -20,6 +20,8 @@ use web_sys::LockOptions;
 pub struct WriterLock {
     name: String,
     release: Function,
+    /// Settles once the browser has released the lock.
+    released: Promise,
 }
 
 impl WriterLock {
@@ -35,6 +37,14 @@ impl WriterLock {
         request(key, false)
             .await?
             .ok_or_else(|| StoreError::Io(format!("writer lock for {key} was not granted")))
+    }
+
+    /// Gives the role up and waits until the browser has released the lock (dropping the
+    /// lock releases it too, a moment later).
+    pub async fn release(self) {
+        let released = self.released.clone();
+        drop(self);
+        let _ = JsFuture::from(released).await;
     }
 
     /// The Web Locks name this holds (`scrollback-writer:<key>`).
@@ -83,7 +93,11 @@ async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock
         .await
         .map_err(|e| super::browser::js_error(&name, &e))?;
     if got.as_bool() == Some(true) {
-        Ok(Some(WriterLock { name, release }))
+        Ok(Some(WriterLock {
+            name,
+            release,
+            released: finished,
+        }))
     } else {
         let _ = release.call0(&JsValue::NULL);
         Ok(None)

@@ -133,7 +133,9 @@ fn run(w: &Worker, args: Array, on_note: impl Fn(String) + 'static) -> Promise {
     Reflect::set(&msg, &"wasm".into(), &resolve_url("wasm-bindgen-test_bg.wasm").into()).unwrap();
     Reflect::set(&msg, &"args".into(), &args).unwrap();
     let w2 = w.clone();
+    let mut on_note = Some(on_note);
     let promise = Promise::new(&mut |resolve, reject| {
+        let on_note = on_note.take().expect("called once");
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             let data = e.data();
             if let Some(note) = Reflect::get(&data, &"note".into()).ok().and_then(|n| n.as_string()) {

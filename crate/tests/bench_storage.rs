@@ -92,9 +92,13 @@ struct Figures {
 
 async fn measure<S: Store>(s: &S) -> Figures {
     let empty = append_rate(s, "b/empty").await;
-    s.write("b/big", &lines(20 * 1024 * 1024 / LINE)).await.unwrap();
+    s.write("b/big", &lines(20 * 1024 * 1024 / LINE))
+        .await
+        .unwrap();
     let big = append_rate(s, "b/big").await;
-    s.write("b/r21", &lines(21 * 1000 * 1000 / LINE)).await.unwrap();
+    s.write("b/r21", &lines(21 * 1000 * 1000 / LINE))
+        .await
+        .unwrap();
     s.write("b/r210", &lines(210 * 1000 / LINE)).await.unwrap();
     s.flush().await.unwrap();
     let newest_small = mean_ms(|| newest_lines(s, "b/r210", 80)).await;
@@ -138,7 +142,9 @@ fn print(name: &str, f: &Figures) {
 #[wasm_bindgen_test]
 #[ignore = "benchmark: run with --include-ignored --nocapture"]
 async fn bench_browser_storage() {
-    let opfs = OpfsStore::open_in(&format!("bench/{}", unique("opfs"))).await.unwrap();
+    let opfs = OpfsStore::open_in(&format!("bench/{}", unique("opfs")))
+        .await
+        .unwrap();
     let f = measure(&opfs).await;
     print("opfs", &f);
     drop(opfs);

@@ -13,7 +13,9 @@ use wasm_bindgen_test::*;
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 async fn fresh(tag: &str) -> OpfsStore {
-    OpfsStore::open_in(&format!("test-opfs/{}", unique(tag))).await.unwrap()
+    OpfsStore::open_in(&format!("test-opfs/{}", unique(tag)))
+        .await
+        .unwrap()
 }
 
 store_tests!(fresh);
@@ -37,17 +39,40 @@ async fn a_second_instance_reads_what_the_writer_holds_open() {
     writer.append("s/1-open.raw.jsonl", b"two\n").await.unwrap();
     // The writer holds the file's sync handle; the reader goes through getFile().
     assert_eq!(writer.open_handles(), 1);
-    assert_eq!(reader.read("s/1-open.raw.jsonl", 0, 100).await.unwrap(), b"one\ntwo\n");
-    assert_eq!(reader.stat("s/1-open.raw.jsonl").await.unwrap().unwrap().size, 8);
+    assert_eq!(
+        reader.read("s/1-open.raw.jsonl", 0, 100).await.unwrap(),
+        b"one\ntwo\n"
+    );
+    assert_eq!(
+        reader
+            .stat("s/1-open.raw.jsonl")
+            .await
+            .unwrap()
+            .unwrap()
+            .size,
+        8
+    );
     // Rotation is one move(): the reader finds the old name gone and the new one whole.
-    writer.rename("s/1-open.raw.jsonl", "s/1-3.raw.jsonl").await.unwrap();
+    writer
+        .rename("s/1-open.raw.jsonl", "s/1-3.raw.jsonl")
+        .await
+        .unwrap();
     assert!(matches!(
         reader.read("s/1-open.raw.jsonl", 0, 100).await,
         Err(StoreError::NotFound(_))
     ));
-    let names: Vec<String> = reader.list("s").await.unwrap().into_iter().map(|e| e.name).collect();
+    let names: Vec<String> = reader
+        .list("s")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(names, vec!["1-3.raw.jsonl".to_string()]);
-    assert_eq!(reader.read("s/1-3.raw.jsonl", 0, 100).await.unwrap(), b"one\ntwo\n");
+    assert_eq!(
+        reader.read("s/1-3.raw.jsonl", 0, 100).await.unwrap(),
+        b"one\ntwo\n"
+    );
     // And a dropped writer leaves the data for a fresh store.
     drop(writer);
     let again = OpfsStore::open_in(&dir).await.unwrap();
@@ -61,10 +86,16 @@ async fn a_short_write_is_undone_and_answered_as_quota() {
     s.limit_writes(Some(1_000));
     s.append("s/open", &[b'b'; 600]).await.unwrap();
     // 400 bytes fit: the browser-like short write is cut back, nothing half-written stays.
-    assert_eq!(s.append("s/open", &[b'c'; 600]).await, Err(StoreError::QuotaExceeded));
+    assert_eq!(
+        s.append("s/open", &[b'c'; 600]).await,
+        Err(StoreError::QuotaExceeded)
+    );
     assert_eq!(s.stat("s/open").await.unwrap().unwrap().size, 1_200);
     assert_eq!(s.read("s/open", 1_100, 500).await.unwrap(), vec![b'b'; 100]);
-    assert_eq!(s.write("s/page", &[b'd'; 500]).await, Err(StoreError::QuotaExceeded));
+    assert_eq!(
+        s.write("s/page", &[b'd'; 500]).await,
+        Err(StoreError::QuotaExceeded)
+    );
     s.limit_writes(None);
     assert_eq!(s.append("s/open", b"ok").await.unwrap(), 1_202);
 }
@@ -74,11 +105,18 @@ async fn storage_removed_between_operations_reads_as_empty() {
     let top = format!("test-opfs/{}", unique("wiped"));
     let parent = OpfsStore::open_in(&top).await.unwrap();
     let s = OpfsStore::open_in(&format!("{top}/cache")).await.unwrap();
-    s.append("v1/h_1/s/1-open.raw.jsonl", b"line\n").await.unwrap();
+    s.append("v1/h_1/s/1-open.raw.jsonl", b"line\n")
+        .await
+        .unwrap();
     // While this store holds the file's handle, another context cannot remove it (OPFS
     // locks it); the removal fails cleanly and the store keeps working.
     assert!(parent.remove("cache").await.is_err());
-    assert_eq!(s.append("v1/h_1/s/1-open.raw.jsonl", b"more\n").await.unwrap(), 10);
+    assert_eq!(
+        s.append("v1/h_1/s/1-open.raw.jsonl", b"more\n")
+            .await
+            .unwrap(),
+        10
+    );
     // Handles released (as clearing site data does), the tree goes.
     s.close_handles();
     parent.remove("cache").await.unwrap();
@@ -96,14 +134,21 @@ async fn storage_removed_between_operations_reads_as_empty() {
     s.remove("v1/h_1/s").await.unwrap();
     // A store opened afresh (the cold open) works.
     let cold = OpfsStore::open_in(&format!("{top}/cache")).await.unwrap();
-    assert_eq!(cold.append("v1/h_1/s/1-open.raw.jsonl", b"x").await.unwrap(), 1);
+    assert_eq!(
+        cold.append("v1/h_1/s/1-open.raw.jsonl", b"x")
+            .await
+            .unwrap(),
+        1
+    );
 }
 
 #[wasm_bindgen_test]
 async fn open_handles_stay_bounded() {
     let s = fresh("handles").await;
     for i in 0..40 {
-        s.append(&format!("s/{i}"), format!("{i}\n").as_bytes()).await.unwrap();
+        s.append(&format!("s/{i}"), format!("{i}\n").as_bytes())
+            .await
+            .unwrap();
         assert!(s.open_handles() <= OpfsStore::MAX_OPEN);
     }
     for i in 0..40 {
@@ -119,7 +164,10 @@ async fn writer_lock_is_exclusive_and_handed_on() {
     let first = WriterLock::try_acquire(&key).await.unwrap().expect("free");
     assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());
     // Another key is independent.
-    assert!(WriterLock::try_acquire(&format!("{key}-other")).await.unwrap().is_some());
+    assert!(WriterLock::try_acquire(&format!("{key}-other"))
+        .await
+        .unwrap()
+        .is_some());
     // A waiter gets it once the holder lets go.
     let waiter = WriterLock::acquire(&key);
     let release = async move {

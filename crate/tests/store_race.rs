@@ -126,11 +126,24 @@ fn spawn() -> Worker {
 /// its notes).
 fn run(w: &Worker, args: Array, on_note: impl Fn(String) + 'static) -> Promise {
     let location = Reflect::get(&js_sys::global(), &"location".into()).unwrap();
-    let href = Reflect::get(&location, &"href".into()).unwrap().as_string().unwrap();
+    let href = Reflect::get(&location, &"href".into())
+        .unwrap()
+        .as_string()
+        .unwrap();
     let resolve_url = |name: &str| Url::new_with_base(name, &href).unwrap().href();
     let msg = Object::new();
-    Reflect::set(&msg, &"glue".into(), &resolve_url("wasm-bindgen-test.js").into()).unwrap();
-    Reflect::set(&msg, &"wasm".into(), &resolve_url("wasm-bindgen-test_bg.wasm").into()).unwrap();
+    Reflect::set(
+        &msg,
+        &"glue".into(),
+        &resolve_url("wasm-bindgen-test.js").into(),
+    )
+    .unwrap();
+    Reflect::set(
+        &msg,
+        &"wasm".into(),
+        &resolve_url("wasm-bindgen-test_bg.wasm").into(),
+    )
+    .unwrap();
     Reflect::set(&msg, &"args".into(), &args).unwrap();
     let w2 = w.clone();
     let mut on_note = Some(on_note);
@@ -138,12 +151,21 @@ fn run(w: &Worker, args: Array, on_note: impl Fn(String) + 'static) -> Promise {
         let on_note = on_note.take().expect("called once");
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             let data = e.data();
-            if let Some(note) = Reflect::get(&data, &"note".into()).ok().and_then(|n| n.as_string()) {
+            if let Some(note) = Reflect::get(&data, &"note".into())
+                .ok()
+                .and_then(|n| n.as_string())
+            {
                 on_note(note);
-            } else if let Some(err) = Reflect::get(&data, &"error".into()).ok().filter(|v| !v.is_undefined()) {
+            } else if let Some(err) = Reflect::get(&data, &"error".into())
+                .ok()
+                .filter(|v| !v.is_undefined())
+            {
                 let _ = reject.call1(&JsValue::NULL, &err);
             } else {
-                let _ = resolve.call1(&JsValue::NULL, &Reflect::get(&data, &"done".into()).unwrap());
+                let _ = resolve.call1(
+                    &JsValue::NULL,
+                    &Reflect::get(&data, &"done".into()).unwrap(),
+                );
             }
         });
         w2.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -194,7 +216,10 @@ async fn race(backend: &str) {
     let pa = run(&a, args(backend, &root, &key, total, 20, false), |_| {});
     let pb = run(&b, args(backend, &root, &key, total, 20, false), |_| {});
     let (na, nb) = store_checks::join(JsFuture::from(pa), JsFuture::from(pb)).await;
-    let (na, nb) = (na.unwrap().as_f64().unwrap() as u32, nb.unwrap().as_f64().unwrap() as u32);
+    let (na, nb) = (
+        na.unwrap().as_f64().unwrap() as u32,
+        nb.unwrap().as_f64().unwrap() as u32,
+    );
     a.terminate();
     b.terminate();
     web_sys::console::log_1(&format!("{backend}: worker a wrote {na} lines, worker b {nb}").into());

@@ -213,5 +213,7 @@ pub(crate) fn js_error(path: &str, e: &JsValue) -> StoreError {
 
 /// Awaits a promise, mapping a rejection with [`js_error`].
 pub(crate) async fn wait(path: &str, promise: Promise) -> StoreResult<JsValue> {
-    JsFuture::from(promise).await.map_err(|e| js_error(path, &e))
+    JsFuture::from(promise)
+        .await
+        .map_err(|e| js_error(path, &e))
 }

@@ -172,7 +172,12 @@ impl Inner {
     }
 
     async fn commit_tail(&self, path: &str) -> StoreResult<()> {
-        if !self.tails.borrow().get(path).is_some_and(|t| !t.buf.is_empty()) {
+        if !self
+            .tails
+            .borrow()
+            .get(path)
+            .is_some_and(|t| !t.buf.is_empty())
+        {
             return Ok(());
         }
         let tx = match self.tx(IdbTransactionMode::Readwrite, path).await {
@@ -290,9 +295,10 @@ impl Tx {
                 if ev.type_() == "complete" {
                     let _ = resolve.call0(&JsValue::NULL);
                 } else {
-                    let err = failed.error().map(JsValue::from).unwrap_or_else(|| {
-                        js_sys::Error::new("transaction aborted").into()
-                    });
+                    let err = failed
+                        .error()
+                        .map(JsValue::from)
+                        .unwrap_or_else(|| js_sys::Error::new("transaction aborted").into());
                     let _ = reject.call1(&JsValue::NULL, &err);
                 }
             });
@@ -423,7 +429,13 @@ async fn get_rec(meta: &IdbObjectStore, path: &str) -> StoreResult<Option<Rec>> 
     Ok(rec_of(&v))
 }
 
-fn put_rec(meta: &IdbObjectStore, path: &str, id: f64, size: u64, modified: u64) -> StoreResult<()> {
+fn put_rec(
+    meta: &IdbObjectStore,
+    path: &str,
+    id: f64,
+    size: u64,
+    modified: u64,
+) -> StoreResult<()> {
     let v = Array::of3(&id.into(), &(size as f64).into(), &(modified as f64).into());
     meta.put_with_key(&v, &path.into())
         .map(|_| ())
@@ -431,7 +443,13 @@ fn put_rec(meta: &IdbObjectStore, path: &str, id: f64, size: u64, modified: u64)
 }
 
 /// Writes `data` as the segments from `first` on.
-fn put_segments(seg: &IdbObjectStore, path: &str, id: f64, first: u64, data: &[u8]) -> StoreResult<()> {
+fn put_segments(
+    seg: &IdbObjectStore,
+    path: &str,
+    id: f64,
+    first: u64,
+    data: &[u8],
+) -> StoreResult<()> {
     for (i, part) in data.chunks(SEGMENT as usize).enumerate() {
         let k = key(id, (first + i as u64) as f64);
         seg.put_with_key(&Uint8Array::from(part), &k)
@@ -514,9 +532,7 @@ impl Store for IdbStore {
         let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
         let range = IdbKeyRange::bound(&key(rec.id, first as f64), &key(rec.id, last as f64))
             .map_err(|e| js_error(path, &e))?;
-        let parts: Array = request(path, tx.seg.get_all_with_key(&range))
-            .await?
-            .into();
+        let parts: Array = request(path, tx.seg.get_all_with_key(&range)).await?.into();
         if parts.length() as u64 != last - first + 1 {
             return Err(damaged(path));
         }
@@ -570,11 +586,15 @@ impl Store for IdbStore {
         }
         if !inner.tails.borrow().contains_key(path) {
             let size = inner.committed(path).await?.map_or(0, |r| r.size);
-            inner.tails.borrow_mut().entry(path.to_string()).or_insert(Tail {
-                base: size,
-                buf: Vec::new(),
-                scheduled: false,
-            });
+            inner
+                .tails
+                .borrow_mut()
+                .entry(path.to_string())
+                .or_insert(Tail {
+                    base: size,
+                    buf: Vec::new(),
+                    scheduled: false,
+                });
         }
         self.spend(bytes.len())?;
         let (size, full, schedule) = {
@@ -622,7 +642,9 @@ impl Store for IdbStore {
             let last = request(path, tx.seg.get(&k)).await?;
             let last = last.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
             let cut = last.slice(0, (len % SEGMENT) as u32);
-            tx.seg.put_with_key(&cut, &k).map_err(|e| js_error(path, &e))?;
+            tx.seg
+                .put_with_key(&cut, &k)
+                .map_err(|e| js_error(path, &e))?;
         }
         put_rec(&tx.meta, path, rec.id, len, now_millis().max(rec.modified))?;
         tx.done().await
@@ -663,12 +685,17 @@ impl Store for IdbStore {
         let under = request(path, tx.meta.get_all_with_key(&range));
         let own = rec_of(&own.await?);
         let under: Array = under.await?.into();
-        for rec in own.into_iter().chain(under.iter().filter_map(|v| rec_of(&v))) {
+        for rec in own
+            .into_iter()
+            .chain(under.iter().filter_map(|v| rec_of(&v)))
+        {
             tx.seg
                 .delete(&segs_from(rec.id, 0)?)
                 .map_err(|e| js_error(path, &e))?;
         }
-        tx.meta.delete(&path.into()).map_err(|e| js_error(path, &e))?;
+        tx.meta
+            .delete(&path.into())
+            .map_err(|e| js_error(path, &e))?;
         tx.meta.delete(&range).map_err(|e| js_error(path, &e))?;
         tx.done().await?;
         let prefix = format!("{path}/");

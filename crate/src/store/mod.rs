@@ -8,11 +8,11 @@
 //! backend must make [`Store::append`] cost O(bytes appended), not O(blob): live streaming
 //! appends one line at a time to a chunk that grows to the size of the conversation.
 
-mod memory;
 #[cfg(target_arch = "wasm32")]
 mod browser;
 #[cfg(target_arch = "wasm32")]
 mod idb;
+mod memory;
 #[cfg(target_arch = "wasm32")]
 mod opfs;
 #[cfg(target_arch = "wasm32")]

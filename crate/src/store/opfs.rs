@@ -33,7 +33,6 @@ use web_sys::{
     FileSystemRemoveOptions, FileSystemSyncAccessHandle,
 };
 
-
 /// How long opening a sync handle retries while another context still holds the file (a
 /// worker that was just terminated releases its handles a moment later).
 const LOCKED_RETRY_MS: u32 = 2_000;
@@ -196,7 +195,10 @@ impl OpfsStore {
         let size = handle.get_size().map_err(|e| js_error(path, &e))? as u64;
         let mut open = self.open.borrow_mut();
         if open.len() >= Self::MAX_OPEN {
-            let oldest = open.iter().min_by_key(|(_, o)| o.used).map(|(k, _)| k.clone());
+            let oldest = open
+                .iter()
+                .min_by_key(|(_, o)| o.used)
+                .map(|(k, _)| k.clone());
             if let Some(o) = oldest.and_then(|k| open.remove(&k)) {
                 o.handle.close();
             }
@@ -325,7 +327,10 @@ type SyncHandle = FileSystemSyncAccessHandle;
 
 /// Whether an error says the entry is not there (or is the other kind).
 fn missing(e: &JsValue) -> bool {
-    matches!(error_name(e).as_str(), "NotFoundError" | "TypeMismatchError")
+    matches!(
+        error_name(e).as_str(),
+        "NotFoundError" | "TypeMismatchError"
+    )
 }
 
 async fn child_dir(parent: &Dir, name: &str, create: bool, path: &str) -> StoreResult<Option<Dir>> {
@@ -344,7 +349,9 @@ async fn open_sync(file: &FileHandle, path: &str) -> StoreResult<SyncHandle> {
     loop {
         match JsFuture::from(file.create_sync_access_handle()).await {
             Ok(h) => return Ok(h.unchecked_into()),
-            Err(e) if error_name(&e) == "NoModificationAllowedError" && waited < LOCKED_RETRY_MS => {
+            Err(e)
+                if error_name(&e) == "NoModificationAllowedError" && waited < LOCKED_RETRY_MS =>
+            {
                 sleep(25).await;
                 waited += 25;
             }
@@ -372,7 +379,8 @@ impl Store for OpfsStore {
                 Err(e) if missing(&e) => return Ok(Vec::new()),
                 Err(e) => return Err(js_error(dir, &e)),
             };
-            let field = |name: &str| Reflect::get(&step, &name.into()).map_err(|e| js_error(dir, &e));
+            let field =
+                |name: &str| Reflect::get(&step, &name.into()).map_err(|e| js_error(dir, &e));
             if field("done")?.is_truthy() {
                 break;
             }
@@ -511,7 +519,10 @@ impl Store for OpfsStore {
         let dir = self.dir(parents, true, to).await?.expect("created");
         if method(&file, "move").is_some() {
             // Chromium's move() replaces an existing file of the new name in one step.
-            let promise = file.unchecked_ref::<MovableHandle>().move_to(&dir, name).map_err(|e| js_error(from, &e))?;
+            let promise = file
+                .unchecked_ref::<MovableHandle>()
+                .move_to(&dir, name)
+                .map_err(|e| js_error(from, &e))?;
             wait(from, promise).await?;
             return Ok(());
         }

@@ -22,8 +22,9 @@ pub fn unique(tag: &str) -> String {
 pub async fn sleep(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         let global = js_sys::global();
-        let set_timeout: js_sys::Function =
-            js_sys::Reflect::get(&global, &"setTimeout".into()).unwrap().into();
+        let set_timeout: js_sys::Function = js_sys::Reflect::get(&global, &"setTimeout".into())
+            .unwrap()
+            .into();
         set_timeout.call2(&global, &resolve, &ms.into()).unwrap();
     });
     wasm_bindgen_futures::JsFuture::from(promise).await.unwrap();
@@ -59,7 +60,10 @@ pub struct Lcg(pub u64);
 
 impl Lcg {
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
     pub fn below(&mut self, n: u64) -> u64 {
@@ -78,7 +82,10 @@ fn sorted(mut v: Vec<Entry>) -> Vec<(String, bool, u64)> {
 pub async fn list_stat_read_write<S: Store>(s: &S) {
     assert_eq!(s.list("t").await.unwrap(), vec![]);
     assert_eq!(s.stat("t/a").await.unwrap(), None);
-    assert!(matches!(s.read("t/a", 0, 10).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        s.read("t/a", 0, 10).await,
+        Err(StoreError::NotFound(_))
+    ));
 
     s.write("t/a", b"hello world").await.unwrap();
     s.write("t/d/b", b"xyz").await.unwrap();
@@ -93,7 +100,13 @@ pub async fn list_stat_read_write<S: Store>(s: &S) {
         sorted(s.list("t/d").await.unwrap()),
         vec![("b".into(), false, 3), ("e".into(), true, 0)]
     );
-    let a = s.list("t").await.unwrap().into_iter().find(|e| e.name == "a").unwrap();
+    let a = s
+        .list("t")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "a")
+        .unwrap();
     assert_eq!(a.modified, s.stat("t/a").await.unwrap().unwrap().modified);
     assert!(a.modified > 0);
 
@@ -111,7 +124,10 @@ pub async fn list_stat_read_write<S: Store>(s: &S) {
     let big = Lcg(7).bytes(100_000);
     s.write("t/big", &big).await.unwrap();
     assert_eq!(s.read("t/big", 0, usize::MAX).await.unwrap(), big);
-    assert_eq!(s.read("t/big", 40_000, 30_000).await.unwrap(), &big[40_000..70_000]);
+    assert_eq!(
+        s.read("t/big", 40_000, 30_000).await.unwrap(),
+        &big[40_000..70_000]
+    );
 }
 
 pub async fn append_matches_model<S: Store>(s: &S) {
@@ -119,24 +135,37 @@ pub async fn append_matches_model<S: Store>(s: &S) {
     let mut rng = Lcg(42);
     for i in 0..400 {
         // Mostly line-sized, sometimes large enough to cross segments and flush points.
-        let n = if i % 50 == 49 { 40_000 } else { 1 + rng.below(1_500) as usize };
+        let n = if i % 50 == 49 {
+            40_000
+        } else {
+            1 + rng.below(1_500) as usize
+        };
         let bytes = rng.bytes(n);
         model.extend_from_slice(&bytes);
         let size = s.append("t/s/open", &bytes).await.unwrap();
         assert_eq!(size, model.len() as u64, "size after append {i}");
     }
-    assert_eq!(s.stat("t/s/open").await.unwrap().unwrap().size, model.len() as u64);
+    assert_eq!(
+        s.stat("t/s/open").await.unwrap().unwrap().size,
+        model.len() as u64
+    );
     assert_eq!(s.read("t/s/open", 0, usize::MAX).await.unwrap(), model);
     for _ in 0..30 {
         let at = rng.below(model.len() as u64 + 10);
         let len = rng.below(70_000) as usize;
         let start = (at as usize).min(model.len());
         let end = start.saturating_add(len).min(model.len());
-        assert_eq!(s.read("t/s/open", at, len).await.unwrap(), &model[start..end]);
+        assert_eq!(
+            s.read("t/s/open", at, len).await.unwrap(),
+            &model[start..end]
+        );
     }
     // Appending after a read and a stat continues where the blob ends.
     model.extend_from_slice(b"tail\n");
-    assert_eq!(s.append("t/s/open", b"tail\n").await.unwrap(), model.len() as u64);
+    assert_eq!(
+        s.append("t/s/open", b"tail\n").await.unwrap(),
+        model.len() as u64
+    );
     s.flush().await.unwrap();
     let end = model.len() as u64;
     assert_eq!(s.read("t/s/open", end - 5, 5).await.unwrap(), b"tail\n");
@@ -147,18 +176,27 @@ pub async fn append_matches_model<S: Store>(s: &S) {
 }
 
 pub async fn truncate_cuts<S: Store>(s: &S) {
-    assert!(matches!(s.truncate("t/none", 0).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        s.truncate("t/none", 0).await,
+        Err(StoreError::NotFound(_))
+    ));
     let bytes = Lcg(3).bytes(50_000);
     s.append("t/x", &bytes).await.unwrap();
     s.truncate("t/x", 20_001).await.unwrap();
     assert_eq!(s.stat("t/x").await.unwrap().unwrap().size, 20_001);
-    assert_eq!(s.read("t/x", 0, usize::MAX).await.unwrap(), &bytes[..20_001]);
+    assert_eq!(
+        s.read("t/x", 0, usize::MAX).await.unwrap(),
+        &bytes[..20_001]
+    );
     // Longer than the blob: nothing changes.
     s.truncate("t/x", 90_000).await.unwrap();
     assert_eq!(s.stat("t/x").await.unwrap().unwrap().size, 20_001);
     // Appends continue at the cut.
     assert_eq!(s.append("t/x", b"abc").await.unwrap(), 20_004);
-    assert_eq!(s.read("t/x", 20_000, 10).await.unwrap(), [&bytes[20_000..20_001], b"abc"].concat());
+    assert_eq!(
+        s.read("t/x", 20_000, 10).await.unwrap(),
+        [&bytes[20_000..20_001], b"abc"].concat()
+    );
     s.truncate("t/x", 0).await.unwrap();
     assert_eq!(s.read("t/x", 0, 10).await.unwrap(), b"");
     assert_eq!(s.append("t/x", b"new").await.unwrap(), 3);
@@ -166,11 +204,21 @@ pub async fn truncate_cuts<S: Store>(s: &S) {
 }
 
 pub async fn rename_moves_and_replaces<S: Store>(s: &S) {
-    assert!(matches!(s.rename("t/none", "t/other").await, Err(StoreError::NotFound(_))));
-    s.append("t/7-open.raw.jsonl", b"line 7\nline 8\n").await.unwrap();
-    s.rename("t/7-open.raw.jsonl", "t/7-9.raw.jsonl").await.unwrap();
+    assert!(matches!(
+        s.rename("t/none", "t/other").await,
+        Err(StoreError::NotFound(_))
+    ));
+    s.append("t/7-open.raw.jsonl", b"line 7\nline 8\n")
+        .await
+        .unwrap();
+    s.rename("t/7-open.raw.jsonl", "t/7-9.raw.jsonl")
+        .await
+        .unwrap();
     assert_eq!(s.stat("t/7-open.raw.jsonl").await.unwrap(), None);
-    assert_eq!(s.read("t/7-9.raw.jsonl", 0, 100).await.unwrap(), b"line 7\nline 8\n");
+    assert_eq!(
+        s.read("t/7-9.raw.jsonl", 0, 100).await.unwrap(),
+        b"line 7\nline 8\n"
+    );
     assert_eq!(
         sorted(s.list("t").await.unwrap()),
         vec![("7-9.raw.jsonl".into(), false, 14)]
@@ -192,7 +240,9 @@ pub async fn remove_blob_and_folder<S: Store>(s: &S) {
     s.write("t/s1/a", b"1").await.unwrap();
     s.append("t/s1/b", b"2").await.unwrap();
     s.write("t/s1/deep/c", b"3").await.unwrap();
-    s.write("t/s10/a", b"keep: a sibling whose name starts the same").await.unwrap();
+    s.write("t/s10/a", b"keep: a sibling whose name starts the same")
+        .await
+        .unwrap();
     s.write("t/s1x", b"keep").await.unwrap();
     s.remove("t/s1/a").await.unwrap();
     assert_eq!(s.stat("t/s1/a").await.unwrap(), None);
@@ -213,17 +263,31 @@ pub async fn remove_blob_and_folder<S: Store>(s: &S) {
 }
 
 pub async fn invalid_paths_refused<S: Store>(s: &S) {
-    for bad in ["", "/a", "a/", "a//b", "a/./b", "a/../b", "..", "a\\b", "a/\0"] {
+    for bad in [
+        "", "/a", "a/", "a//b", "a/./b", "a/../b", "..", "a\\b", "a/\0",
+    ] {
         assert!(
             matches!(s.write(bad, b"x").await, Err(StoreError::InvalidPath(_))),
             "write {bad:?}"
         );
-        assert!(matches!(s.append(bad, b"x").await, Err(StoreError::InvalidPath(_))));
-        assert!(matches!(s.read(bad, 0, 1).await, Err(StoreError::InvalidPath(_))));
+        assert!(matches!(
+            s.append(bad, b"x").await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(
+            s.read(bad, 0, 1).await,
+            Err(StoreError::InvalidPath(_))
+        ));
         assert!(matches!(s.stat(bad).await, Err(StoreError::InvalidPath(_))));
         assert!(matches!(s.list(bad).await, Err(StoreError::InvalidPath(_))));
-        assert!(matches!(s.remove(bad).await, Err(StoreError::InvalidPath(_))));
-        assert!(matches!(s.rename("t/a", bad).await, Err(StoreError::InvalidPath(_))));
+        assert!(matches!(
+            s.remove(bad).await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(
+            s.rename("t/a", bad).await,
+            Err(StoreError::InvalidPath(_))
+        ));
     }
     assert_eq!(s.list("t").await.unwrap(), vec![]);
 }

@@ -4,12 +4,14 @@
 //! above only ever pass segments they have made safe (see `chunks`); backends still refuse an
 //! empty segment, `.` or `..`, so no path can escape the store's root.
 //!
-//! Backends: [`MemoryStore`] here; the native filesystem, OPFS and IndexedDB beside it. Every
+//! Backends: [`MemoryStore`] and (natively) `FsStore` here; OPFS and IndexedDB beside it. Every
 //! backend must make [`Store::append`] cost O(bytes appended), not O(blob): live streaming
 //! appends one line at a time to a chunk that grows to the size of the conversation.
 
 #[cfg(target_arch = "wasm32")]
 mod browser;
+#[cfg(not(target_arch = "wasm32"))]
+mod fs;
 #[cfg(target_arch = "wasm32")]
 mod idb;
 mod memory;
@@ -20,6 +22,8 @@ mod writer;
 
 #[cfg(target_arch = "wasm32")]
 pub use browser::{open_store, request_persistence, Backend, BrowserStore};
+#[cfg(not(target_arch = "wasm32"))]
+pub use fs::FsStore;
 #[cfg(target_arch = "wasm32")]
 pub use idb::IdbStore;
 pub use memory::MemoryStore;

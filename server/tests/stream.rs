@@ -84,6 +84,32 @@ async fn further_behind_than_the_catch_up_limit_gets_a_reset_then_the_newest_200
 }
 
 #[tokio::test]
+async fn a_client_ahead_of_the_file_gets_a_reset_with_the_newest_lines() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(30));
+    // The client held 500 lines of a file since replaced by a shorter one.
+    let mut sse = f.events("s", "after=500").await;
+    let reset = sse.next().await;
+    assert_eq!(reset.event, RESET_EVENT);
+    let data: Value = serde_json::from_str(&reset.data).unwrap();
+    assert_eq!(
+        (data["reason"].as_str(), data["first"].as_u64()),
+        (Some("ahead"), Some(1))
+    );
+    assert_eq!(ids(&sse.take(30).await), (1..=30).collect::<Vec<_>>());
+    // An emptied file: a reset with nothing after it.
+    f.write("e", "");
+    let mut empty = f.events("e", "after=3").await;
+    assert_eq!(empty.next().await.event, RESET_EVENT);
+    assert!(empty.quiet(150).await);
+    // At the newest line exactly, nothing is sent until something is appended.
+    let mut sse = f.events("s", "after=30").await;
+    assert!(sse.quiet(200).await);
+    f.append("s", &line(31, json!({"type": "status", "status": "idle"})));
+    assert_eq!(sse.next().await.id, "31");
+}
+
+#[tokio::test]
 async fn a_reconnecting_event_source_resumes_from_last_event_id() {
     let f = Fixture::new().await;
     f.write("s", &transcript(300));

@@ -10,7 +10,7 @@
 //!   (default 220 KB, seed 001's `maxBytes`), events and bytes before and after folding
 //!   (`protocol::coalesce`): the same conversation in fewer bytes;
 //! - a byte-budgeted page of the same bytes (the server's `bytes` parameter): read back as far
-//!   as needed, folded, filled with whole rows up to the budget; and how much more conversation
+//!   as needed, folded, filled with whole rows while their line text fits the raw page's; and how much more conversation
 //!   it carries than the `limit` page of raw events that fills the same bytes, in display rows
 //!   (`fold::Transcript`) and in seqs covered.
 //!
@@ -74,7 +74,7 @@ fn main() {
         let raw_bytes = page_json(raw).len();
         let folded = coalesce(raw);
         let folded_bytes = page_json(&folded).len();
-        let budgeted = budget_page(below, raw_bytes);
+        let budgeted = budget_page(below, text_bytes(raw));
         let budgeted_bytes = page_json(&budgeted).len();
         let raw_rows = display_rows(raw);
         let budgeted_rows = display_rows(&budgeted);
@@ -141,11 +141,12 @@ fn raw_window(below: &[Line], budget: usize) -> &[Line] {
     &below[start..]
 }
 
-/// A byte-budgeted page of `below`'s newest lines: walked back row by row (the row rule),
-/// each row folded, whole rows taken while the page fits in `budget` bytes (at least one row).
+/// A byte-budgeted page of `below`'s newest lines, as the server's `bytes` parameter fills it:
+/// walked back row by row (the row rule), each row folded, whole rows taken while their line
+/// text fits in `budget` bytes (at least one row).
 fn budget_page(below: &[Line], budget: usize) -> Vec<Line> {
     let mut page: Vec<Line> = Vec::new(); // newest first
-    let mut bytes = 2;
+    let mut used = 0;
     let mut end = below.len();
     while end > 0 {
         let mut start = end - 1;
@@ -153,16 +154,21 @@ fn budget_page(below: &[Line], budget: usize) -> Vec<Line> {
             start -= 1;
         }
         let row = coalesce(&below[start..end]);
-        let more: usize = row.iter().map(|l| l.raw().len() + 1).sum();
-        if bytes + more - 1 > budget && !page.is_empty() {
+        let size: usize = row.iter().map(|l| l.raw().len()).sum();
+        if used + size > budget && !page.is_empty() {
             break;
         }
-        bytes += more;
+        used += size;
         page.extend(row.into_iter().rev());
         end = start;
     }
     page.reverse();
     page
+}
+
+/// Bytes of line text (what the server's `bytes` budget counts).
+fn text_bytes(lines: &[Line]) -> usize {
+    lines.iter().map(|l| l.raw().len()).sum()
 }
 
 /// Seqs a folded page covers, from its first line to the end of `below`.

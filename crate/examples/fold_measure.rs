@@ -80,8 +80,13 @@ fn main() {
         let budgeted_rows = display_rows(&budgeted);
         let raw_seqs = raw.len();
         let budgeted_seqs = covered(&budgeted, below);
+        let start = if budgeted.first().map(Line::seq) == lines.first().map(Line::seq) {
+            ", from the first line"
+        } else {
+            ""
+        };
         println!(
-            "| {name} | {} / {} | {} / {} | {:.1}% | {} / {} | {} → {} (×{:.1}) | {} → {} (×{:.1}) |",
+            "| {name} | {} / {} | {} / {} | {:.1}% | {} / {}{start} | {} → {} (×{:.1}) | {} → {} (×{:.1}) |",
             raw.len(),
             kb(raw_bytes),
             folded.len(),

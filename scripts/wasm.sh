@@ -5,9 +5,43 @@
 #
 #   scripts/wasm.sh build            release build of the package into pkg/, sizes printed
 #   scripts/wasm.sh test [ARGS...]   wasm-bindgen tests in headless Chromium (ARGS go to cargo test)
+#
+# `test` also starts the real scrollback-server for the browser transport's tests (see
+# start_test_server), unless SCROLLBACK_TEST_SERVER already names one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+native_path="$PATH"                    # the default (rustup) toolchain, for the native server
+
+# A free loopback port (the kernel's pick, released at once).
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+
+# Starts target/release/scrollback-server --sandbox with a token on a free port, a temp data dir,
+# and CORS for the test runner's page, which is pinned to a free port of its own
+# (WASM_BINDGEN_TEST_ADDRESS) so its origin is known. The tests read the server's URL and token
+# at compile time (option_env!). The server and its data go when this script exits.
+start_test_server() {
+  env -u CARGO_TARGET_DIR -u RUSTFLAGS -u RUSTC_BOOTSTRAP PATH="$native_path" \
+    cargo build -q --release -p scrollback-server
+  local page_port data log
+  page_port=$(free_port)
+  data=$(mktemp -d); log="$data.log"
+  export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$page_port"
+  export SCROLLBACK_TEST_TOKEN="test-token-$RANDOM$RANDOM"
+  SCROLLBACK_TOKEN="$SCROLLBACK_TEST_TOKEN" target/release/scrollback-server --sandbox \
+    --data "$data" --addr 127.0.0.1:0 --allow-origin "http://127.0.0.1:$page_port" >"$log" 2>&1 &
+  local pid=$!
+  trap 'kill '"$pid"' 2>/dev/null; wait '"$pid"' 2>/dev/null; rm -rf "'"$data"'" "'"$log"'"' EXIT
+  for _ in $(seq 100); do
+    SCROLLBACK_TEST_SERVER=$(sed -n 's|.*listening on \(http://[^/ ]*\).*|\1|p' "$log")
+    [ -n "$SCROLLBACK_TEST_SERVER" ] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; echo "scrollback-server did not start" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$SCROLLBACK_TEST_SERVER" ] || { echo "scrollback-server did not start" >&2; exit 1; }
+  export SCROLLBACK_TEST_SERVER
+  echo "wasm tests: scrollback-server at $SCROLLBACK_TEST_SERVER, test page at http://$WASM_BINDGEN_TEST_ADDRESS" >&2
+}
 
 export PATH="/usr/bin:$PATH"           # Debian's cargo/rustc first; see TOOLCHAIN.md
 export RUSTC_BOOTSTRAP=1               # lets the stable toolchain take -Zbuild-std
@@ -36,6 +70,7 @@ case "$cmd" in
     printf 'wasm size: %s bytes raw, %s bytes gzipped (%s)\n' "$raw" "$gz" "pkg/scrollback_bg.wasm"
     ;;
   test)
+    [ -n "${SCROLLBACK_TEST_SERVER:-}" ] || start_test_server
     cargo test -p scrollback "${target[@]}" "$@"
     ;;
   *)

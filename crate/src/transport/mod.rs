@@ -9,8 +9,13 @@
 //! Every answer carries what it cost on the wire ([`Page::bytes`], [`StreamItem`] lines carry
 //! their text), so the engine can count requests and bytes the way the server's `/stats` does.
 
+#[cfg(target_arch = "wasm32")]
+mod browser;
 #[cfg(feature = "native")]
 mod native;
+
+#[cfg(target_arch = "wasm32")]
+pub use browser::{BrowserStream, BrowserTransport, WireCounters};
 
 #[cfg(feature = "native")]
 pub use native::{HttpStream, HttpTransport};
@@ -39,13 +44,21 @@ pub enum TransportError {
     /// The server answered 2xx with a body of the wrong shape (not the session list, say).
     #[error("bad response from server: {0}")]
     BadResponse(String),
+    /// A session id that cannot be put in a URL path (empty, `.` or `..`: a URL parser resolves
+    /// those away, even percent-encoded). Nothing was sent.
+    #[error("session id {0:?} cannot be used in a URL")]
+    BadId(String),
 }
 
 impl TransportError {
     /// Whether the request reached the server and was refused (4xx): retrying the same
     /// request will not help.
     pub fn is_client_error(&self) -> bool {
-        matches!(self, TransportError::Http { status, .. } if (400..500).contains(status))
+        match self {
+            TransportError::Http { status, .. } => (400..500).contains(status),
+            TransportError::BadId(_) => true,
+            _ => false,
+        }
     }
 }
 

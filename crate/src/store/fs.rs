@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::UNIX_EPOCH;
 
-/// The marker ending a temporary file's name; [`Store::list`] never shows such files.
-const TMP_SUFFIX: &str = ".scrollback-tmp";
+/// How a temporary file's name begins (a hidden file); [`Store::list`] never shows such files,
+/// so names beginning with it are reserved.
+const TMP_PREFIX: &str = ".~scrollback-tmp.";
 
 /// Blobs as files below a root folder.
 #[derive(Debug)]
@@ -90,7 +91,7 @@ impl Store for FsStore {
             let Ok(name) = entry.file_name().into_string() else {
                 continue; // not written by a store
             };
-            if name.ends_with(TMP_SUFFIX) {
+            if name.starts_with(TMP_PREFIX) {
                 continue;
             }
             let meta = match entry.metadata() {
@@ -148,8 +149,9 @@ impl Store for FsStore {
         let p = self.resolve(path)?;
         create_parent(&p).map_err(|e| err(path, e))?;
         let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
-        let mut tmp_name = p.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(format!(".{}.{n}{TMP_SUFFIX}", std::process::id()));
+        let mut tmp_name =
+            std::ffi::OsString::from(format!("{TMP_PREFIX}{}.{n}.", std::process::id()));
+        tmp_name.push(p.file_name().unwrap_or_default());
         let tmp = p.with_file_name(tmp_name);
         let result = File::create(&tmp)
             .and_then(|mut f| f.write_all(bytes))

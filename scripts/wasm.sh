@@ -59,15 +59,20 @@ case "$cmd" in
     rm -rf "$out"
     wasm-bindgen --target web --out-dir "$out" --out-name scrollback \
       "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/scrollback.wasm"
+    # The hand-written JS API (page side, worker, types) goes next to wasm-bindgen's output.
+    cp js/index.js js/worker.js js/index.d.ts "$out/"
     opt="$root/node_modules/.bin/wasm-opt"
+    sizes() { printf '%s bytes raw, %s bytes gzipped' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
     if [ -x "$opt" ]; then
+      before=$(sizes "$out/scrollback_bg.wasm")
       "$opt" -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
         --enable-mutable-globals --enable-reference-types --enable-multivalue \
         "$out/scrollback_bg.wasm" -o "$out/scrollback_bg.wasm"
+      echo "wasm-opt -Os: from $before" >&2
+    else
+      echo "wasm.sh: wasm-opt not found (npm ci installs binaryen): the module is not optimized" >&2
     fi
-    raw=$(stat -c %s "$out/scrollback_bg.wasm")
-    gz=$(gzip -9 -c "$out/scrollback_bg.wasm" | wc -c)
-    printf 'wasm size: %s bytes raw, %s bytes gzipped (%s)\n' "$raw" "$gz" "pkg/scrollback_bg.wasm"
+    printf 'wasm size: %s (%s)\n' "$(sizes "$out/scrollback_bg.wasm")" "pkg/scrollback_bg.wasm"
     ;;
   test)
     [ -n "${SCROLLBACK_TEST_SERVER:-}" ] || start_test_server

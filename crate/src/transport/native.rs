@@ -53,12 +53,14 @@ impl HttpTransport {
         &self.base
     }
 
-    /// The cache key of this server: `<host>_<port>` (seed 000, decision 1), the port being the
-    /// scheme's default when the URL names none.
-    pub fn server_key(&self) -> String {
-        let host = self.base.host_str().unwrap_or("unknown");
-        let port = self.base.port_or_known_default().unwrap_or(0);
-        format!("{host}_{port}")
+    /// The server's host, for the cache's key (`chunks::Cache::new`).
+    pub fn host(&self) -> &str {
+        self.base.host_str().unwrap_or("")
+    }
+
+    /// The server's port, the scheme's default when the URL names none.
+    pub fn port(&self) -> u16 {
+        self.base.port_or_known_default().unwrap_or(0)
     }
 
     /// The URL of `segments` below the base, each segment percent-encoded (a session id with

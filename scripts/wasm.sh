@@ -20,18 +20,27 @@ free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1
 # and CORS for the test runner's page, which is pinned to a free port of its own
 # (WASM_BINDGEN_TEST_ADDRESS) so its origin is known. The tests read the server's URL and token
 # at compile time (option_env!). The server and its data go when this script exits.
+test_server=()                         # pid, data dir, log of the server started below
+stop_test_server() {
+  [ ${#test_server[@]} -eq 3 ] || return 0
+  kill "${test_server[0]}" 2>/dev/null || true
+  wait "${test_server[0]}" 2>/dev/null || true
+  rm -rf "${test_server[1]}" "${test_server[2]}"
+}
 start_test_server() {
   env -u CARGO_TARGET_DIR -u RUSTFLAGS -u RUSTC_BOOTSTRAP PATH="$native_path" \
     cargo build -q --release -p scrollback-server
   local page_port data log
   page_port=$(free_port)
-  data=$(mktemp -d); log="$data.log"
+  data=$(mktemp -d); log="$data.log"; : >"$log"
   export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$page_port"
   export SCROLLBACK_TEST_TOKEN="test-token-$RANDOM$RANDOM"
   SCROLLBACK_TOKEN="$SCROLLBACK_TEST_TOKEN" target/release/scrollback-server --sandbox \
     --data "$data" --addr 127.0.0.1:0 --allow-origin "http://127.0.0.1:$page_port" >"$log" 2>&1 &
   local pid=$!
-  trap 'kill '"$pid"' 2>/dev/null; wait '"$pid"' 2>/dev/null; rm -rf "'"$data"'" "'"$log"'"' EXIT
+  test_server=("$pid" "$data" "$log")
+  trap stop_test_server EXIT
+  trap 'exit 130' INT TERM
   for _ in $(seq 100); do
     SCROLLBACK_TEST_SERVER=$(sed -n 's|.*listening on \(http://[^/ ]*\).*|\1|p' "$log")
     [ -n "$SCROLLBACK_TEST_SERVER" ] && break

@@ -43,7 +43,7 @@ struct Counters {
 }
 
 /// The cache hits of sessions, open and closed, for `counters()`.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Tally {
     closed: Cell<(u64, u64, u64)>,
     open: RefCell<Vec<Rc<Live>>>,

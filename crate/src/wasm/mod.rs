@@ -12,10 +12,6 @@ mod client;
 mod error;
 mod session;
 
-pub use client::Client;
-pub use error::BindingError;
-pub use session::SessionHandle;
-
 use wasm_bindgen::prelude::*;
 
 /// Runs when the module is instantiated (in the worker, or on a page that loads it): the core

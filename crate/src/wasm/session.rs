@@ -1,6 +1,6 @@
 //! `SessionHandle`: one open session, kept live in the worker until closed.
 
-use super::client::{BrowserEngine, Tally};
+use super::client::Tally;
 use super::error::{anchor, BindingError};
 use crate::engine::{Change, Session};
 use crate::store::BrowserStore;
@@ -11,7 +11,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
 
-/// The session type of [`BrowserEngine`].
+/// The sessions of the worker's engine.
 type BrowserSession = Session<BrowserStore, BrowserTransport>;
 
 /// A running session and the reloads waiting for their purge.

@@ -190,6 +190,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         self.update(Change::Cleared, |v| {
             v.transcript.clear();
             v.state.clear_pending();
+            v.verified &= ready;
             v.oldest = None;
             v.more_history = true;
             v.ready = ready;
@@ -322,6 +323,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                     let passed = matches!(page.lines.as_slice(), [line] if line == tail);
                     self.update(Change::State, |v| {
                         v.banner = None;
+                        v.verified = passed;
                         match passed {
                             true => v.counters.probes_passed += 1,
                             false => v.counters.probes_failed += 1,
@@ -359,6 +361,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                     self.update(Change::State, |v| {
                         v.banner = None;
                         v.ready = true;
+                        v.verified = true;
                         if page.lines.is_empty() {
                             v.more_history = false;
                         }
@@ -421,6 +424,11 @@ impl<S: Store, T: Transport> Session<S, T> {
                 self.show_older(&lines);
                 return Ok(Ok(true));
             }
+            return Ok(Ok(false));
+        }
+        if !self.view.borrow().verified {
+            // Unchecked cached rows are shown; a page from the server could be of another file
+            // (the one the probe is about to catch), so the network waits for the probe.
             return Ok(Ok(false));
         }
         let mut query = TranscriptQuery {

@@ -8,7 +8,7 @@ use crate::store::Store;
 use crate::transport::{EventStream, StreamItem, Transport, TransportResult};
 use futures::channel::mpsc;
 use futures::future::{select, Either};
-use futures::lock::Mutex;
+use async_lock::Mutex;
 use futures::StreamExt;
 use std::cell::{Cell, RefCell};
 use std::future::Future;

@@ -8,7 +8,7 @@ mod session;
 
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
 pub use query::{QueryError, TranscriptQuery};
-pub use rows::{clean_append, coalesce, joins, RowWalk};
+pub use rows::{clean_append, coalesce, joins, last_seq, RowWalk, FOLDED};
 pub use session::SessionSummary;
 
 /// How far behind `/events?after=N` still catches up event by event; further behind, the

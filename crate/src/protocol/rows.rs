@@ -10,32 +10,92 @@
 //! is the partial it is, and welds back when the pages meet.
 
 use super::line::{EventKind, Line};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// The field a coalesced line carries so that it can still be compared at a seam:
+/// `"folded": {"through": N, "first": "...", "last": "..."}`: the seq of the run's last delta and
+/// the texts of its first and last deltas.
+///
+/// Without it a coalesced line is indistinguishable from one long delta, and the row rule would
+/// have to compare whole concatenated texts at a page seam, which decides differently from the
+/// raw deltas it replaced (the deltas `"ab"`, `"a"`, `"c"` are two rows; `"ab"` beside the folded
+/// `"ac"` would weld into one). With it, [`joins`] on folded lines decides exactly what it decides
+/// on the raw deltas at the seam, so rows drawn from folded pages equal rows drawn from raw events.
+pub const FOLDED: &str = "folded";
+
+/// What [`joins`] needs of an `assistantText` line: the span of seqs it covers and the texts at
+/// its two ends. A raw delta's span is itself; a folded line's comes from its [`FOLDED`] field.
+struct Span<'a> {
+    through: u64,
+    first: &'a str,
+    last: &'a str,
+}
+
+/// The line's span, or `None` when it is not joinable text: not `assistantText`, no string
+/// `text`, or a [`FOLDED`] field that does not read (not an object, `through` below `seq`,
+/// missing texts). A line that does not read never joins, which is always safe.
+fn span(line: &Line) -> Option<Span<'_>> {
+    if line.kind() != EventKind::AssistantText {
+        return None;
+    }
+    let text = line.text()?;
+    match line.event().get(FOLDED) {
+        None => Some(Span {
+            through: line.seq(),
+            first: text,
+            last: text,
+        }),
+        Some(Value::Object(f)) => {
+            let through = f.get("through").and_then(Value::as_u64)?;
+            let first = f.get("first").and_then(Value::as_str)?;
+            let last = f.get("last").and_then(Value::as_str)?;
+            (through >= line.seq()).then_some(Span {
+                through,
+                first,
+                last,
+            })
+        }
+        Some(_) => None,
+    }
+}
+
+/// The last seq a line covers: its own seq, or for a coalesced line the seq of the last delta
+/// folded into it. A page reaches as far as its last line's `last_seq`, never just its `seq`.
+pub fn last_seq(line: &Line) -> u64 {
+    span(line).map_or(line.seq(), |s| s.through)
+}
+
+/// Whether two events are of the same message: every field other than the text and the fold
+/// marker is equal.
+fn same_message(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    let rest = |m: &Map<String, Value>| m.keys().filter(|k| *k != "text" && *k != FOLDED).count();
+    rest(a) == rest(b)
+        && a.iter()
+            .filter(|(k, _)| *k != "text" && *k != FOLDED)
+            .all(|(k, v)| b.get(k) == Some(v))
+}
 
 /// Whether `newer` continues the row that `older` (the line just before it) is in.
 ///
 /// Only streamed assistant text joins, and only when it is provably the same message rendered
 /// the same way folded or not (seed 001): both are `assistantText`, every field other than
-/// `text` is equal (the same message), and `newer`'s text is a *clean append* of `older`'s
-/// ([`clean_append`]). Any other event, and any unknown type, ends a run.
+/// `text` is equal (the same message), `newer` starts at the seq right after the last one
+/// `older` covers, and `newer`'s first delta is a *clean append* ([`clean_append`]) of `older`'s
+/// last delta. Any other event, and any unknown type, ends a run.
+///
+/// Either line may be a coalesced one ([`coalesce`]): its [`FOLDED`] field gives its last seq
+/// and its end texts, so the answer is the one the raw deltas at the seam give.
 pub fn joins(older: &Line, newer: &Line) -> bool {
-    if older.kind() != EventKind::AssistantText || newer.kind() != EventKind::AssistantText {
+    let (Some(a), Some(b)) = (span(older), span(newer)) else {
+        return false;
+    };
+    // Adjacency: a transcript's seqs have no holes, so the next delta of a run is the seq right
+    // after the last one the older line covers. Anything else is a gap, a repeat, or another
+    // file or session (two transcripts both numbered from 1): never one row.
+    if a.through.checked_add(1) != Some(newer.seq()) {
         return false;
     }
-    // Adjacency is order, not arithmetic: a coalesced row carries its first delta's seq, so the
-    // line after it is more than one seq above. A seq that does not grow means another file or
-    // another session (two transcripts both numbered from 1): never one row.
-    if newer.seq() <= older.seq() {
-        return false;
-    }
-    let (a, b) = (older.event(), newer.event());
-    let same_message = a.len() == b.len()
-        && a.iter()
-            .all(|(k, v)| k == "text" || b.get(k).is_some_and(|w| w == v));
-    match (a.get("text"), b.get("text")) {
-        (Some(Value::String(x)), Some(Value::String(y))) => same_message && clean_append(x, y),
-        _ => false,
-    }
+    same_message(older.event(), newer.event()) && clean_append(a.last, b.first)
 }
 
 /// Seed 001's predicate: `next` appended to `prev` renders the same whether a client
@@ -100,8 +160,11 @@ impl RowWalk {
 }
 
 /// Coalesces lines (oldest first): each run that [`joins`] becomes one `assistantText` line at
-/// its first delta's seq and timestamp, carrying the run's texts concatenated and the first
-/// delta's other fields. Every other line is returned as it came, byte for byte.
+/// its first delta's seq and timestamp, carrying the run's texts concatenated, the first
+/// delta's other fields, and a [`FOLDED`] field (`through`, the run's last seq; `first` and
+/// `last`, its end deltas' texts). Every other line is returned as it came, byte for byte.
+///
+/// Coalescing lines that are already coalesced gives what coalescing their raw deltas gives.
 pub fn coalesce(lines: &[Line]) -> Vec<Line> {
     let mut out: Vec<Line> = Vec::new();
     let mut i = 0;
@@ -113,14 +176,26 @@ pub fn coalesce(lines: &[Line]) -> Vec<Line> {
         if j - i == 1 {
             out.push(lines[i].clone());
         } else {
-            let first = &lines[i];
-            let text: String = lines[i..j].iter().filter_map(Line::text).collect();
-            let mut event = first.event().clone();
-            event.insert("text".into(), Value::String(text));
-            let joined = Line::new(first.seq(), first.ts(), event).expect("a parsed line rebuilds");
-            out.push(joined);
+            out.push(fold_run(&lines[i..j]));
         }
         i = j;
     }
     out
+}
+
+/// One line for a run of two or more lines that join.
+fn fold_run(run: &[Line]) -> Line {
+    let (head, tail) = (&run[0], &run[run.len() - 1]);
+    let (Some(a), Some(b)) = (span(head), span(tail)) else {
+        unreachable!("lines that join have spans")
+    };
+    let text: String = run.iter().filter_map(Line::text).collect();
+    let mut folded = Map::new();
+    folded.insert("through".into(), Value::from(b.through));
+    folded.insert("first".into(), Value::from(a.first));
+    folded.insert("last".into(), Value::from(b.last));
+    let mut event = head.event().clone();
+    event.insert("text".into(), Value::String(text));
+    event.insert(FOLDED.into(), Value::Object(folded));
+    Line::new(head.seq(), head.ts(), event).expect("a parsed line rebuilds")
 }

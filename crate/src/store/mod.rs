@@ -4,12 +4,16 @@
 //! above only ever pass segments they have made safe (see `chunks`); backends still refuse an
 //! empty segment, `.` or `..`, so no path can escape the store's root.
 //!
-//! Backends: [`MemoryStore`] here; the native filesystem, OPFS and IndexedDB beside it. Every
+//! Backends: [`MemoryStore`] and (natively) `FsStore` here; OPFS and IndexedDB beside it. Every
 //! backend must make [`Store::append`] cost O(bytes appended), not O(blob): live streaming
 //! appends one line at a time to a chunk that grows to the size of the conversation.
 
+#[cfg(not(target_arch = "wasm32"))]
+mod fs;
 mod memory;
 
+#[cfg(not(target_arch = "wasm32"))]
+pub use fs::FsStore;
 pub use memory::MemoryStore;
 
 /// What a storage operation can fail with.

@@ -1,0 +1,153 @@
+//! One server's cache: its sessions, the byte budget, pruning.
+
+use super::names::{decode, encode, server_key, KeyError, TOUCH};
+use super::session::{dir_size, SessionCache};
+use crate::protocol::FORMAT_VERSION;
+use crate::store::Store;
+use std::sync::Arc;
+
+/// The folder every format version lives in.
+const ROOT: &str = "transcripts";
+
+/// The cache of one server (`<host>_<port>`): `transcripts/v1/<host>_<port>/<session>/`.
+#[derive(Debug)]
+pub struct Cache<S> {
+    store: Arc<S>,
+    dir: String,
+}
+
+/// A cached session as the budget sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The session id; `None` for a folder this code did not make.
+    pub id: Option<String>,
+    /// The folder's name.
+    pub key: String,
+    /// Bytes held.
+    pub size: u64,
+    /// The stamp of its last open (0 when never opened).
+    pub opened: u64,
+}
+
+impl<S: Store> Cache<S> {
+    /// The cache of the server at `host:port`. On first use, a folder of another format
+    /// version under `transcripts/` is deleted.
+    pub async fn new(store: Arc<S>, host: &str, port: u16) -> Self {
+        if let Ok(entries) = store.list(ROOT).await {
+            for entry in entries.iter().filter(|e| e.name != FORMAT_VERSION) {
+                if let Err(e) = store.remove(&format!("{ROOT}/{}", entry.name)).await {
+                    log::info!("scrollback: could not delete an old cache format: {e}");
+                }
+            }
+        }
+        let dir = format!("{ROOT}/{FORMAT_VERSION}/{}", server_key(host, port));
+        Cache { store, dir }
+    }
+
+    /// The folder this server's sessions live in.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// The cache of one session. The id is encoded into its folder's name (never used raw);
+    /// an empty or over-long id is refused.
+    pub fn session(&self, id: &str) -> Result<SessionCache<S>, KeyError> {
+        let dir = format!("{}/{}", self.dir, encode(id)?);
+        Ok(SessionCache::new(self.store.clone(), id.to_string(), dir))
+    }
+
+    /// Every cached session with its size and last open. Unreadable ones are left out.
+    pub async fn sessions(&self) -> Vec<SessionInfo> {
+        let Ok(entries) = self.store.list(&self.dir).await else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let dir = format!("{}/{}", self.dir, entry.name);
+            let Ok(blobs) = self.store.list(&dir).await else {
+                continue;
+            };
+            out.push(SessionInfo {
+                id: decode(&entry.name),
+                size: blobs.iter().map(|b| b.size).sum(),
+                opened: blobs
+                    .iter()
+                    .find(|b| b.name == TOUCH)
+                    .map_or(0, |b| b.modified),
+                key: entry.name,
+            });
+        }
+        out
+    }
+
+    /// Deletes every cached session whose id is not in `ids` (the server's list), and any
+    /// folder that is not a session's.
+    pub async fn retain_only<I: AsRef<str>>(&self, ids: &[I]) {
+        let keep: Vec<String> = ids
+            .iter()
+            .filter_map(|id| encode(id.as_ref()).ok())
+            .collect();
+        for session in self.sessions().await {
+            if !keep.contains(&session.key) {
+                self.remove(&session.key).await;
+            }
+        }
+    }
+
+    /// Deletes one session's cache.
+    pub async fn purge(&self, id: &str) {
+        if let Ok(key) = encode(id) {
+            self.remove(&key).await;
+        }
+    }
+
+    /// Deletes this server's whole cache.
+    pub async fn purge_all(&self) {
+        if let Err(e) = self.store.remove(&self.dir).await {
+            log::info!("scrollback: could not purge the cache: {e}");
+        }
+    }
+
+    /// The bytes one session's cache holds (0 when nothing or unreadable).
+    pub async fn session_size(&self, id: &str) -> u64 {
+        let Ok(key) = encode(id) else {
+            return 0;
+        };
+        dir_size(&*self.store, &format!("{}/{key}", self.dir))
+            .await
+            .unwrap_or(0)
+    }
+
+    /// Deletes the least recently opened sessions, never `keep` (the one on screen), until
+    /// the server's cache holds at most `budget` bytes. Returns the ids deleted, oldest first.
+    pub async fn enforce_budget(&self, budget: u64, keep: &str) -> Vec<String> {
+        let keep = encode(keep).ok();
+        let mut sessions = self.sessions().await;
+        let mut total: u64 = sessions.iter().map(|s| s.size).sum();
+        sessions.sort_by(|a, b| (a.opened, &a.key).cmp(&(b.opened, &b.key)));
+        let mut evicted = Vec::new();
+        for session in sessions {
+            if total <= budget {
+                break;
+            }
+            if Some(&session.key) == keep.as_ref() {
+                continue;
+            }
+            if self.remove(&session.key).await {
+                total -= session.size;
+                evicted.extend(session.id);
+            }
+        }
+        evicted
+    }
+
+    async fn remove(&self, key: &str) -> bool {
+        match self.store.remove(&format!("{}/{key}", self.dir)).await {
+            Ok(()) => true,
+            Err(e) => {
+                log::info!("scrollback: could not delete a cached session: {e}");
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,660 @@
+//! Every rule of the chunk store, as every backend must serve it.
+
+use super::{line, seqs, stamp_after, transcript};
+use crate::chunks::{Cache, KeyError, SessionCache};
+use crate::protocol::{coalesce, joins, Line, RowWalk};
+use crate::store::Store;
+use std::sync::Arc;
+
+async fn cache<S: Store>(store: &Arc<S>, test: &str) -> Cache<S> {
+    Cache::new(store.clone(), test, 1).await
+}
+
+async fn appended<S: Store>(cache: &Cache<S>, id: &str, lines: &[Line]) -> SessionCache<S> {
+    let mut session = cache.session(id).expect("a valid id");
+    for line in lines {
+        session.append(line).await;
+    }
+    session
+}
+
+/// The chunk files of a session, sorted.
+async fn files<S: Store>(store: &S, cache: &Cache<S>, id: &str) -> Vec<String> {
+    let dir = format!(
+        "{}/{}",
+        cache.dir(),
+        crate::chunks::names::encode(id).unwrap()
+    );
+    let mut names: Vec<String> = store
+        .list(&dir)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.retain(|n| n != crate::chunks::names::TOUCH);
+    names.sort();
+    names
+}
+
+/// The page a server would count before `before` over the raw transcript, stopping at `floor`.
+fn expected_rows(transcript: &[Line], before: u64, limit: usize, floor: u64) -> Vec<Line> {
+    let mut walk = RowWalk::new(limit);
+    let mut out: Vec<Line> = transcript
+        .iter()
+        .rev()
+        .filter(|l| l.seq() < before && l.seq() >= floor)
+        .take_while(|l| walk.take(l))
+        .cloned()
+        .collect();
+    out.reverse();
+    out
+}
+
+fn raws(lines: &[Line]) -> Vec<&str> {
+    lines.iter().map(Line::raw).collect()
+}
+
+/// The newest lines come from the open chunk and, when it holds too few, from adjacent older
+/// chunks; byte for byte, oldest first; the cursor is the newest line.
+pub async fn newest_lines_cross_chunks<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "newest").await;
+    let t = transcript(300);
+    let mut s = appended(&cache, "s", &t[100..]).await;
+    assert!(s.store_page(&t[..100], 101, false).await);
+    assert_eq!(
+        s.newest(80).await.map(|l| seqs(&l)),
+        Some((221..=300).collect())
+    );
+    let many = s.newest(250).await.unwrap();
+    assert_eq!(raws(&many), raws(&t[50..]));
+    assert_eq!(
+        s.newest(1000).await.map(|l| l.len()),
+        Some(300),
+        "a short answer is an answer"
+    );
+    assert_eq!(s.cursor().await.map(|l| l.seq()), Some(300));
+    assert_eq!(s.suffix().await, Some((1, 301)));
+
+    let mut again = cache.session("s").unwrap();
+    assert_eq!(
+        again.newest(250).await.map(|l| seqs(&l)),
+        Some((51..=300).collect())
+    );
+    assert_eq!(again.cursor().await.as_ref(), t.last());
+    let mut empty = cache.session("nothing").unwrap();
+    assert_eq!(empty.newest(80).await, None);
+    assert_eq!(empty.cursor().await, None);
+}
+
+/// A `before` in the middle of a chunk is a hit (the seed's corrected rule); outside the
+/// suffix's coverage, a miss.
+pub async fn a_cursor_inside_a_chunk_is_a_hit<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "inside").await;
+    let t = transcript(500);
+    let mut s = appended(&cache, "s", &t).await;
+    let page = s.page(421, 40, false).await.expect("inside the open chunk");
+    assert_eq!(seqs(&page.lines), (381..=420).collect::<Vec<_>>());
+    assert!(!page.at_start);
+    for limit in [1, 5, 40] {
+        let page = s.page(421, limit, true).await.expect("a rows page");
+        assert_eq!(raws(&page.lines), raws(&expected_rows(&t, 421, limit, 1)));
+    }
+    assert!(
+        s.page(501, 3, false).await.is_some(),
+        "before = end is the newest page"
+    );
+    assert_eq!(s.page(502, 3, false).await, None, "above the end: a miss");
+    assert_eq!(
+        s.page(1, 3, false).await,
+        None,
+        "at the suffix's first: a miss"
+    );
+    let short = s.page(3, 40, false).await.unwrap();
+    assert_eq!((seqs(&short.lines), short.at_start), (vec![1, 2], true));
+    assert_eq!(s.page(300, 0, true).await, None, "never an empty page");
+}
+
+fn straddling() -> Vec<Line> {
+    // 1 user, 2..=9 one delta run, 10 user, 11..=14 a run, 15 usage.
+    let kinds = [0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 3];
+    kinds
+        .iter()
+        .enumerate()
+        .map(|(i, k)| line(i as u64 + 1, *k))
+        .collect()
+}
+
+/// A delta run that crosses a chunk boundary counts as one row, from a raw or a coalesced chunk.
+pub async fn a_delta_run_straddling_a_boundary_is_one_row<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "straddle").await;
+    let t = straddling();
+    for (id, coalesced) in [("raw", false), ("rows", true)] {
+        let mut s = appended(&cache, id, &t[5..]).await; // open chunk 6..=15
+        let older = if coalesced {
+            coalesce(&t[..5])
+        } else {
+            t[..5].to_vec()
+        };
+        assert!(s.store_page(&older, 6, coalesced).await, "{id}");
+        let page = s.page(16, 3, true).await.unwrap();
+        assert_eq!(seqs(&page.lines), (10..=15).collect::<Vec<_>>(), "{id}");
+        let page = s.page(10, 1, true).await.unwrap();
+        assert_eq!(page.lines[0].seq(), 2, "{id}: the run's oldest delta");
+        assert_eq!(seqs(&page.lines).last(), Some(&9));
+        assert!(!page.at_start, "{id}: the user message at 1 is still there");
+        let joined = coalesce(&page.lines);
+        assert_eq!(joined.len(), 1, "{id}: one row");
+        assert_eq!(joined[0].text(), Some("t2 t3 t4 t5 t6 t7 t8 t9 "), "{id}");
+        let page = s.page(10, 2, true).await.unwrap();
+        assert_eq!((page.lines[0].seq(), page.at_start), (1, true), "{id}");
+    }
+}
+
+/// A rows page stops only between rows, is counted like the server counts, and is short (never
+/// empty) at the suffix's start.
+pub async fn pages_stop_between_rows_and_may_be_short<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "rows").await;
+    let t = transcript(64);
+    let mut s = appended(&cache, "s", &t).await;
+    for before in [65, 40, 17, 9] {
+        for limit in 1..=8 {
+            let page = s.page(before, limit, true).await.unwrap();
+            assert_eq!(
+                raws(&page.lines),
+                raws(&expected_rows(&t, before, limit, 1)),
+                "{before} {limit}"
+            );
+            let first = page.lines[0].seq() as usize;
+            if first > 1 {
+                assert!(
+                    !joins(&t[first - 2], &page.lines[0]),
+                    "stopped inside a row"
+                );
+            }
+            assert_eq!(
+                page.at_start,
+                first == 1 && coalesce(&page.lines).len() <= limit
+            );
+        }
+    }
+    let short = s.page(5, 40, true).await.unwrap();
+    assert_eq!(
+        (seqs(&short.lines), short.at_start),
+        (vec![1, 2, 3, 4], true)
+    );
+}
+
+/// Paging back through a long open chunk (many blocks) yields the whole transcript, and a
+/// page before any seq is found by seeking, not by reading the chunk whole.
+pub async fn paging_back_through_a_long_chunk<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "long").await;
+    let t = transcript(3000);
+    let mut s = appended(&cache, "s", &t).await;
+    let mut before = 3001;
+    let mut got: Vec<Line> = Vec::new();
+    loop {
+        let page = s.page(before, 40, true).await.expect("inside the suffix");
+        before = page.lines[0].seq();
+        let at_start = page.at_start;
+        got.splice(0..0, page.lines);
+        if at_start {
+            break;
+        }
+    }
+    assert_eq!(raws(&got), raws(&t));
+    let mut fresh = cache.session("s").unwrap();
+    for before in [1234, 2999, 2, 1500, 64] {
+        let page = fresh.page(before, 25, false).await.unwrap();
+        let from = before.saturating_sub(26) as usize;
+        assert_eq!(
+            raws(&page.lines),
+            raws(&t[from..before as usize - 1]),
+            "before {before}"
+        );
+    }
+}
+
+/// Chunks behind a gap are kept but not served; `gap_after` bounds the fetch; a page that
+/// fills the gap joins the runs.
+pub async fn only_the_suffix_is_served_and_gaps_bound_fetches<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "gap").await;
+    let t = transcript(400);
+    let mut s = appended(&cache, "s", &t[300..]).await; // [301, 401)
+    assert!(s.store_page(&t[100..200], 201, false).await); // [101, 201)
+    assert!(s.store_page(&coalesce(&t[..100]), 101, true).await); // [1, 101)
+    assert_eq!(s.suffix().await, Some((301, 401)));
+    for before in [301, 250, 201, 150, 2] {
+        assert_eq!(
+            s.page(before, 10, false).await,
+            None,
+            "before {before} is behind the gap"
+        );
+    }
+    assert_eq!(s.gap_after(301).await, Some(200));
+    assert_eq!(s.gap_after(150).await, Some(100));
+    assert_eq!(s.gap_after(100).await, None);
+    assert!(s.store_page(&coalesce(&t[200..300]), 301, true).await); // the gap, [201, 301)
+    assert_eq!(s.suffix().await, Some((1, 401)));
+    assert_eq!(s.gap_after(301).await, Some(300));
+    let page = s.page(150, 10, false).await.unwrap();
+    assert_eq!(raws(&page.lines), raws(&t[139..149]));
+    let mut reopened = cache.session("s").unwrap();
+    assert_eq!(reopened.suffix().await, Some((1, 401)));
+    let all = reopened.newest(10_000).await.unwrap();
+    assert_eq!(
+        coalesce(&all),
+        coalesce(&t),
+        "the whole run is the transcript"
+    );
+}
+
+/// A page that overlaps a chunk is never stored; nor a coalesced page as the newest chunk, a
+/// raw page that does not end right below its `before`, or lines out of order.
+pub async fn an_overlapping_page_is_refused<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "overlap").await;
+    let t = transcript(200);
+    let mut s = appended(&cache, "s", &t[100..]).await; // [101, 201)
+    assert!(!s.store_page(&t[50..120], 121, false).await);
+    assert!(!s.store_page(&coalesce(&t[..101]), 102, true).await);
+    assert!(!s.store_page(&t[150..160], 161, false).await);
+    assert!(
+        !s.store_page(&t[..10], 20, false).await,
+        "a raw page ends at before - 1"
+    );
+    let shuffled = [t[3].clone(), t[2].clone()];
+    assert!(!s.store_page(&shuffled, 5, false).await);
+    assert!(!s.store_page(&[], 5, false).await);
+    assert!(s.store_page(&t[..100], 101, false).await);
+    assert!(!s.store_page(&t[..100], 101, false).await, "not twice");
+    assert_eq!(
+        files(&*store, &cache, "s").await,
+        ["1-101.raw.jsonl", "101-open.raw.jsonl"]
+    );
+
+    let mut fresh = cache.session("fresh").unwrap();
+    assert!(
+        !fresh.store_page(&coalesce(&t[..50]), 51, true).await,
+        "the newest is raw"
+    );
+    assert!(fresh.store_page(&t[..50], 51, false).await);
+    assert_eq!(fresh.cursor().await.map(|l| l.seq()), Some(50));
+}
+
+/// Live lines append to the open chunk; a seq below its end is dropped; a jump closes it with
+/// its real end and opens a new one.
+pub async fn a_seq_jump_rotates_the_open_chunk<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "rotate").await;
+    let t = transcript(70);
+    let mut s = appended(&cache, "s", &t[..10]).await;
+    assert_eq!(files(&*store, &cache, "s").await, ["1-open.raw.jsonl"]);
+    let size = s.size().await;
+    s.append(&t[4]).await;
+    s.append(&t[9]).await;
+    assert_eq!(s.size().await, size, "covered seqs are not written again");
+    s.append(&t[10]).await;
+    for line in &t[49..60] {
+        s.append(line).await; // a reset's window: 50..=60
+    }
+    assert_eq!(
+        files(&*store, &cache, "s").await,
+        ["1-12.raw.jsonl", "50-open.raw.jsonl"]
+    );
+    assert_eq!(s.cursor().await.map(|l| l.seq()), Some(60));
+    assert_eq!(s.suffix().await, Some((50, 61)));
+    assert_eq!(s.page(50, 10, false).await, None);
+    assert_eq!(s.gap_after(50).await, Some(11));
+    let mut again = cache.session("s").unwrap();
+    assert_eq!(again.cursor().await.map(|l| l.seq()), Some(60));
+    again.append(&t[60]).await;
+    assert_eq!(
+        files(&*store, &cache, "s").await,
+        ["1-12.raw.jsonl", "50-open.raw.jsonl"]
+    );
+    assert_eq!(
+        again.newest(100).await.map(|l| seqs(&l)),
+        Some((50..=61).collect())
+    );
+    assert!(
+        again.store_page(&t[11..49], 50, false).await,
+        "the gap fills"
+    );
+    assert_eq!(raws(&again.newest(100).await.unwrap()), raws(&t[..61]));
+}
+
+/// A torn last line of the open chunk is cut off before anything is served.
+pub async fn a_torn_tail_is_cut_off<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "torn").await;
+    let t = transcript(30);
+    let s = appended(&cache, "s", &t[..20]).await;
+    let good = s.size().await;
+    let path = format!("{}/s/1-open.raw.jsonl", cache.dir());
+    store
+        .append(&path, br#"{"seq":21,"ts":1.5,"ev"#)
+        .await
+        .unwrap();
+    let mut s = cache.session("s").unwrap();
+    assert_eq!(s.cursor().await.map(|l| l.seq()), Some(20));
+    assert_eq!(
+        store.stat(&path).await.unwrap().unwrap().size,
+        good,
+        "truncated"
+    );
+    assert_eq!(s.newest(3).await.map(|l| seqs(&l)), Some(vec![18, 19, 20]));
+    s.append(&t[20]).await;
+    store.append(&path, b"garbage\n").await.unwrap(); // torn in a way that kept a newline
+    let mut s = cache.session("s").unwrap();
+    assert_eq!(s.newest(2).await.map(|l| seqs(&l)), Some(vec![20, 21]));
+    s.append(&t[21]).await;
+    assert_eq!(
+        raws(&cache.session("s").unwrap().newest(100).await.unwrap()),
+        raws(&t[..22])
+    );
+
+    // Nothing but a fragment: the chunk goes, the session is empty.
+    let frag = format!("{}/f/1-open.raw.jsonl", cache.dir());
+    store.append(&frag, br#"{"seq":1,"ts""#).await.unwrap();
+    let mut f = cache.session("f").unwrap();
+    assert_eq!(f.newest(5).await, None);
+    assert_eq!(store.stat(&frag).await.unwrap(), None);
+    f.append(&t[0]).await;
+    assert_eq!(f.newest(5).await.map(|l| seqs(&l)), Some(vec![1]));
+}
+
+async fn damage<S: Store>(store: &S, path: &str, seq: u64, with: &str) {
+    let size = store.stat(path).await.unwrap().unwrap().size as usize;
+    let bytes = store.read(path, 0, size).await.unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| match Line::parse(l) {
+            Ok(line) if line.seq() == seq => with.to_string(),
+            _ => l.to_string(),
+        })
+        .collect();
+    store
+        .write(path, format!("{}\n", out.join("\n")).as_bytes())
+        .await
+        .unwrap();
+}
+
+/// A bad line anywhere but the open chunk's tail purges the session when a read reaches it.
+pub async fn damage_mid_file_purges_the_session<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "damage").await;
+    let t = transcript(200);
+    let cases: [(&str, &str, &str); 3] = [
+        ("closed", "1-101.raw.jsonl", "not json"),
+        ("open", "101-open.raw.jsonl", "{\"seq\":3}"),
+        ("order", "1-101.raw.jsonl", t[10].raw()),
+    ];
+    for (id, file, with) in cases {
+        let mut s = appended(&cache, id, &t[100..]).await;
+        assert!(s.store_page(&t[..100], 101, false).await);
+        let seq = if file.starts_with("101") { 150 } else { 50 };
+        damage(&*store, &format!("{}/{id}/{file}", cache.dir()), seq, with).await;
+        let mut s = cache.session(id).unwrap();
+        assert_eq!(
+            s.newest(20).await.map(|l| seqs(&l)),
+            Some((181..=200).collect()),
+            "{id}"
+        );
+        assert_eq!(
+            s.page(seq + 10, 30, false).await,
+            None,
+            "{id}: the read reached the damage"
+        );
+        assert_eq!(cache.session_size(id).await, 0, "{id}: purged");
+        assert_eq!(s.newest(20).await, None, "{id}");
+        assert_eq!(cache.session(id).unwrap().newest(20).await, None, "{id}");
+    }
+}
+
+/// What this code never writes purges the session on open: a coalesced newest chunk, two open
+/// chunks, overlapping chunks, a newest chunk that does not end at its end.
+pub async fn a_coalesced_newest_chunk_purges_the_session<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "newest-rows").await;
+    let t = transcript(60);
+    let text = |lines: &[Line]| {
+        lines
+            .iter()
+            .map(|l| format!("{}\n", l.raw()))
+            .collect::<String>()
+    };
+    let layouts: [(&str, Vec<(&str, String)>); 4] = [
+        (
+            "rows",
+            vec![
+                ("1-50.raw.jsonl", text(&t[..49])),
+                ("50-60.rows.jsonl", text(&coalesce(&t[49..59]))),
+            ],
+        ),
+        (
+            "twoopen",
+            vec![
+                ("1-open.raw.jsonl", text(&t[..5])),
+                ("6-open.raw.jsonl", text(&t[5..9])),
+            ],
+        ),
+        (
+            "overlap",
+            vec![
+                ("1-11.raw.jsonl", text(&t[..10])),
+                ("5-open.raw.jsonl", text(&t[4..20])),
+            ],
+        ),
+        ("short", vec![("1-30.raw.jsonl", text(&t[..20]))]),
+    ];
+    for (id, blobs) in layouts {
+        for (name, bytes) in &blobs {
+            store
+                .write(&format!("{}/{id}/{name}", cache.dir()), bytes.as_bytes())
+                .await
+                .unwrap();
+        }
+        let mut s = cache.session(id).unwrap();
+        assert_eq!(s.newest(10).await, None, "{id}");
+        assert_eq!(
+            files(&*store, &cache, id).await,
+            Vec::<String>::new(),
+            "{id}: purged"
+        );
+        s.append(&t[59]).await;
+        assert_eq!(
+            s.newest(10).await.map(|l| seqs(&l)),
+            Some(vec![60]),
+            "{id}: writes go on"
+        );
+    }
+}
+
+/// A folder of another format version is deleted on first use; this version's stays.
+pub async fn another_format_version_is_deleted<S: Store>(store: Arc<S>) {
+    let t = transcript(3);
+    store
+        .write("transcripts/v0/old_1/s/1-open.raw.jsonl", b"{}\n")
+        .await
+        .unwrap();
+    store.write("transcripts/v2-beta/x", b"").await.unwrap();
+    let keep = cache(&store, "version").await;
+    appended(&keep, "s", &t).await;
+    let cache = cache(&store, "version").await;
+    let versions: Vec<String> = store
+        .list("transcripts")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(versions, ["v1"]);
+    assert_eq!(
+        cache.session("s").unwrap().newest(5).await.map(|l| l.len()),
+        Some(3)
+    );
+}
+
+/// Ids that could escape their folder or collide are encoded (each its own folder below the
+/// server's), or refused; host names likewise.
+pub async fn hostile_ids_are_encoded_or_refused<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "hostile").await;
+    let ids = [
+        "../../etc",
+        "..",
+        ".",
+        "a/b",
+        "a\\b",
+        "A",
+        "a",
+        "x:y",
+        "<img src=x onerror=alert(1)>",
+        "%41",
+        "\0",
+        "touch",
+        "CON",
+        " ",
+        "ü",
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        let mut s = cache.session(id).expect("encoded, not refused");
+        s.append(&line(i as u64 + 1, 0)).await;
+    }
+    let mut listed = cache.sessions().await;
+    listed.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(
+        listed.len(),
+        ids.len(),
+        "one folder each, all below the server's"
+    );
+    for (i, id) in ids.iter().enumerate() {
+        assert!(
+            listed.iter().any(|s| s.id.as_deref() == Some(id)),
+            "{id:?} listed"
+        );
+        let mut s = cache.session(id).unwrap();
+        assert_eq!(
+            s.cursor().await.map(|l| l.seq()),
+            Some(i as u64 + 1),
+            "{id:?} kept its own"
+        );
+    }
+    assert!(matches!(cache.session(""), Err(KeyError::Empty)));
+    assert!(matches!(
+        cache.session(&"x".repeat(300)),
+        Err(KeyError::TooLong(_))
+    ));
+    for host in ["../evil", "a/b", "..", "[::1]"] {
+        let evil = Cache::new(store.clone(), host, 9).await;
+        assert_eq!(evil.dir().split('/').count(), 3, "{host:?}: {}", evil.dir());
+        assert!(evil.dir().starts_with("transcripts/v1/"));
+    }
+}
+
+/// The budget evicts the least recently opened sessions first and never the one kept.
+pub async fn eviction_takes_the_least_recently_opened<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "evict").await;
+    let t = transcript(20);
+    let scratch = "conformance/evict/scratch";
+    let mut last = 0;
+    for id in ["s1", "s2", "s3", "s4", "s1"] {
+        stamp_after(&*store, scratch, last).await;
+        let mut s = cache.session(id).unwrap();
+        s.open().await;
+        if s.cursor().await.is_none() {
+            appended(&cache, id, &t).await;
+        }
+        last = cache
+            .sessions()
+            .await
+            .iter()
+            .map(|s| s.opened)
+            .max()
+            .unwrap();
+    }
+    let one = cache.session_size("s1").await;
+    assert!(one > 0);
+    assert_eq!(
+        cache.enforce_budget(4 * one, "s2").await,
+        Vec::<String>::new(),
+        "within budget"
+    );
+    assert_eq!(cache.enforce_budget(2 * one, "s2").await, ["s3", "s4"]);
+    assert_eq!(
+        cache.enforce_budget(0, "s1").await,
+        ["s2"],
+        "over budget, the kept one stays"
+    );
+    let left: Vec<Option<String>> = cache.sessions().await.into_iter().map(|s| s.id).collect();
+    assert_eq!(left, [Some("s1".to_string())]);
+    assert_eq!(
+        cache
+            .session("s1")
+            .unwrap()
+            .newest(30)
+            .await
+            .map(|l| l.len()),
+        Some(20)
+    );
+}
+
+/// `retain_only` prunes sessions the server no longer has (and folders that are not sessions);
+/// purges empty one session or all of them; sizes are what is on disk.
+pub async fn retain_only_and_purges<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "retain").await;
+    let t = transcript(30);
+    for id in ["a", "b", "c"] {
+        appended(&cache, id, &t).await;
+    }
+    store
+        .write(&format!("{}/Junk/1-open.raw.jsonl", cache.dir()), b"x\n")
+        .await
+        .unwrap();
+    cache.retain_only(&["a", "c", "not-cached"]).await;
+    let mut ids: Vec<Option<String>> = cache.sessions().await.into_iter().map(|s| s.id).collect();
+    ids.sort();
+    assert_eq!(ids, [Some("a".to_string()), Some("c".to_string())]);
+
+    let mut c = cache.session("c").unwrap();
+    let size = cache.session_size("c").await;
+    assert_eq!(c.size().await, size);
+    assert!(size >= t.iter().map(|l| l.raw().len() as u64 + 1).sum::<u64>());
+    c.purge().await;
+    assert_eq!((c.size().await, c.newest(5).await), (0, None));
+    c.append(&t[29]).await;
+    assert_eq!(
+        c.newest(5).await.map(|l| seqs(&l)),
+        Some(vec![30]),
+        "writes go on after a purge"
+    );
+    cache.purge("a").await;
+    assert_eq!(cache.session_size("a").await, 0);
+    cache.purge_all().await;
+    assert_eq!(cache.sessions().await, Vec::new());
+}
+
+/// Storage cleared under an open session answers as if empty: misses, no writes that would
+/// claim coverage the blob no longer has.
+pub async fn a_wiped_store_gives_misses<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "wiped").await;
+    let t = transcript(60);
+    let mut reader = appended(&cache, "r", &t[..50]).await;
+    let mut writer = appended(&cache, "w", &t[..50]).await;
+    store.remove(cache.dir()).await.unwrap(); // as a browser clearing site data
+    assert_eq!(reader.newest(10).await, None);
+    assert_eq!(reader.page(40, 10, false).await, None);
+    reader.append(&t[50]).await;
+    writer.append(&t[50]).await; // lands in a blob that lost lines 1..=50
+    assert_eq!(writer.newest(10).await, None);
+    for id in ["r", "w"] {
+        let mut fresh = cache.session(id).unwrap();
+        assert_eq!(
+            fresh.newest(100).await,
+            None,
+            "{id}: nothing claims seqs it does not hold"
+        );
+        fresh.append(&t[51]).await;
+        assert_eq!(
+            fresh.newest(100).await.map(|l| seqs(&l)),
+            Some(vec![52]),
+            "{id}"
+        );
+    }
+}

@@ -1,0 +1,524 @@
+//! One session's chunks: open and repair, serve lines and pages, store pages, append live lines.
+
+use super::coverage::{self, Chunk, Kind};
+use super::lines::{seek, BackLines, Fail, BLOCK};
+use super::names::{chunk_name, parse_chunk_name, TOUCH};
+use crate::protocol::{Line, RowWalk};
+use crate::store::{Store, StoreError};
+use std::sync::Arc;
+
+/// A page served from the cache: raw cached lines, oldest first, never empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// The lines, oldest first, exactly as stored (a `.rows` chunk's lines are coalesced).
+    pub lines: Vec<Line>,
+    /// The walk reached the oldest line the suffix holds: the page may be short, and a page
+    /// before `lines[0].seq()` is a miss (ask the server, with [`SessionCache::gap_after`]).
+    pub at_start: bool,
+}
+
+/// What is known of the chunks on disk once opened.
+#[derive(Debug, Default)]
+struct State {
+    /// Sorted by coverage, non-overlapping; at most one [`Kind::Open`].
+    chunks: Vec<Chunk>,
+    /// The newest cached line.
+    cursor: Option<Line>,
+}
+
+/// Where the last page served began, so the next page back starts there without a seek.
+#[derive(Debug, Clone, Copy)]
+struct Hint {
+    chunk_first: u64,
+    seq: u64,
+    offset: u64,
+}
+
+/// One session's cache: the chunks under `transcripts/v1/<server>/<session>/`.
+///
+/// Methods take `&mut self`: the caller serializes access, so a reader never sees a
+/// half-rotated chunk. Every storage error answers as if the cache were empty (a miss, a no-op);
+/// after a write failure this instance writes nothing more and logs one warning.
+#[derive(Debug)]
+pub struct SessionCache<S> {
+    store: Arc<S>,
+    id: String,
+    dir: String,
+    state: Option<State>,
+    writing: bool,
+    hint: Option<Hint>,
+}
+
+impl<S: Store> SessionCache<S> {
+    pub(super) fn new(store: Arc<S>, id: String, dir: String) -> Self {
+        SessionCache {
+            store,
+            id,
+            dir,
+            state: None,
+            writing: true,
+            hint: None,
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether this instance still writes (false after a write failure).
+    pub fn is_writing(&self) -> bool {
+        self.writing
+    }
+
+    /// Opens the session: touches it (for the budget's recency), lists its chunks and repairs
+    /// them. A torn last line of the open chunk is cut off; two open chunks, overlapping chunks,
+    /// a `.rows` chunk as the newest, or a bad newest line purge the session. Called by every
+    /// other method when needed; call it again to re-read the disk.
+    pub async fn open(&mut self) {
+        self.hint = None;
+        if self.writing {
+            let touch = format!("{}/{TOUCH}", self.dir);
+            if let Err(e) = self.store.write(&touch, b"").await {
+                self.stop_writing(&e);
+            }
+        }
+        let result = self.load().await;
+        self.state = Some(State::default());
+        match result {
+            Ok(state) => self.state = Some(state),
+            Err(fail) => self.fail(fail).await,
+        }
+    }
+
+    /// The newest cached line: the stream resumes after it, and the probe checks it.
+    pub async fn cursor(&mut self) -> Option<Line> {
+        self.ensure_open().await;
+        self.state.as_ref()?.cursor.clone()
+    }
+
+    /// The seqs the suffix (the part that is served) covers, `[first, end)`.
+    pub async fn suffix(&mut self) -> Option<(u64, u64)> {
+        self.ensure_open().await;
+        coverage::suffix_range(&self.state.as_ref()?.chunks)
+    }
+
+    /// The newest `n` cached lines, oldest first (fewer when the suffix holds fewer); `None`
+    /// when nothing is cached.
+    pub async fn newest(&mut self, n: usize) -> Option<Vec<Line>> {
+        let (_, end) = self.suffix().await?;
+        self.page(end, n, false).await.map(|p| p.lines)
+    }
+
+    /// The page before `before`: `limit` lines, or `limit` rows when `rows` (counted with the
+    /// protocol's row rule, stopping only between rows), oldest first; it may cross chunk
+    /// boundaries inside the suffix and may be short at the suffix's start.
+    ///
+    /// `None` is a miss (ask the server): `before` is not inside what the suffix covers
+    /// (`first < before <= end`), or nothing was readable. A `before` in the middle of a chunk is
+    /// a hit. A coalesced line is one event at its seq: a `before` inside its run serves it whole.
+    pub async fn page(&mut self, before: u64, limit: usize, rows: bool) -> Option<Page> {
+        if limit == 0 {
+            return None;
+        }
+        self.ensure_open().await;
+        let chunks = &self.state.as_ref()?.chunks;
+        let at = coverage::chunk_before(chunks, before)?;
+        match self.walk(at, before, limit, rows).await {
+            Ok(page) if !page.lines.is_empty() => Some(page),
+            Ok(_) => None,
+            Err(fail) => {
+                self.fail(fail).await;
+                None
+            }
+        }
+    }
+
+    /// The `after` to send the server for a page before `before`, so the page stops where the
+    /// cache already holds lines: `end - 1` of the nearest chunk whose `end <= before` (any
+    /// chunk, not only the suffix). `None` when there is none.
+    pub async fn gap_after(&mut self, before: u64) -> Option<u64> {
+        self.ensure_open().await;
+        coverage::gap_after(&self.state.as_ref()?.chunks, before)
+    }
+
+    /// Stores a page fetched from the server with `before` (and `coalesce` = `coalesced`) as a
+    /// chunk `[lines[0].seq(), before)`. Returns whether it was stored. Refused (the caller still
+    /// shows the page) when it is empty or out of order, when it overlaps a chunk, when a raw page
+    /// does not end right below `before`, when a coalesced page would be the newest chunk, and
+    /// when this instance no longer writes.
+    pub async fn store_page(&mut self, lines: &[Line], before: u64, coalesced: bool) -> bool {
+        if !self.writing {
+            return false;
+        }
+        self.ensure_open().await;
+        let Some(state) = &self.state else {
+            return false;
+        };
+        let (Some(oldest), Some(newest)) = (lines.first(), lines.last()) else {
+            return false;
+        };
+        let ordered = lines.windows(2).all(|w| w[0].seq() < w[1].seq());
+        let first = oldest.seq();
+        if !ordered || newest.seq() >= before || (!coalesced && newest.seq() + 1 != before) {
+            return false;
+        }
+        if state.chunks.iter().any(|c| c.overlaps(first, before)) {
+            return false;
+        }
+        let newest_chunk = state.chunks.iter().all(|c| c.first < before);
+        if coalesced && newest_chunk {
+            return false; // the newest chunk is always raw
+        }
+        let mut bytes = Vec::new();
+        for line in lines {
+            bytes.extend_from_slice(line.raw().as_bytes());
+            bytes.push(b'\n');
+        }
+        let chunk = Chunk {
+            first,
+            end: before,
+            kind: if coalesced { Kind::Rows } else { Kind::Raw },
+            len: bytes.len() as u64,
+        };
+        if let Err(e) = self.store.write(&self.path(&chunk), &bytes).await {
+            self.stop_writing(&e);
+            return false;
+        }
+        let state = self.state.as_mut().expect("checked above");
+        if newest_chunk {
+            state.cursor = Some(newest.clone());
+        }
+        state.chunks.push(chunk);
+        state.chunks.sort_by_key(|c| c.first);
+        true
+    }
+
+    /// Appends a live line. A seq below the newest cached end is already covered and is not
+    /// written; the open chunk's end is appended to it; any other seq (a reset's window, a gap)
+    /// closes the open chunk, renaming it with its real end, and starts a new open chunk.
+    pub async fn append(&mut self, line: &Line) {
+        if !self.writing {
+            return;
+        }
+        self.ensure_open().await;
+        let Some(state) = &self.state else {
+            return;
+        };
+        let seq = line.seq();
+        if seq < state.chunks.last().map_or(0, |c| c.end) {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(line.raw().len() + 1);
+        bytes.extend_from_slice(line.raw().as_bytes());
+        bytes.push(b'\n');
+
+        let last = state.chunks.last();
+        let open = match last {
+            Some(c) if c.kind == Kind::Open && c.end == seq => c.clone(),
+            _ => {
+                if let Some(i) = state.chunks.iter().position(|c| c.kind == Kind::Open) {
+                    if !self.close(i).await {
+                        return;
+                    }
+                }
+                let open = Chunk {
+                    first: seq,
+                    end: seq,
+                    kind: Kind::Open,
+                    len: 0,
+                };
+                self.state
+                    .as_mut()
+                    .expect("opened")
+                    .chunks
+                    .push(open.clone());
+                open
+            }
+        };
+        match self.store.append(&self.path(&open), &bytes).await {
+            Ok(size) if size == open.len + bytes.len() as u64 => {
+                let state = self.state.as_mut().expect("opened");
+                let chunk = state.chunks.last_mut().expect("pushed or found");
+                chunk.len = size;
+                chunk.end = seq + 1;
+                state.cursor = Some(line.clone());
+            }
+            Ok(size) => {
+                // Not the size this instance wrote: the blob changed under it (storage
+                // cleared, another writer) or the write was cut short without an error.
+                let why = format!(
+                    "open chunk is {size} bytes, expected {}",
+                    open.len + bytes.len() as u64
+                );
+                self.stop_writing(&StoreError::Io(why.clone()));
+                self.fail(Fail::Damaged(why)).await;
+            }
+            Err(e) => {
+                self.stop_writing(&e);
+                let state = self.state.as_mut().expect("opened");
+                if open.len == 0 {
+                    state.chunks.pop(); // the new open chunk holds nothing this instance knows of
+                }
+            }
+        }
+    }
+
+    /// Throws the session's cache away (the Reload button); writing goes on afterwards.
+    pub async fn purge(&mut self) {
+        self.hint = None;
+        self.state = Some(State::default());
+        if let Err(e) = self.store.remove(&self.dir).await {
+            self.stop_writing(&e);
+        }
+    }
+
+    /// The bytes this session's cache holds on disk (0 when nothing or unreadable).
+    pub async fn size(&self) -> u64 {
+        dir_size(&*self.store, &self.dir).await.unwrap_or(0)
+    }
+
+    fn path(&self, chunk: &Chunk) -> String {
+        format!("{}/{}", self.dir, chunk_name(chunk))
+    }
+
+    async fn ensure_open(&mut self) {
+        if self.state.is_none() {
+            self.open().await;
+        }
+    }
+
+    /// Stops writing, with the one warning this instance logs.
+    fn stop_writing(&mut self, e: &StoreError) {
+        if self.writing {
+            self.writing = false;
+            log::warn!(
+                "scrollback: the cache of session {:?} stopped writing: {e}",
+                self.id
+            );
+        }
+    }
+
+    /// Answers a failed read: damage purges the session; a store error forgets what was
+    /// known and stops writing, since the layout on disk is no longer known.
+    async fn fail(&mut self, fail: Fail) {
+        self.hint = None;
+        self.state = Some(State::default());
+        match fail {
+            Fail::Damaged(why) => {
+                log::info!(
+                    "scrollback: purging the cache of session {:?}: {why}",
+                    self.id
+                );
+                self.purge().await;
+            }
+            Fail::Store(e) => self.stop_writing(&e),
+        }
+    }
+
+    /// Closes the open chunk `chunks[i]`: renames it with its real end.
+    async fn close(&mut self, i: usize) -> bool {
+        let state = self.state.as_ref().expect("opened");
+        let open = state.chunks[i].clone();
+        let closed = Chunk {
+            kind: Kind::Raw,
+            ..open.clone()
+        };
+        if let Err(e) = self
+            .store
+            .rename(&self.path(&open), &self.path(&closed))
+            .await
+        {
+            self.stop_writing(&e);
+            return false;
+        }
+        self.state.as_mut().expect("opened").chunks[i] = closed;
+        true
+    }
+
+    /// Lists and repairs the chunks, and reads the cursor.
+    async fn load(&mut self) -> Result<State, Fail> {
+        let mut chunks = Vec::new();
+        let mut open = None;
+        for entry in self.store.list(&self.dir).await? {
+            match parse_chunk_name(&entry.name) {
+                _ if entry.is_dir => {}
+                Some((first, Some(end), kind)) => chunks.push(Chunk {
+                    first,
+                    end,
+                    kind,
+                    len: entry.size,
+                }),
+                Some((first, None, _)) if open.is_none() => open = Some((first, entry.size)),
+                Some(_) => return Err(Fail::Damaged("two open chunks".into())),
+                None => {} // not a chunk (the touch blob, or a stranger): never served
+            }
+        }
+        if let Some((first, size)) = open {
+            chunks.extend(self.repair_open(first, size).await?);
+        }
+        if !coverage::sort_checked(&mut chunks) {
+            return Err(Fail::Damaged("overlapping chunks".into()));
+        }
+        let Some(newest) = chunks.last() else {
+            return Ok(State::default());
+        };
+        if newest.kind == Kind::Rows {
+            return Err(Fail::Damaged("the newest chunk is coalesced".into()));
+        }
+        let mut reader = BackLines::new(self.path(newest), newest.clone(), newest.len);
+        let cursor = match reader.prev(&*self.store).await? {
+            Some((line, _)) if line.seq() + 1 == newest.end => line,
+            _ => {
+                return Err(Fail::Damaged(
+                    "the newest chunk does not end at its end".into(),
+                ))
+            }
+        };
+        Ok(State {
+            chunks,
+            cursor: Some(cursor),
+        })
+    }
+
+    /// Reads the open chunk's tail: cuts a torn last line (a fragment without its newline, or a
+    /// last line that does not parse), learns its end from the last good line. `None` when
+    /// nothing is left of it.
+    async fn repair_open(&mut self, first: u64, size: u64) -> Result<Option<Chunk>, Fail> {
+        let mut chunk = Chunk {
+            first,
+            end: u64::MAX,
+            kind: Kind::Open,
+            len: size,
+        };
+        let path = self.path(&chunk);
+        let mut good = size;
+        // A fragment without its newline: cut back to the last newline.
+        let n = (size as usize).min(BLOCK);
+        let tail = self.store.read(&path, size - n as u64, n).await?;
+        let mut cut = false;
+        if tail.last().is_some_and(|&b| b != b'\n') {
+            good = match tail.iter().rposition(|&b| b == b'\n') {
+                Some(i) => size - n as u64 + i as u64 + 1,
+                None if n as u64 == size => 0,
+                None => return Err(Fail::Damaged("a torn line longer than a block".into())),
+            };
+            cut = true;
+        }
+        let mut last = None;
+        if good > 0 {
+            chunk.len = good;
+            let mut reader = BackLines::new(path.clone(), chunk.clone(), good);
+            match reader.prev(&*self.store).await {
+                Ok(found) => last = found,
+                // A whole last line that does not parse: torn in a way that kept its newline.
+                Err(Fail::Damaged(_)) if !cut => {
+                    good = self.line_start_before(&path, good).await?;
+                    chunk.len = good;
+                    if good > 0 {
+                        let mut reader = BackLines::new(path.clone(), chunk.clone(), good);
+                        last = reader.prev(&*self.store).await?;
+                    }
+                }
+                Err(fail) => return Err(fail),
+            }
+        }
+        if good < size && self.writing {
+            let result = match good {
+                0 => self.store.remove(&path).await,
+                _ => self.store.truncate(&path, good).await,
+            };
+            if let Err(e) = result {
+                self.stop_writing(&e);
+            }
+        }
+        Ok(last.map(|(line, _)| Chunk {
+            end: line.seq() + 1,
+            len: good,
+            ..chunk
+        }))
+    }
+
+    /// The start of the line that ends at `end` (a line boundary).
+    async fn line_start_before(&self, path: &str, end: u64) -> Result<u64, Fail> {
+        let mut pos = end - 1; // the line's newline
+        loop {
+            let n = (pos as usize).min(BLOCK);
+            let block = self.store.read(path, pos - n as u64, n).await?;
+            if let Some(i) = block.iter().rposition(|&b| b == b'\n') {
+                return Ok(pos - n as u64 + i as u64 + 1);
+            }
+            if n as u64 == pos {
+                return Ok(0);
+            }
+            pos -= n as u64;
+        }
+    }
+
+    /// Walks back from `before` in suffix chunk `at` and older ones.
+    async fn walk(
+        &mut self,
+        at: usize,
+        before: u64,
+        limit: usize,
+        rows: bool,
+    ) -> Result<Page, Fail> {
+        let chunks = &self.state.as_ref().expect("opened").chunks;
+        let start = coverage::suffix_start(chunks);
+        let chunk = chunks[at].clone();
+        let offset = match self.hint {
+            Some(h) if h.chunk_first == chunk.first && h.seq == before && h.offset <= chunk.len => {
+                h.offset
+            }
+            _ => seek(&*self.store, &self.path(&chunk), &chunk, before).await?,
+        };
+        let mut reader = BackLines::new(self.path(&chunk), chunk, offset);
+        let mut at = at;
+        let mut walk = RowWalk::new(limit);
+        let mut out: Vec<Line> = Vec::new();
+        let mut oldest = None;
+        let mut at_start = false;
+        loop {
+            if !rows && out.len() == limit {
+                break;
+            }
+            let Some((line, offset)) = reader.prev(&*self.store).await? else {
+                if at == start {
+                    at_start = true;
+                    break;
+                }
+                at -= 1;
+                let chunk = self.state.as_ref().expect("opened").chunks[at].clone();
+                reader = BackLines::new(self.path(&chunk), chunk.clone(), chunk.len);
+                continue;
+            };
+            if line.seq() >= before {
+                continue;
+            }
+            if rows && !walk.take(&line) {
+                break;
+            }
+            oldest = Some(Hint {
+                chunk_first: reader.chunk().first,
+                seq: line.seq(),
+                offset,
+            });
+            out.push(line);
+        }
+        if let Some(hint) = oldest {
+            self.hint = Some(hint);
+            // A walk that stopped on the suffix's very first line reached its start too.
+            at_start |= at == start && hint.offset == 0;
+        }
+        out.reverse();
+        Ok(Page {
+            lines: out,
+            at_start,
+        })
+    }
+}
+
+/// The bytes of every blob below `dir` (one level of folders, as a session has).
+pub(super) async fn dir_size<S: Store>(store: &S, dir: &str) -> Result<u64, StoreError> {
+    Ok(store.list(dir).await?.iter().map(|e| e.size).sum())
+}

@@ -1,0 +1,252 @@
+//! A line's event, read into the shape the README's table gives it.
+
+use crate::protocol::{EventKind, Line};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// A transcript event with its fields read. Fields the table marks optional are `Option`s;
+/// extra fields are ignored (they stay in the line's raw text).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// `userMessage`: the user's message; `queued_id` resolves a `messageQueued`.
+    UserMessage {
+        /// The message.
+        text: String,
+        /// The `messageQueued` id this message was delivered from.
+        queued_id: Option<String>,
+    },
+    /// `assistantText`: one streamed delta (or a coalesced run of them).
+    AssistantText {
+        /// The delta's text.
+        text: String,
+        /// The message the delta belongs to.
+        message_id: Option<String>,
+    },
+    /// `usageDelta`: context usage.
+    UsageDelta {
+        /// Tokens in the context, absolute (not a delta).
+        context: u64,
+        /// Output tokens, when given.
+        output: Option<u64>,
+    },
+    /// `status`: the agent's state.
+    Status {
+        /// `idle`, `working`, `waiting`, or whatever the agent says.
+        status: String,
+    },
+    /// `settings`: the session's settings changed.
+    Settings {
+        /// The model, when it changed.
+        model: Option<String>,
+        /// The permission mode, when it changed.
+        permission_mode: Option<String>,
+    },
+    /// `messageQueued`: a message waiting until the agent reads it.
+    MessageQueued {
+        /// The id a later `userMessage`'s `queuedId` names.
+        id: String,
+        /// The message.
+        text: String,
+    },
+    /// `toolCall`: the agent called a tool.
+    ToolCall {
+        /// The call's id, which its result names.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The call's input (an object; `null` when absent).
+        input: Value,
+    },
+    /// `toolResult`: a tool's answer.
+    ToolResult {
+        /// The call's id.
+        id: String,
+        /// The answer (usually a string; `null` when absent).
+        output: Value,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+    /// `command`: a slash command, waiting until one with the same id is `done`.
+    Command {
+        /// The command's id.
+        id: String,
+        /// The command line, when given.
+        command: Option<String>,
+        /// Whether it finished.
+        done: bool,
+        /// Its output, when given.
+        output: Option<String>,
+    },
+    /// `compacting`: context compaction started (`true`) or ended.
+    Compacting {
+        /// Whether compaction is running.
+        active: bool,
+    },
+    /// `error`: an error the agent reported.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+    /// A type this build does not know.
+    Unknown,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UserMessage {
+    text: String,
+    queued_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssistantText {
+    text: String,
+    message_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct UsageDelta {
+    context: u64,
+    output: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Status {
+    status: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Settings {
+    model: Option<String>,
+    permission_mode: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MessageQueued {
+    id: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct ToolCall {
+    id: String,
+    name: String,
+    #[serde(default)]
+    input: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult {
+    id: String,
+    #[serde(default)]
+    output: Value,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+struct Command {
+    id: String,
+    command: Option<String>,
+    done: bool,
+    output: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Compacting {
+    active: bool,
+}
+
+#[derive(Deserialize)]
+struct ErrorEvent {
+    message: String,
+}
+
+fn read<T: serde::de::DeserializeOwned>(event: &Map<String, Value>) -> Result<T, String> {
+    // The map is small (one event); reading through a borrowed value would need a second
+    // deserializer for every shape, so it is cloned.
+    serde_json::from_value(Value::Object(event.clone())).map_err(|e| e.to_string())
+}
+
+impl Event {
+    /// Reads a line's event. A known type whose fields do not have the table's shape is an
+    /// error naming what is wrong; an unknown type is [`Event::Unknown`].
+    pub fn read(line: &Line) -> Result<Event, String> {
+        let ev = line.event();
+        Ok(match line.kind() {
+            EventKind::UserMessage => {
+                let e: UserMessage = read(ev)?;
+                Event::UserMessage {
+                    text: e.text,
+                    queued_id: e.queued_id,
+                }
+            }
+            EventKind::AssistantText => {
+                let e: AssistantText = read(ev)?;
+                Event::AssistantText {
+                    text: e.text,
+                    message_id: e.message_id,
+                }
+            }
+            EventKind::UsageDelta => {
+                let e: UsageDelta = read(ev)?;
+                Event::UsageDelta {
+                    context: e.context,
+                    output: e.output,
+                }
+            }
+            EventKind::Status => Event::Status {
+                status: read::<Status>(ev)?.status,
+            },
+            EventKind::Settings => {
+                let e: Settings = read(ev)?;
+                Event::Settings {
+                    model: e.model,
+                    permission_mode: e.permission_mode,
+                }
+            }
+            EventKind::MessageQueued => {
+                let e: MessageQueued = read(ev)?;
+                Event::MessageQueued {
+                    id: e.id,
+                    text: e.text,
+                }
+            }
+            EventKind::ToolCall => {
+                let e: ToolCall = read(ev)?;
+                Event::ToolCall {
+                    id: e.id,
+                    name: e.name,
+                    input: e.input,
+                }
+            }
+            EventKind::ToolResult => {
+                let e: ToolResult = read(ev)?;
+                Event::ToolResult {
+                    id: e.id,
+                    output: e.output,
+                    is_error: e.is_error,
+                }
+            }
+            EventKind::Command => {
+                let e: Command = read(ev)?;
+                Event::Command {
+                    id: e.id,
+                    command: e.command,
+                    done: e.done,
+                    output: e.output,
+                }
+            }
+            EventKind::Compacting => Event::Compacting {
+                active: read::<Compacting>(ev)?.active,
+            },
+            EventKind::Error => Event::Error {
+                message: read::<ErrorEvent>(ev)?.message,
+            },
+            EventKind::Unknown => Event::Unknown,
+        })
+    }
+}

@@ -1,0 +1,218 @@
+//! A native filesystem store: blobs are files below a root folder (for a Tauri backend and the
+//! CLI). Not compiled for wasm.
+//!
+//! Every path is checked with [`segments`] and joined segment by segment below the root, so no
+//! path can escape it. Appends open the file in append mode (O(bytes)); whole-blob writes go to
+//! a temporary file beside the target and are renamed over it, so a reader sees the old blob or
+//! the new one, never half of one. Stamps are the files' modification times in milliseconds.
+//!
+//! The operations are plain blocking `std::fs` calls inside `async fn`s: each is one short
+//! system call or a few, and the cache above awaits them one at a time.
+
+use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::UNIX_EPOCH;
+
+/// How a temporary file's name begins (a hidden file); [`Store::list`] never shows such files,
+/// so names beginning with it are reserved.
+const TMP_PREFIX: &str = ".~scrollback-tmp.";
+
+/// Blobs as files below a root folder.
+#[derive(Debug)]
+pub struct FsStore {
+    root: PathBuf,
+    tmp_counter: AtomicU64,
+}
+
+impl FsStore {
+    /// A store over `root`, created on first write if it does not exist.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            tmp_counter: AtomicU64::new(0),
+        }
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The file path of a checked store path.
+    fn resolve(&self, path: &str) -> StoreResult<PathBuf> {
+        let mut p = self.root.clone();
+        for seg in segments(path)? {
+            p.push(seg);
+        }
+        Ok(p)
+    }
+}
+
+/// Maps an I/O error to a store error, naming the store path.
+fn err(path: &str, e: io::Error) -> StoreError {
+    match e.kind() {
+        ErrorKind::NotFound => StoreError::NotFound(path.to_string()),
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => StoreError::QuotaExceeded,
+        _ => StoreError::Io(format!("{path}: {e}")),
+    }
+}
+
+/// Milliseconds since the epoch of a file's modification time (0 when the platform has none).
+fn stamp(meta: &fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn create_parent(file: &Path) -> io::Result<()> {
+    match file.parent() {
+        Some(dir) => fs::create_dir_all(dir),
+        None => Ok(()),
+    }
+}
+
+impl Store for FsStore {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        let p = self.resolve(dir)?;
+        let entries = match fs::read_dir(&p) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::NotADirectory => {
+                return Ok(Vec::new())
+            }
+            Err(e) => return Err(err(dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| err(dir, e))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue; // not written by a store
+            };
+            if name.starts_with(TMP_PREFIX) {
+                continue;
+            }
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == ErrorKind::NotFound => continue, // removed meanwhile
+                Err(e) => return Err(err(dir, e)),
+            };
+            out.push(if meta.is_dir() {
+                Entry {
+                    name,
+                    is_dir: true,
+                    size: 0,
+                    modified: 0,
+                }
+            } else {
+                Entry {
+                    name,
+                    is_dir: false,
+                    size: meta.len(),
+                    modified: stamp(&meta),
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+        let p = self.resolve(path)?;
+        match fs::metadata(&p) {
+            Ok(meta) if meta.is_file() => Ok(Some(Meta {
+                size: meta.len(),
+                modified: stamp(&meta),
+            })),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::NotADirectory => {
+                Ok(None)
+            }
+            Err(e) => Err(err(path, e)),
+        }
+    }
+
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        let p = self.resolve(path)?;
+        let mut file = File::open(&p).map_err(|e| err(path, e))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| err(path, e))?;
+        let mut out = Vec::with_capacity(len.min(1 << 20));
+        file.take(len as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| err(path, e))?;
+        Ok(out)
+    }
+
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        let p = self.resolve(path)?;
+        create_parent(&p).map_err(|e| err(path, e))?;
+        let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
+        let mut tmp_name =
+            std::ffi::OsString::from(format!("{TMP_PREFIX}{}.{n}.", std::process::id()));
+        tmp_name.push(p.file_name().unwrap_or_default());
+        let tmp = p.with_file_name(tmp_name);
+        let result = File::create(&tmp)
+            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|()| fs::rename(&tmp, &p));
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            return Err(err(path, e));
+        }
+        Ok(())
+    }
+
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        let p = self.resolve(path)?;
+        let open = || OpenOptions::new().append(true).create(true).open(&p);
+        let mut file = match open() {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                create_parent(&p).map_err(|e| err(path, e))?;
+                open()
+            }
+            other => other,
+        }
+        .map_err(|e| err(path, e))?;
+        let before = file.metadata().map_err(|e| err(path, e))?.len();
+        if let Err(e) = file.write_all(bytes) {
+            // Leave no partial line behind when the disk fills up mid-write.
+            let _ = file.set_len(before);
+            return Err(err(path, e));
+        }
+        Ok(before + bytes.len() as u64)
+    }
+
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        let p = self.resolve(path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .map_err(|e| err(path, e))?;
+        file.set_len(len).map_err(|e| err(path, e))
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        let (f, t) = (self.resolve(from)?, self.resolve(to)?);
+        if !f.is_file() {
+            return Err(StoreError::NotFound(from.to_string()));
+        }
+        create_parent(&t).map_err(|e| err(to, e))?;
+        fs::rename(&f, &t).map_err(|e| err(from, e))
+    }
+
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        let p = self.resolve(path)?;
+        let result = match fs::symlink_metadata(&p) {
+            Ok(meta) if meta.is_dir() => fs::remove_dir_all(&p),
+            Ok(_) => fs::remove_file(&p),
+            Err(e) => Err(e),
+        };
+        match result {
+            Err(e) if e.kind() != ErrorKind::NotFound && e.kind() != ErrorKind::NotADirectory => {
+                Err(err(path, e))
+            }
+            _ => Ok(()),
+        }
+    }
+}

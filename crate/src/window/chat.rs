@@ -1,0 +1,508 @@
+//! [`Chats`] and [`ChatFile`]: the windowed reads and writes of one chat file over a [`Store`].
+
+use super::lines::{ends_with_newline, is_line_boundary, line_starts, lines_before, read_header};
+use super::signature::{self, State};
+use super::{ChatChunk, ChatTail, Cursor, PatchOp, WindowError, WriteOptions};
+use crate::store::{segments, Store};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+type Result<T> = std::result::Result<T, WindowError>;
+type ChatLock = async_lock::Mutex<()>;
+
+/// How many bytes a copy moves per storage call (header rewrites, backups).
+const COPY_BLOCK: usize = 1 << 20;
+
+/// The chats kept in one store, with one write lock per chat.
+///
+/// Hold one `Chats` per store for the life of the app (in a Tauri app, in managed state), so
+/// that every operation on a chat, from any command, is serialized on that chat's lock.
+#[derive(Debug)]
+pub struct Chats<S> {
+    store: S,
+    locks: Mutex<HashMap<String, Weak<ChatLock>>>,
+}
+
+impl<S: Store> Chats<S> {
+    /// Chats over `store`.
+    pub fn new(store: S) -> Self {
+        Self {
+            store,
+            locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// One chat, by its path in the store: `/`-separated segments, none empty, `.` or `..`,
+    /// the last ending in `.jsonl` (so the layer's own blobs beside it, `<chat>.sig`,
+    /// `<chat>.bak` and `<chat>.tmp`, can never be taken for a chat). A path from the network
+    /// or the UI is refused here rather than used raw.
+    pub fn chat(&self, path: &str) -> Result<ChatFile<'_, S>> {
+        let segs = segments(path).map_err(|_| bad_path(path))?;
+        let name = segs.last().copied().unwrap_or_default();
+        if name.len() <= ".jsonl".len() || !name.ends_with(".jsonl") {
+            return Err(bad_path(path));
+        }
+        let lock = {
+            let mut locks = self.locks.lock().unwrap();
+            match locks.get(path).and_then(Weak::upgrade) {
+                Some(lock) => lock,
+                None => {
+                    locks.retain(|_, l| l.strong_count() > 0);
+                    let lock = Arc::new(ChatLock::new(()));
+                    locks.insert(path.to_string(), Arc::downgrade(&lock));
+                    lock
+                }
+            }
+        };
+        Ok(ChatFile {
+            store: &self.store,
+            path: path.to_string(),
+            sig: format!("{path}.sig"),
+            bak: format!("{path}.bak"),
+            tmp: format!("{path}.tmp"),
+            lock,
+        })
+    }
+}
+
+fn bad_path(path: &str) -> WindowError {
+    WindowError::InvalidArgument(format!(
+        "not a chat path (segments, ending in .jsonl): {path:?}"
+    ))
+}
+
+/// One chat file: a header line, then one message a line (JSONL), read and written as a window.
+///
+/// Every operation takes the chat's lock, so writes are serialized and a read never sees half a
+/// write. Reads cost the lines they return, not the file.
+#[derive(Debug)]
+pub struct ChatFile<'a, S> {
+    store: &'a S,
+    path: String,
+    sig: String,
+    bak: String,
+    tmp: String,
+    lock: Arc<ChatLock>,
+}
+
+/// A cursor that passed the checks every cursor operation makes.
+struct Checked {
+    state: State,
+    /// The header on disk (`None`: the chat does not exist).
+    header: Option<String>,
+    body_start: u64,
+}
+
+impl<S: Store> ChatFile<'_, S> {
+    /// The chat's path in the store (also its id in the prompt-backfill cache).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The header and the last `max_lines` message lines, with the cursor where they start.
+    /// A missing chat is [`WindowError::NotFound`], or, with `allow_not_found`, an empty tail
+    /// (no header, no lines, [`Cursor::default()`]) that a first save can start from.
+    pub async fn tail(&self, max_lines: usize, allow_not_found: bool) -> Result<ChatTail> {
+        positive("max_lines", max_lines)?;
+        let _guard = self.lock.lock().await;
+        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let Some(meta) = state.meta else {
+            if allow_not_found {
+                return Ok(ChatTail {
+                    header: None,
+                    lines: Vec::new(),
+                    cursor: Cursor::default(),
+                    has_more_before: false,
+                });
+            }
+            return Err(WindowError::NotFound(self.path.clone()));
+        };
+        let (header, body_start) = read_header(self.store, &self.path, meta.size).await?;
+        let (start, lines) =
+            lines_before(self.store, &self.path, body_start, meta.size, max_lines).await?;
+        Ok(ChatTail {
+            header: Some(header),
+            lines,
+            cursor: cursor_at(start, &state),
+            has_more_before: start > body_start,
+        })
+    }
+
+    /// Up to `max_lines` message lines just before the cursor, and the cursor where they start.
+    pub async fn before(&self, cursor: Cursor, max_lines: usize) -> Result<ChatChunk> {
+        Ok(self
+            .before_pages(cursor, max_lines, 1)
+            .await?
+            .pop()
+            .expect("one page"))
+    }
+
+    /// Up to `max_pages` pages of `max_lines` lines going backwards from the cursor, newest page
+    /// first, in one call: what `before` would return called again with each page's cursor.
+    /// Stops early at the start of the chat (the last page then has `has_more_before` false).
+    pub async fn before_pages(
+        &self,
+        cursor: Cursor,
+        max_lines: usize,
+        max_pages: usize,
+    ) -> Result<Vec<ChatChunk>> {
+        positive("max_lines", max_lines)?;
+        positive("max_pages", max_pages)?;
+        let _guard = self.lock.lock().await;
+        let checked = self.check(cursor).await?;
+        let mut pages = Vec::new();
+        let mut end = cursor.offset;
+        while pages.len() < max_pages {
+            let (start, lines) =
+                lines_before(self.store, &self.path, checked.body_start, end, max_lines).await?;
+            let has_more_before = start > checked.body_start;
+            pages.push(ChatChunk {
+                lines,
+                cursor: cursor_at(start, &checked.state),
+                has_more_before,
+            });
+            end = start;
+            if !has_more_before {
+                break;
+            }
+        }
+        Ok(pages)
+    }
+
+    /// Windowed save: keeps the bytes before `cursor.offset`, writes `header` and replaces
+    /// everything from the cursor on with `lines` (the caller's whole window). Returns the new
+    /// cursor (same offset, shifted only if the header's length changed).
+    ///
+    /// On a missing chat (cursor [`Cursor::default()`]) it creates the chat.
+    pub async fn save(
+        &self,
+        cursor: Cursor,
+        header: &str,
+        lines: &[String],
+        options: WriteOptions,
+    ) -> Result<Cursor> {
+        self.write(cursor, header, Cut::Window, lines, options)
+            .await
+    }
+
+    /// Windowed patch: [`PatchOp::Append`] adds lines at the end, [`PatchOp::RewriteFromIndex`]
+    /// replaces the window from its `start_index`-th line on. Returns the new cursor.
+    pub async fn patch(
+        &self,
+        cursor: Cursor,
+        header: &str,
+        op: &PatchOp,
+        options: WriteOptions,
+    ) -> Result<Cursor> {
+        match op {
+            PatchOp::Append { lines } => self.write(cursor, header, Cut::End, lines, options).await,
+            PatchOp::RewriteFromIndex { start_index, lines } => {
+                self.write(cursor, header, Cut::Line(*start_index), lines, options)
+                    .await
+            }
+        }
+    }
+
+    /// Full save: replaces the whole chat with `header` and `lines`, whatever is on disk (the
+    /// fallback for a caller that holds the whole chat). It changes the signature like any
+    /// write, so every window read before it is refused afterwards. Returns the cursor of a
+    /// window holding all of `lines`.
+    pub async fn replace(&self, header: &str, lines: &[String]) -> Result<Cursor> {
+        validate(header, lines)?;
+        let _guard = self.lock.lock().await;
+        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let checked = match state.meta {
+            None => Checked {
+                state,
+                header: None,
+                body_start: 0,
+            },
+            Some(meta) => {
+                let (h, body_start) = read_header(self.store, &self.path, meta.size).await?;
+                Checked {
+                    state,
+                    header: Some(h),
+                    body_start,
+                }
+            }
+        };
+        let from = checked.body_start;
+        self.apply(&checked, from, from, header, lines, true).await
+    }
+
+    /// Undoes the last write of the window layer: puts back the bytes it replaced (kept in the
+    /// chat's backup blob, `<chat>.bak`). Refused with [`WindowError::NotFound`] when there is
+    /// no backup of the chat's current state (no write yet, already restored, or the file
+    /// changed since by another hand). Every cursor is stale afterwards: reload the tail.
+    pub async fn restore_backup(&self) -> Result<()> {
+        let _guard = self.lock.lock().await;
+        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let no_backup =
+            || WindowError::NotFound(format!("backup of the current state of {}", self.path));
+        let Some(bak) = self.store.stat(&self.bak).await?.filter(|_| state.backup) else {
+            return Err(no_backup());
+        };
+        let (record, body) = read_header(self.store, &self.bak, bak.size).await?;
+        let cut = serde_json::from_str::<BackupRecord>(&record)
+            .map_err(|_| no_backup())?
+            .cut;
+        signature::begin_write(self.store, &self.sig, &state).await?;
+        if cut == 0 {
+            self.store.write(&self.path, b"").await?;
+        } else {
+            self.store.truncate(&self.path, cut).await?;
+        }
+        copy(self.store, &self.bak, body, bak.size, &self.path).await?;
+        signature::finish_write(self.store, &self.path, &self.sig, &state, false).await?;
+        Ok(())
+    }
+
+    /// The checks every cursor operation makes: signature, bounds, body, line boundary.
+    async fn check(&self, cursor: Cursor) -> Result<Checked> {
+        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let size = state.size();
+        if (cursor.size, cursor.modified_millis) != (size, state.stamp) {
+            return Err(WindowError::SignatureMismatch {
+                cursor,
+                size,
+                modified_millis: state.stamp,
+            });
+        }
+        if cursor.offset > size {
+            return Err(WindowError::OffsetOutOfBounds {
+                offset: cursor.offset,
+                size,
+            });
+        }
+        if state.meta.is_none() {
+            return Ok(Checked {
+                state,
+                header: None,
+                body_start: 0,
+            });
+        }
+        let (header, body_start) = read_header(self.store, &self.path, size).await?;
+        if cursor.offset < body_start {
+            return Err(WindowError::OffsetBeforeBody {
+                offset: cursor.offset,
+                body_start,
+            });
+        }
+        if !is_line_boundary(self.store, &self.path, cursor.offset, body_start, size).await? {
+            return Err(WindowError::NotAtLineBoundary {
+                offset: cursor.offset,
+            });
+        }
+        Ok(Checked {
+            state,
+            header: Some(header),
+            body_start,
+        })
+    }
+
+    async fn write(
+        &self,
+        cursor: Cursor,
+        header: &str,
+        cut: Cut,
+        lines: &[String],
+        options: WriteOptions,
+    ) -> Result<Cursor> {
+        validate(header, lines)?;
+        let _guard = self.lock.lock().await;
+        let checked = self.check(cursor).await?;
+        if let (false, Some(on_disk)) = (options.force, &checked.header) {
+            if let (Some(on_disk), Some(incoming)) = (integrity(on_disk), integrity(header)) {
+                if on_disk != incoming {
+                    return Err(WindowError::IntegrityMismatch { on_disk, incoming });
+                }
+            }
+        }
+        let size = checked.state.size();
+        let needs_starts =
+            options.expected_window_line_count.is_some() || matches!(cut, Cut::Line(i) if i > 0);
+        let starts = if needs_starts {
+            line_starts(self.store, &self.path, cursor.offset, size).await?
+        } else {
+            Vec::new()
+        };
+        if let Some(expected) = options.expected_window_line_count {
+            if expected != starts.len() {
+                return Err(WindowError::WindowBaselineMismatch {
+                    expected,
+                    actual: starts.len(),
+                });
+            }
+        }
+        let at = match cut {
+            Cut::Window | Cut::Line(0) => cursor.offset,
+            Cut::End => size,
+            Cut::Line(i) if i == starts.len() => size,
+            Cut::Line(i) => *starts.get(i).ok_or(WindowError::StartIndexOutOfBounds {
+                start_index: i,
+                window_lines: starts.len(),
+            })?,
+        };
+        let rewrite = checked
+            .header
+            .as_deref()
+            .is_none_or(|h| !same_header(h, header));
+        self.apply(&checked, cursor.offset, at, header, lines, rewrite)
+            .await
+    }
+
+    /// Replaces everything from `at` (a line boundary at or after the body start) with `lines`,
+    /// writing `header`: in place when the header is unchanged (truncate and append, O(lines)),
+    /// otherwise by rewriting the file through a temporary blob (O(file)). Keeps a backup of what
+    /// it replaces, and returns the cursor of the window that started at `offset`.
+    async fn apply(
+        &self,
+        checked: &Checked,
+        offset: u64,
+        at: u64,
+        header: &str,
+        lines: &[String],
+        rewrite: bool,
+    ) -> Result<Cursor> {
+        let (store, path) = (self.store, self.path.as_str());
+        let size = checked.state.size();
+        let exists = checked.state.meta.is_some();
+        // A last line without its newline gets one before anything is written after it.
+        let needs_newline = exists
+            && !lines.is_empty()
+            && at == size
+            && (!rewrite || at > checked.body_start)
+            && !ends_with_newline(store, path, size).await?;
+        let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum::<usize>() + 1);
+        if needs_newline {
+            body.push(b'\n');
+        }
+        for line in lines {
+            body.extend_from_slice(line.as_bytes());
+            body.push(b'\n');
+        }
+
+        if exists {
+            let from = if rewrite { 0 } else { at };
+            let record = serde_json::to_string(&BackupRecord { cut: from }).expect("serializes");
+            store
+                .write(&self.bak, format!("{record}\n").as_bytes())
+                .await?;
+            copy(store, path, from, size, &self.bak).await?;
+        }
+        signature::begin_write(store, &self.sig, &checked.state).await?;
+        let new_offset = if rewrite {
+            store
+                .write(&self.tmp, format!("{header}\n").as_bytes())
+                .await?;
+            copy(store, path, checked.body_start, at, &self.tmp).await?;
+            store.append(&self.tmp, &body).await?;
+            store.rename(&self.tmp, path).await?;
+            header.len() as u64 + 1 + (offset - checked.body_start)
+        } else {
+            if at < size {
+                store.truncate(path, at).await?;
+            }
+            if !body.is_empty() {
+                store.append(path, &body).await?;
+            }
+            offset
+        };
+        let new_offset = new_offset + u64::from(needs_newline && offset == at);
+        let state = signature::finish_write(store, path, &self.sig, &checked.state, exists).await?;
+        Ok(cursor_at(new_offset, &state))
+    }
+}
+
+/// Where a write cuts the file.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// At the cursor: the whole window is replaced.
+    Window,
+    /// At the end: an append.
+    End,
+    /// At the window's n-th line.
+    Line(usize),
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BackupRecord {
+    /// The replaced bytes started here; the backup's body is them.
+    cut: u64,
+}
+
+fn cursor_at(offset: u64, state: &State) -> Cursor {
+    Cursor {
+        offset,
+        size: state.size(),
+        modified_millis: state.stamp,
+    }
+}
+
+fn positive(name: &str, n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(WindowError::InvalidArgument(format!(
+            "{name} must be at least 1"
+        )));
+    }
+    Ok(())
+}
+
+/// A header must be one line holding a JSON object; a message line must be one line.
+fn validate(header: &str, lines: &[String]) -> Result<()> {
+    if header.contains('\n') || !serde_json::from_str::<Value>(header).is_ok_and(|v| v.is_object())
+    {
+        return Err(WindowError::InvalidLine(
+            "the header must be one line holding a JSON object".into(),
+        ));
+    }
+    if let Some(i) = lines.iter().position(|l| l.contains('\n')) {
+        return Err(WindowError::InvalidLine(format!(
+            "message line {i} contains a newline"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether two headers say the same (as JSON values; byte equality for a header on disk that
+/// is not JSON).
+fn same_header(on_disk: &str, incoming: &str) -> bool {
+    match (
+        serde_json::from_str::<Value>(on_disk),
+        serde_json::from_str::<Value>(incoming),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => on_disk == incoming,
+    }
+}
+
+/// The chat's identity slug, `chat_metadata.integrity`, as the seed app writes it.
+fn integrity(header: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(header).ok()?;
+    v.get("chat_metadata")?
+        .get("integrity")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Appends the bytes `[from, to)` of one blob to another, a block at a time.
+async fn copy<S: Store>(store: &S, src: &str, from: u64, to: u64, dst: &str) -> Result<()> {
+    let mut pos = from;
+    while pos < to {
+        let block = store
+            .read(src, pos, COPY_BLOCK.min((to - pos) as usize))
+            .await?;
+        if block.is_empty() {
+            return Err(crate::store::StoreError::Io(format!("{src} ended early")).into());
+        }
+        store.append(dst, &block).await?;
+        pos += block.len() as u64;
+    }
+    Ok(())
+}

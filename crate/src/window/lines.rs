@@ -1,0 +1,140 @@
+//! Reading a JSONL chat file in blocks through the [`Store`]: the header, lines backwards from an
+//! offset, line starts forwards. Never the whole file for a window: a read costs the bytes of the
+//! lines it returns plus at most one block.
+//!
+//! A line is the bytes up to and including its `\n`; the last line of a file may lack the `\n`.
+
+use super::WindowError;
+use crate::store::Store;
+
+/// How many bytes one storage read asks for.
+pub(super) const BLOCK: usize = 64 * 1024;
+
+type Result<T> = std::result::Result<T, WindowError>;
+
+fn text(bytes: &[u8], offset: u64) -> Result<String> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| WindowError::NotUtf8 { offset })
+}
+
+/// The header line (without its newline) and where the body starts: just after the header's
+/// newline, or the file's end when the header has none.
+pub(super) async fn read_header<S: Store>(
+    store: &S,
+    path: &str,
+    size: u64,
+) -> Result<(String, u64)> {
+    let mut header = Vec::new();
+    while (header.len() as u64) < size {
+        let block = store.read(path, header.len() as u64, BLOCK).await?;
+        if block.is_empty() {
+            break;
+        }
+        if let Some(i) = block.iter().position(|&b| b == b'\n') {
+            header.extend_from_slice(&block[..i]);
+            let body_start = header.len() as u64 + 1;
+            return Ok((text(&header, 0)?, body_start));
+        }
+        header.extend_from_slice(&block);
+    }
+    let body_start = header.len() as u64;
+    Ok((text(&header, 0)?, body_start))
+}
+
+/// Whether a window may start at `offset`: the start of the body, the end of the file, or just
+/// after a newline.
+pub(super) async fn is_line_boundary<S: Store>(
+    store: &S,
+    path: &str,
+    offset: u64,
+    body_start: u64,
+    size: u64,
+) -> Result<bool> {
+    if offset == body_start || offset == size {
+        return Ok(true);
+    }
+    Ok(store.read(path, offset - 1, 1).await? == b"\n")
+}
+
+/// Whether the file's last byte is a newline (true for an empty file: nothing to terminate).
+pub(super) async fn ends_with_newline<S: Store>(store: &S, path: &str, size: u64) -> Result<bool> {
+    if size == 0 {
+        return Ok(true);
+    }
+    Ok(store.read(path, size - 1, 1).await? == b"\n")
+}
+
+/// Up to `max` lines that end at `end` (a line boundary), none starting before `floor` (the
+/// body's start). Returns where the first of them starts (`end` when none) and the lines, oldest
+/// first, without their newlines.
+pub(super) async fn lines_before<S: Store>(
+    store: &S,
+    path: &str,
+    floor: u64,
+    end: u64,
+    max: usize,
+) -> Result<(u64, Vec<String>)> {
+    let mut newest_first: Vec<String> = Vec::new();
+    // `pending` holds the bytes [pos, cur_end): the unsplit part of the file before the lines
+    // taken so far; `cur_end` is the start of the oldest line taken.
+    let mut pending: Vec<u8> = Vec::new();
+    let mut pos = end;
+    let mut cur_end = end;
+    while newest_first.len() < max && cur_end > floor {
+        // The line ending at `cur_end` has its own newline as the last pending byte (except an
+        // unterminated last line of the file); look for the newline before that.
+        let own = usize::from(pending.last() == Some(&b'\n'));
+        let search = &pending[..pending.len() - own];
+        if let Some(i) = search.iter().rposition(|&b| b == b'\n') {
+            let start = pos + i as u64 + 1;
+            newest_first.push(text(&pending[i + 1..pending.len() - own], start)?);
+            pending.truncate(i + 1);
+            cur_end = start;
+        } else if pos == floor {
+            newest_first.push(text(search, floor)?);
+            pending.clear();
+            cur_end = floor;
+        } else {
+            let from = pos.saturating_sub(BLOCK as u64).max(floor);
+            let mut block = store.read(path, from, (pos - from) as usize).await?;
+            if block.len() as u64 != pos - from {
+                // The file shrank under us; the caller's signature check will see it next time.
+                return Err(
+                    crate::store::StoreError::Io("chat file changed while reading".into()).into(),
+                );
+            }
+            block.extend_from_slice(&pending);
+            pending = block;
+            pos = from;
+        }
+    }
+    newest_first.reverse();
+    Ok((cur_end, newest_first))
+}
+
+/// The start offset of every line in `[from, size)`, reading forwards (`from` is a boundary).
+pub(super) async fn line_starts<S: Store>(
+    store: &S,
+    path: &str,
+    from: u64,
+    size: u64,
+) -> Result<Vec<u64>> {
+    let mut starts = Vec::new();
+    if from < size {
+        starts.push(from);
+    }
+    let mut pos = from;
+    while pos < size {
+        let block = store.read(path, pos, BLOCK).await?;
+        if block.is_empty() {
+            break;
+        }
+        for (i, _) in block.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+            let next = pos + i as u64 + 1;
+            if next < size {
+                starts.push(next);
+            }
+        }
+        pos += block.len() as u64;
+    }
+    Ok(starts)
+}

@@ -1,0 +1,154 @@
+//! The chat file's signature: `(size, stamp)`, where the stamp changes on every write even when
+//! the storage clock does not.
+//!
+//! A backend's modification stamp ([`Meta::modified`]) may stay the same across two writes
+//! within its clock's granularity, and a browser backend has no file mtime at all, so the
+//! window layer keeps a sidecar blob beside each chat (`<chat>.sig`) recording the file's
+//! `(size, modified)` as its last write left it and the stamp it issued then:
+//!
+//! - when the file still has the recorded `(size, modified)`, its stamp is the recorded one;
+//! - each write first marks the record pending, then writes the file, then records the new
+//!   `(size, modified)` with a stamp of `max(modified, previous stamp + 1)`: strictly larger than
+//!   every stamp issued before, and the file's mtime where the clock moved;
+//! - a file whose `(size, modified)` differ from the record (another program edited it), whose
+//!   record is pending (a write was cut off) or that has no record is adopted: it gets a stamp
+//!   of `max(modified, recorded stamp + 1)`, recorded at once.
+//!
+//! So every state of the file the layer sees gets a stamp no earlier state had, and a cursor is
+//! only accepted for the state it was read from. What no signature can see is an outside edit
+//! that keeps both the size and the mtime (a same-length edit within one clock tick).
+
+use super::WindowError;
+use crate::store::{Meta, Store};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+struct Record {
+    size: u64,
+    modified: u64,
+    stamp: u64,
+    /// A write is under way (or was cut off): the record does not describe the file.
+    #[serde(default)]
+    pending: bool,
+    /// The backup blob holds what the write that produced this state replaced.
+    #[serde(default)]
+    backup: bool,
+}
+
+/// The file's state as the window layer sees it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct State {
+    /// `None` when the chat does not exist.
+    pub meta: Option<Meta>,
+    /// The signature stamp (0 for a missing chat).
+    pub stamp: u64,
+    /// Whether the backup blob undoes the write that produced this state.
+    pub backup: bool,
+}
+
+impl State {
+    pub fn size(&self) -> u64 {
+        self.meta.map_or(0, |m| m.size)
+    }
+}
+
+async fn record<S: Store>(store: &S, sig: &str) -> Option<Record> {
+    let bytes = store.read(sig, 0, 4096).await.ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+async fn put<S: Store>(store: &S, sig: &str, r: &Record) -> Result<(), WindowError> {
+    let bytes = serde_json::to_vec(r).expect("a record serializes");
+    Ok(store.write(sig, &bytes).await?)
+}
+
+/// The chat's current state; adopts (records) a state the layer has not seen.
+pub(super) async fn current<S: Store>(
+    store: &S,
+    path: &str,
+    sig: &str,
+) -> Result<State, WindowError> {
+    let Some(meta) = store.stat(path).await? else {
+        return Ok(State {
+            meta: None,
+            stamp: 0,
+            backup: false,
+        });
+    };
+    let old = record(store, sig).await;
+    if let Some(r) =
+        old.filter(|r| !r.pending && (r.size, r.modified) == (meta.size, meta.modified))
+    {
+        return Ok(State {
+            meta: Some(meta),
+            stamp: r.stamp,
+            backup: r.backup,
+        });
+    }
+    let stamp = meta.modified.max(old.map_or(0, |r| r.stamp + 1)).max(1);
+    put(
+        store,
+        sig,
+        &Record {
+            size: meta.size,
+            modified: meta.modified,
+            stamp,
+            pending: false,
+            backup: false,
+        },
+    )
+    .await?;
+    Ok(State {
+        meta: Some(meta),
+        stamp,
+        backup: false,
+    })
+}
+
+/// Marks a write as under way, so a write cut off midway can never keep the old stamp.
+pub(super) async fn begin_write<S: Store>(
+    store: &S,
+    sig: &str,
+    before: &State,
+) -> Result<(), WindowError> {
+    let r = Record {
+        size: before.size(),
+        modified: 0,
+        stamp: before.stamp,
+        pending: true,
+        backup: false,
+    };
+    put(store, sig, &r).await
+}
+
+/// Records the state a write left, with a fresh stamp; returns it.
+pub(super) async fn finish_write<S: Store>(
+    store: &S,
+    path: &str,
+    sig: &str,
+    before: &State,
+    backup: bool,
+) -> Result<State, WindowError> {
+    let meta = store
+        .stat(path)
+        .await?
+        .ok_or_else(|| WindowError::NotFound(path.to_string()))?;
+    let stamp = meta.modified.max(before.stamp + 1);
+    put(
+        store,
+        sig,
+        &Record {
+            size: meta.size,
+            modified: meta.modified,
+            stamp,
+            pending: false,
+            backup,
+        },
+    )
+    .await?;
+    Ok(State {
+        meta: Some(meta),
+        stamp,
+        backup,
+    })
+}

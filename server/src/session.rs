@@ -1,0 +1,311 @@
+//! Sessions on disk: ids (hostile until checked), their paths under the data directory, and
+//! the session list's summaries, cached per file so listing does not re-read transcripts.
+
+use crate::transcript::{self, reader, FileId};
+use scrollback::protocol::{EventKind, Line, SessionSummary};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// The transcript's file name inside a session's folder.
+pub const TRANSCRIPT: &str = "transcript.jsonl";
+/// An optional metadata file inside a session's folder: `{"title": "..."}`.
+pub const META: &str = "meta.json";
+/// The longest session id accepted.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Checks a session id: 1 to 128 of `A-Z a-z 0-9 . _ -`, and not `.` or `..`. Anything else
+/// could name a path outside the session's folder, so it is refused before any path is built.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > MAX_ID_LEN {
+        return Err(format!(
+            "bad session id: must be 1 to {MAX_ID_LEN} characters"
+        ));
+    }
+    if id == "." || id == ".." {
+        return Err("bad session id: must not be `.` or `..`".into());
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return Err("bad session id: only letters, digits, `.`, `_` and `-` are allowed".into());
+    }
+    Ok(())
+}
+
+/// A session's folder (the id must have passed [`check_id`]).
+pub fn dir(data: &Path, id: &str) -> PathBuf {
+    debug_assert!(check_id(id).is_ok());
+    data.join(id)
+}
+
+/// A session's transcript file (the id must have passed [`check_id`]).
+pub fn transcript_path(data: &Path, id: &str) -> PathBuf {
+    dir(data, id).join(TRANSCRIPT)
+}
+
+/// The session list's summaries, cached per transcript file.
+///
+/// An entry is kept with the file's identity, length and modification time. A file that only
+/// grew is brought up to date by reading just the new lines; a replaced or changed one is read
+/// again (backwards from the end for status and settings, forwards from the start for the title).
+#[derive(Default)]
+pub struct Summaries {
+    cache: Mutex<HashMap<String, Cached>>,
+}
+
+#[derive(Clone)]
+struct Cached {
+    file: FileId,
+    len: u64,
+    modified: Option<SystemTime>,
+    meta_modified: Option<SystemTime>,
+    /// End of the complete lines read.
+    end: u64,
+    summary: SessionSummary,
+    /// Whether the title came from the transcript (it may still be found in new lines).
+    titled: bool,
+}
+
+/// The longest title, in characters, before it is shortened with `…`.
+const TITLE_CHARS: usize = 60;
+/// How far forward the title is looked for.
+const TITLE_SCAN_BYTES: u64 = 1 << 20;
+
+fn shorten(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let flat = words.join(" ");
+    if flat.chars().count() <= TITLE_CHARS {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(TITLE_CHARS - 1).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+fn meta_title(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join(META)).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let title = value.get("title")?.as_str()?;
+    let title = shorten(title);
+    (!title.is_empty()).then_some(title)
+}
+
+/// Applies one line, oldest-to-newest order, to a summary.
+fn apply(summary: &mut SessionSummary, titled: &mut bool, line: &Line) {
+    summary.seq = summary.seq.max(line.seq());
+    let event = line.event();
+    let text = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
+    match line.kind() {
+        EventKind::Status => {
+            if let Some(s) = text("status") {
+                summary.status = s;
+            }
+        }
+        EventKind::Settings => {
+            if let Some(m) = text("model") {
+                summary.model = m;
+            }
+            if let Some(p) = text("permissionMode") {
+                summary.permission_mode = p;
+            }
+        }
+        EventKind::UserMessage if !*titled => {
+            if let Some(t) = line.text().map(shorten).filter(|t| !t.is_empty()) {
+                summary.title = t;
+                *titled = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn fresh(id: &str) -> SessionSummary {
+    SessionSummary {
+        id: id.to_owned(),
+        title: String::new(),
+        status: "idle".into(),
+        model: String::new(),
+        permission_mode: String::new(),
+        seq: 0,
+    }
+}
+
+/// Reads a summary without a cache: the title forwards from the start (within the first MiB),
+/// the newest seq, status and settings backwards from the end.
+fn read_summary(
+    path: &Path,
+    file: &mut File,
+    end: u64,
+    id: &str,
+) -> io::Result<(SessionSummary, bool)> {
+    let mut summary = fresh(id);
+    let mut titled = false;
+    let mut at = 0;
+    while at < end.min(TITLE_SCAN_BYTES) && !titled {
+        let Some((bytes, next)) = reader::line_at(file, at, end)? else {
+            break;
+        };
+        if let Some(line) = reader::parse(path, at, &bytes) {
+            apply(&mut summary, &mut titled, &line);
+        }
+        at = next;
+    }
+    let (mut status, mut settings, mut newest) = (None, None, None);
+    let mut lines = reader::BackLines::new(file, end);
+    while let Some((offset, bytes)) = lines.next_line()? {
+        let Some(line) = reader::parse(path, offset, &bytes) else {
+            continue;
+        };
+        newest.get_or_insert(line.seq());
+        match line.kind() {
+            EventKind::Status if status.is_none() => status = Some(line),
+            EventKind::Settings if settings.is_none() => settings = Some(line),
+            _ => {}
+        }
+        if status.is_some() && settings.is_some() {
+            break;
+        }
+    }
+    summary.seq = newest.unwrap_or(0);
+    let mut ignore = true;
+    for line in settings.iter().chain(status.iter()) {
+        apply(&mut summary, &mut ignore, line);
+    }
+    summary.seq = newest.unwrap_or(0);
+    Ok((summary, titled))
+}
+
+impl Summaries {
+    /// Every session in `data` (folders holding a transcript), most recently changed first.
+    pub fn list(&self, data: &Path) -> io::Result<Vec<SessionSummary>> {
+        let mut found = Vec::new();
+        let entries = match std::fs::read_dir(data) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        for entry in entries.flatten() {
+            let Some(id) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if check_id(&id).is_err() {
+                continue;
+            }
+            match self.summary(data, &id) {
+                Ok(Some((summary, modified))) => found.push((modified, summary)),
+                Ok(None) => {}
+                Err(e) => eprintln!("scrollback-server: cannot read session {id:?}: {e}"),
+            }
+        }
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        let ids: Vec<String> = found.iter().map(|(_, s)| s.id.clone()).collect();
+        self.lock().retain(|id, _| ids.contains(id));
+        Ok(found.into_iter().map(|(_, s)| s).collect())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One session's summary and its file's modification time; `None` when it has no transcript.
+    pub fn summary(
+        &self,
+        data: &Path,
+        id: &str,
+    ) -> io::Result<Option<(SessionSummary, Option<SystemTime>)>> {
+        let dir = dir(data, id);
+        let path = dir.join(TRANSCRIPT);
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let (file_id, len, modified) = (FileId::of(&meta), meta.len(), meta.modified().ok());
+        let meta_modified = std::fs::metadata(dir.join(META))
+            .and_then(|m| m.modified())
+            .ok();
+        let cached = self.lock().get(id).cloned();
+        let unchanged = |c: &Cached| c.file == file_id && c.meta_modified == meta_modified;
+        let entry = match cached {
+            Some(c) if unchanged(&c) && c.len == len && c.modified == modified => c,
+            Some(mut c) if unchanged(&c) && c.len < len => {
+                // Appended to: read only what is new.
+                let (lines, end) = transcript::read_from(&path, &mut file, c.end)?;
+                for line in &lines {
+                    apply(&mut c.summary, &mut c.titled, line);
+                }
+                c.end = end;
+                c.len = len;
+                c.modified = modified;
+                c
+            }
+            _ => {
+                let end = reader::complete_end(&mut file, len)?;
+                let (mut summary, mut titled) = read_summary(&path, &mut file, end, id)?;
+                if let Some(title) = meta_title(&dir) {
+                    summary.title = title;
+                    titled = true;
+                }
+                Cached {
+                    file: file_id,
+                    len,
+                    modified,
+                    meta_modified,
+                    end,
+                    summary,
+                    titled,
+                }
+            }
+        };
+        let mut summary = entry.summary.clone();
+        if summary.title.is_empty() {
+            summary.title = id.to_owned();
+        }
+        self.lock().insert(id.to_owned(), entry);
+        Ok(Some((summary, modified)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_leave_the_folder_are_refused() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../x",
+            "a\\b",
+            "a b",
+            "a%2Fb",
+            "é",
+            &"x".repeat(129),
+        ] {
+            assert!(check_id(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["long", "a.b_c-D9", "..a", &"x".repeat(128)] {
+            assert!(check_id(good).is_ok(), "{good:?} refused");
+        }
+    }
+
+    #[test]
+    fn titles_are_flattened_and_shortened() {
+        assert_eq!(shorten("  fix\n the   build "), "fix the build");
+        let long = shorten(&"word ".repeat(30));
+        assert!(long.ends_with('…') && long.chars().count() <= TITLE_CHARS);
+    }
+}

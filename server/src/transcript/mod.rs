@@ -1,0 +1,279 @@
+//! The server's reading of a transcript file: windows (`/transcript`), the stream's catch-up
+//! (`/events`), the newest line, and appending. Pure functions over a path, callable in-process
+//! (a model test calls them directly). Every read starts at the end of the file and goes back in
+//! blocks only as far as the answer needs: the cost of a page does not grow with the file.
+
+pub mod reader;
+
+use reader::BackLines;
+use scrollback::protocol::{coalesce, Line, RowWalk, TranscriptQuery, CATCH_UP_LIMIT, MAX_LIMIT};
+use serde_json::{Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Which file a path named when it was read: a file replaced under the same name is another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of an open file or of a path's metadata.
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            FileId { dev: 0, ino: 0 }
+        }
+    }
+}
+
+/// An open transcript and the end of its complete lines at the time it was opened.
+struct Opened {
+    file: File,
+    id: FileId,
+    end: u64,
+}
+
+fn open(path: &Path) -> io::Result<Opened> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let end = reader::complete_end(&mut file, meta.len())?;
+    Ok(Opened {
+        file,
+        id: FileId::of(&meta),
+        end,
+    })
+}
+
+/// Lines walked newest-first from `start`, unreadable ones skipped.
+fn for_each_back(
+    path: &Path,
+    file: &mut File,
+    start: u64,
+    mut f: impl FnMut(Line) -> bool,
+) -> io::Result<()> {
+    let mut lines = BackLines::new(file, start);
+    while let Some((offset, bytes)) = lines.next_line()? {
+        if let Some(line) = reader::parse(path, offset, &bytes) {
+            if !f(line) {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The page answering `query` from the transcript at `path`, oldest first.
+///
+/// `before` is found by bisecting the file by seq, then lines are read backwards from there.
+/// The page stops at `limit` (events, or rows by the protocol's row rule when coalesced), at
+/// `after` (a run cut there is the partial it is), and at `bytes` of line text: a line or row
+/// that would pass the budget is left out, but a page always has at least one. With `bytes` and
+/// no `limit`, only the budget and `after` bound the page.
+pub fn window(path: &Path, query: &TranscriptQuery) -> io::Result<Vec<Line>> {
+    let Opened { mut file, end, .. } = open(path)?;
+    let start = match query.before {
+        Some(before) => reader::offset_of_seq(path, &mut file, end, before)?,
+        None => end,
+    };
+    let limit = match (query.limit, query.bytes) {
+        (Some(limit), _) => limit,
+        (None, Some(_)) => MAX_LIMIT,
+        (None, None) => query.limit(),
+    };
+    let mut page = Page::new(query.coalesced(), limit, query.bytes);
+    for_each_back(path, &mut file, start, |line| {
+        if query.before.is_some_and(|b| line.seq() >= b) {
+            return true;
+        }
+        if query.after.is_some_and(|a| line.seq() <= a) {
+            return false;
+        }
+        page.offer(line)
+    })?;
+    Ok(page.finish())
+}
+
+/// A page being filled newest-first, in lines or in rows, within a byte budget.
+struct Page {
+    walk: Option<RowWalk>,
+    limit: usize,
+    budget: Option<usize>,
+    used: usize,
+    /// Accepted lines or rows, newest first.
+    rows: Vec<Line>,
+    /// The row being gathered (coalesced pages), newest line first.
+    run: Vec<Line>,
+}
+
+impl Page {
+    fn new(coalesced: bool, limit: usize, budget: Option<usize>) -> Page {
+        Page {
+            walk: coalesced.then(|| RowWalk::new(limit)),
+            limit,
+            budget,
+            used: 0,
+            rows: Vec::new(),
+            run: Vec::new(),
+        }
+    }
+
+    /// Offers the next older line; `false` when the page is complete without it.
+    fn offer(&mut self, line: Line) -> bool {
+        let Some(walk) = &mut self.walk else {
+            return self.rows.len() < self.limit && self.accept(line);
+        };
+        let rows = walk.rows();
+        if !walk.take(&line) {
+            return false;
+        }
+        // A line that starts an older row completes the row gathered so far.
+        if walk.rows() > rows && !self.run.is_empty() && !self.close_run() {
+            return false;
+        }
+        self.run.push(line);
+        true
+    }
+
+    fn close_run(&mut self) -> bool {
+        let mut run = std::mem::take(&mut self.run);
+        run.reverse();
+        let mut rows = coalesce(&run);
+        rows.reverse();
+        rows.into_iter().all(|row| self.accept(row))
+    }
+
+    fn accept(&mut self, row: Line) -> bool {
+        let size = row.raw().len();
+        if let Some(budget) = self.budget {
+            if !self.rows.is_empty() && self.used + size > budget {
+                return false;
+            }
+        }
+        self.used += size;
+        self.rows.push(row);
+        true
+    }
+
+    fn finish(mut self) -> Vec<Line> {
+        if !self.run.is_empty() {
+            self.close_run();
+        }
+        self.rows.reverse();
+        self.rows
+    }
+}
+
+/// What `/events?after=N` sends before following the file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CatchUp {
+    /// Within [`CATCH_UP_LIMIT`] of the newest: every line above `after`, oldest first.
+    Lines(Vec<Line>),
+    /// Further behind: a reset frame, then these, the newest [`CATCH_UP_LIMIT`] lines.
+    Reset(Vec<Line>),
+}
+
+/// The catch-up and where following the file goes on from.
+#[derive(Debug, Clone)]
+pub struct Tail {
+    /// What to send first.
+    pub catch_up: CatchUp,
+    /// The end of the complete lines read (follow from here).
+    pub end: u64,
+    /// The file that was read.
+    pub file: FileId,
+}
+
+/// The stream's catch-up for a client holding everything up to `after`.
+pub fn events_after(path: &Path, after: u64) -> io::Result<Tail> {
+    let Opened {
+        mut file, id, end, ..
+    } = open(path)?;
+    let mut lines = Vec::new();
+    for_each_back(path, &mut file, end, |line| {
+        if line.seq() <= after {
+            return false;
+        }
+        lines.push(line);
+        lines.len() <= CATCH_UP_LIMIT
+    })?;
+    let reset = lines.len() > CATCH_UP_LIMIT;
+    lines.truncate(CATCH_UP_LIMIT);
+    lines.reverse();
+    let catch_up = if reset {
+        CatchUp::Reset(lines)
+    } else {
+        CatchUp::Lines(lines)
+    };
+    Ok(Tail {
+        catch_up,
+        end,
+        file: id,
+    })
+}
+
+/// The newest [`CATCH_UP_LIMIT`] lines (what a reset sends).
+pub fn newest(path: &Path) -> io::Result<Tail> {
+    let mut tail = events_after(path, 0)?;
+    if let CatchUp::Lines(lines) = tail.catch_up {
+        tail.catch_up = CatchUp::Reset(lines);
+    }
+    Ok(tail)
+}
+
+/// The complete lines from `from` (a line start) to the end of the file as it is now, oldest
+/// first, and the end of what was read.
+pub fn read_from(path: &Path, file: &mut File, from: u64) -> io::Result<(Vec<Line>, u64)> {
+    let len = file.metadata()?.len();
+    let mut lines = Vec::new();
+    let mut at = from;
+    while let Some((bytes, next)) = reader::line_at(file, at, len)? {
+        lines.extend(reader::parse(path, at, &bytes));
+        at = next;
+    }
+    Ok((lines, at))
+}
+
+/// The newest readable line, if any.
+pub fn newest_line(path: &Path) -> io::Result<Option<Line>> {
+    let Opened { mut file, end, .. } = open(path)?;
+    let mut newest = None;
+    for_each_back(path, &mut file, end, |line| {
+        newest = Some(line);
+        false
+    })?;
+    Ok(newest)
+}
+
+/// Now, in seconds since the epoch, with all the precision the clock gives.
+pub fn now_ts() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Appends `event` as the next line (newest seq + 1, `ts` now) to an existing transcript and
+/// returns it. The caller serializes writers of one session.
+pub fn append(path: &Path, event: Map<String, Value>) -> io::Result<Line> {
+    let seq = newest_line(path)?.map_or(0, |l| l.seq()) + 1;
+    let line = Line::new(seq, now_ts(), event)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let mut file = OpenOptions::new().append(true).open(path)?;
+    let mut text = String::with_capacity(line.raw().len() + 1);
+    text.push_str(line.raw());
+    text.push('\n');
+    file.write_all(text.as_bytes())?;
+    Ok(line)
+}

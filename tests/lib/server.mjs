@@ -1,0 +1,77 @@
+// Starts the real reference server (target/release/scrollback-server) for a test: sandbox data in
+// a fresh temp folder, a free loopback port, the demo page and the built package served.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const SERVER_BIN = path.join(ROOT, 'target/release/scrollback-server');
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort() {
+  const probe = net.createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/**
+ * Starts the server; resolves once `GET /sessions` answers.
+ * @param {{ sandbox?: boolean, data?: string, args?: string[], port?: number }} options
+ */
+export async function startServer({ sandbox = true, data, args = [], port } = {}) {
+  const dataDir = data ?? await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-data-'));
+  port ??= await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const argv = ['--data', dataDir, '--addr', `127.0.0.1:${port}`,
+    '--www', path.join(ROOT, 'www'), '--pkg', path.join(ROOT, 'pkg'), ...args];
+  if (sandbox) argv.push('--sandbox');
+  const child = spawn(SERVER_BIN, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (chunk) => { log = (log + chunk).slice(-20000); });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+
+  const headers = args.includes('--token') ? { authorization: `Bearer ${args[args.indexOf('--token') + 1]}` } : {};
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`scrollback-server exited (${child.exitCode}):\n${log}`);
+    try {
+      const res = await fetch(`${url}/sessions`, { headers });
+      if (res.ok) break;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) { child.kill(); throw new Error(`scrollback-server did not start:\n${log}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  return {
+    url, port, dataDir, headers,
+    /** The server's log so far (stderr). */
+    log: () => log,
+    /** The per-route counters of GET /stats. */
+    stats: async () => (await fetch(`${url}/stats`, { headers })).json(),
+    /** The transcript file of a session. */
+    transcriptPath: (id) => path.join(dataDir, id, 'transcript.jsonl'),
+    /** All lines of a session, parsed, as the file holds them. */
+    async lines(id) {
+      const text = await fs.readFile(path.join(dataDir, id, 'transcript.jsonl'), 'utf8');
+      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    },
+    /** Appends raw lines to a session's file, as the agent process would. */
+    async append(id, lines) {
+      await fs.appendFile(path.join(dataDir, id, 'transcript.jsonl'), lines.map((l) => `${l}\n`).join(''));
+    },
+    /** Stops the server (SIGTERM) and waits for it to exit. */
+    async stop() {
+      if (child.exitCode === null) { child.kill('SIGTERM'); await exited; }
+    },
+    /** Stops the server and removes its data folder. */
+    async dispose() {
+      await this.stop();
+      if (!data) await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

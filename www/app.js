@@ -1,0 +1,311 @@
+// The Scrollback demo: a small chat client on the npm package.
+//
+// Everything from the server or a transcript is inserted with textContent, never as HTML.
+import { Scrollback } from '/pkg/index.js';
+
+const $ = (id) => document.getElementById(id);
+const query = new URLSearchParams(location.search);
+
+const ui = {
+  list: $('session-list'), listStatus: $('list-status'), session: $('session'), empty: $('empty'),
+  title: $('session-title'), meta: $('session-meta'), banner: $('banner'),
+  transcript: $('transcript'), rows: $('rows'), pending: $('pending'), edge: $('history-edge'),
+  composer: $('composer'), message: $('message'),
+  settings: $('settings'), cachedSize: $('cached-size'),
+};
+
+/** Creates an element with a class and text (text only: never HTML). */
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+export function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB'];
+  let v = n / 1024; let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+const short = (value, max = 600) => {
+  const s = typeof value === 'string' ? value : JSON.stringify(value, null, 1);
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+};
+
+/** One transcript row as DOM, by the fold's row kinds. */
+function renderRow(row) {
+  const li = el('li', `row ${row.kind}`);
+  li.dataset.seq = row.seq;
+  const who = (t) => li.append(el('div', 'who', t));
+  const note = (t) => { li.classList.add('note'); li.append(el('span', 'text', t)); };
+  switch (row.kind) {
+    case 'user': who('You'); li.append(el('div', 'text', row.text)); break;
+    case 'assistant': who('Assistant'); li.append(el('div', 'text', row.text)); break;
+    case 'tool':
+      who(`tool · ${row.name}`);
+      li.append(el('pre', 'input', short(row.input)));
+      if (row.result) li.append(el('pre', row.result.isError ? 'output error' : 'output', short(row.result.output)));
+      break;
+    case 'toolResult': who('tool result'); li.append(el('pre', 'output', short(row.output))); break;
+    case 'command':
+      who(row.done ? 'command' : 'command · waiting');
+      li.append(el('div', 'text', row.command));
+      if (row.output) li.append(el('pre', 'output', short(row.output)));
+      break;
+    case 'status': note(`status: ${row.status}`); break;
+    case 'usage': note(`context: ${Number(row.context).toLocaleString()} tokens`); break;
+    case 'settings': note(['settings', row.model && `model ${row.model}`, row.permissionMode && `mode ${row.permissionMode}`].filter(Boolean).join(' · ')); break;
+    case 'queued': note(`queued: ${row.text}`); break;
+    case 'compacting': note(row.active ? 'compacting context…' : 'compaction done'); break;
+    case 'error': who('error'); li.append(el('div', 'text', row.message)); break;
+    default: who(`unknown event · ${row.type ?? row.kind}`); li.append(el('pre', 'output', short(row.event ?? row))); break;
+  }
+  return li;
+}
+
+// ---- the session screen --------------------------------------------------------------------
+
+let sb;              // the Scrollback client
+let view = null;     // the open session's view
+let current = null;  // its id
+let loadingOlder = false;
+let pendingAnchor = null; // a seq to bring back to the top after a reload
+const rendered = new Map(); // seq -> { node, sig }
+
+function topVisibleSeq() {
+  const top = ui.transcript.getBoundingClientRect().top;
+  for (const node of ui.rows.children) {
+    if (node.getBoundingClientRect().bottom > top) return Number(node.dataset.seq);
+  }
+  return null;
+}
+
+function renderRows(rows) {
+  const box = ui.transcript;
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const anchorSeq = atBottom ? null : topVisibleSeq();
+  const anchorNode = anchorSeq === null ? null : rendered.get(anchorSeq)?.node;
+  const anchorTop = anchorNode?.getBoundingClientRect().top;
+
+  const keep = new Set();
+  let next = ui.rows.firstChild;
+  for (const row of rows) {
+    const sig = JSON.stringify(row);
+    let entry = rendered.get(row.seq);
+    if (!entry || entry.sig !== sig) {
+      const node = renderRow(row);
+      if (entry) entry.node.replaceWith(node);
+      entry = { node, sig };
+      rendered.set(row.seq, entry);
+    }
+    keep.add(row.seq);
+    if (entry.node !== next) ui.rows.insertBefore(entry.node, next);
+    else next = next.nextSibling;
+  }
+  while (next) { const gone = next; next = next.nextSibling; gone.remove(); }
+  for (const seq of [...rendered.keys()]) if (!keep.has(seq)) rendered.delete(seq);
+
+  if (pendingAnchor !== null && rows.length) {
+    const target = [...rows].reverse().find((r) => r.seq <= pendingAnchor) ?? rows[0];
+    rendered.get(target.seq)?.node.scrollIntoView({ block: 'start' });
+    if (rows[0].seq <= pendingAnchor) pendingAnchor = null;
+  } else if (atBottom) {
+    box.scrollTop = box.scrollHeight;
+  } else if (anchorNode?.isConnected) {
+    box.scrollTop += anchorNode.getBoundingClientRect().top - anchorTop;
+  }
+}
+
+function renderState(state) {
+  ui.meta.textContent = [state.status, state.model, state.permissionMode,
+    state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
+    .filter(Boolean).join(' · ');
+  ui.banner.hidden = !state.banner;
+  ui.banner.textContent = state.banner ?? '';
+  ui.edge.textContent = !state.ready ? 'Loading…' : state.moreHistory ? '' : 'Start of the conversation';
+  renderRows(state.rows ?? []);
+  ui.pending.replaceChildren(
+    ...(state.queued ?? []).map((q) => el('li', null, `waiting: ${q.text}`)),
+    ...(state.waitingCommands ?? []).map((c) => el('li', null, `running: ${c.command}`)),
+  );
+  queueMicrotask(maybeLoadOlder);
+}
+
+async function maybeLoadOlder() {
+  const state = view?.state;
+  if (!view || loadingOlder || !state?.ready || !state.moreHistory) return;
+  if (ui.transcript.scrollTop > 300 && ui.transcript.scrollHeight > ui.transcript.clientHeight) return;
+  loadingOlder = true;
+  ui.edge.textContent = 'Loading older messages…';
+  const opened = view;
+  try {
+    await view.loadOlder();
+  } catch (err) {
+    ui.banner.hidden = false;
+    ui.banner.textContent = `Could not load older messages: ${err.message}`;
+  } finally {
+    loadingOlder = false;
+    if (opened === view) requestAnimationFrame(maybeLoadOlder);
+  }
+}
+
+async function openSession(id, summary) {
+  if (current === id && view) return;
+  view?.close();
+  view = null; current = id; pendingAnchor = null;
+  rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
+  ui.empty.hidden = true; ui.session.hidden = false;
+  ui.title.textContent = summary?.title || id;
+  ui.meta.textContent = '';
+  ui.banner.hidden = true;
+  markCurrent();
+  try {
+    const opened = await sb.openSession(id, { onChange: (state) => { if (view === opened) renderState(state); } });
+    if (current !== id) { opened.close(); return; }
+    view = opened;
+    renderState(view.state);
+  } catch (err) {
+    ui.banner.hidden = false;
+    ui.banner.textContent = `Could not open this session: ${err.message}`;
+  }
+}
+
+function closeSession() {
+  view?.close();
+  view = null; current = null;
+  ui.session.hidden = true; ui.empty.hidden = false;
+  markCurrent();
+}
+
+// ---- the session list ----------------------------------------------------------------------
+
+let sessions = [];
+
+function markCurrent() {
+  for (const li of ui.list.children) li.classList.toggle('current', li.dataset.id === current);
+}
+
+async function refreshList() {
+  try {
+    sessions = await sb.sessions();
+    ui.listStatus.textContent = sessions.length ? '' : 'No sessions.';
+  } catch (err) {
+    ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
+    return;
+  }
+  ui.list.replaceChildren(...sessions.map((s) => {
+    const li = el('li');
+    li.dataset.id = s.id;
+    const a = el('a');
+    a.href = `#/sessions/${encodeURIComponent(s.id)}`;
+    a.append(el('span', 'title', s.title || s.id), el('span', 'sub', [s.status, s.model].filter(Boolean).join(' · ')));
+    const del = el('button', 'delete', '✕');
+    del.type = 'button';
+    del.title = `Delete ${s.title || s.id}`;
+    del.addEventListener('click', async () => {
+      if (!confirm(`Delete “${s.title || s.id}” on the server?`)) return;
+      try {
+        await sb.deleteSession(s.id);
+        if (current === s.id) location.hash = '#/';
+      } catch (err) { ui.listStatus.textContent = `Could not delete: ${err.message}`; }
+      await refreshList();
+    });
+    li.append(a, del);
+    return li;
+  }));
+  markCurrent();
+}
+
+function route() {
+  const m = location.hash.match(/^#\/sessions\/(.+)$/);
+  if (!m) { closeSession(); return; }
+  let id;
+  try { id = decodeURIComponent(m[1]); } catch { closeSession(); return; }
+  openSession(id, sessions.find((s) => s.id === id));
+}
+
+// ---- settings: the cached size and Reload --------------------------------------------------
+
+async function showSettings() {
+  if (!view) return;
+  const spinner = el('span', 'spinner');
+  spinner.setAttribute('aria-label', 'measuring');
+  ui.cachedSize.replaceChildren(spinner);
+  ui.settings.showModal();
+  try {
+    const bytes = await view.cachedSize();
+    ui.cachedSize.textContent = bytes > 0 ? `${formatBytes(bytes)} cached` : 'nothing cached';
+  } catch (err) {
+    ui.cachedSize.textContent = `unknown (${err.message})`;
+  }
+}
+
+async function reload() {
+  if (!view) return;
+  ui.settings.close();
+  const anchor = topVisibleSeq();
+  pendingAnchor = anchor;
+  rendered.clear(); ui.rows.replaceChildren();
+  try {
+    await view.reload(anchor ?? undefined);
+  } catch (err) {
+    ui.banner.hidden = false;
+    ui.banner.textContent = `Reload failed: ${err.message}`;
+  }
+}
+
+// ---- network panel -------------------------------------------------------------------------
+
+async function refreshCounters() {
+  try {
+    const c = await sb.counters();
+    for (const dd of document.querySelectorAll('[data-counter]')) {
+      const key = dd.dataset.counter;
+      dd.textContent = key === 'bytesDownloaded' ? formatBytes(c.bytesDownloaded)
+        : key === 'probes' ? `${c.probesPassed} / ${c.probesFailed}` : String(c[key]);
+    }
+  } catch { /* the panel is informational */ }
+}
+
+// ---- start ---------------------------------------------------------------------------------
+
+async function main() {
+  try {
+    sb = await Scrollback.open({
+      server: location.origin,
+      token: query.get('token') ?? undefined,
+      storage: query.get('storage') ?? 'auto',
+    });
+  } catch (err) {
+    ui.listStatus.textContent = `Scrollback could not start: ${err.message}`;
+    return;
+  }
+  window.scrollbackDemo = { sb, view: () => view };
+  ui.transcript.addEventListener('scroll', () => maybeLoadOlder(), { passive: true });
+  $('open-settings').addEventListener('click', showSettings);
+  $('reload').addEventListener('click', reload);
+  ui.composer.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const text = ui.message.value.trim();
+    if (!text || !current) return;
+    try {
+      await sb.postMessage(current, text);
+      ui.message.value = '';
+    } catch (err) {
+      ui.banner.hidden = false;
+      ui.banner.textContent = `Could not send: ${err.message}`;
+    }
+  });
+  ui.message.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); ui.composer.requestSubmit(); }
+  });
+  window.addEventListener('hashchange', route);
+  setInterval(refreshCounters, 500);
+  await refreshList();
+  route();
+}
+
+main();

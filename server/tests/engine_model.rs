@@ -122,9 +122,13 @@ impl ServerFile {
                 json!({"type": "status", "status": status})
             }
             2 => json!({"type": "usageDelta", "context": rng.below(100_000)}),
-            3 => json!({"type": "toolCall", "id": format!("t{}", rng.below(5)), "name": "read", "input": {"path": "a"}}),
+            3 => {
+                json!({"type": "toolCall", "id": format!("t{}", rng.below(5)), "name": "read", "input": {"path": "a"}})
+            }
             4 => json!({"type": "toolResult", "id": format!("t{}", rng.below(5)), "output": "ok"}),
-            5 => json!({"type": "messageQueued", "id": format!("q{}", rng.below(3)), "text": "later"}),
+            5 => {
+                json!({"type": "messageQueued", "id": format!("q{}", rng.below(3)), "text": "later"})
+            }
             6 => json!({"type": "somethingNew", "x": [1, 2, 3]}),
             _ => json!({"type": "assistantText", "text": word(rng)}),
         };
@@ -294,12 +298,10 @@ impl Transport for InProcess {
 
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.check_up()?;
-        query
-            .validate()
-            .map_err(|e| TransportError::Http {
-                status: 400,
-                message: e.to_string(),
-            })?;
+        query.validate().map_err(|e| TransportError::Http {
+            status: 400,
+            message: e.to_string(),
+        })?;
         let lines = transcript::window(&self.0.path(id), query).map_err(io_error)?;
         let bytes = page_json(&lines).len() as u64;
         Ok(Page { lines, bytes })
@@ -372,9 +374,7 @@ impl EventStream for InProcessStream {
                 return Poll::Ready(Some(Ok(item)));
             }
             if !self.world.up.get() {
-                return Poll::Ready(Some(Err(TransportError::Network(
-                    "connection lost".into(),
-                ))));
+                return Poll::Ready(Some(Err(TransportError::Network("connection lost".into()))));
             }
             let query = TranscriptQuery {
                 after: Some(self.last),
@@ -410,12 +410,7 @@ struct Open {
     reset_seen: Cell<bool>,
 }
 
-fn open(
-    engine: &ModelEngine,
-    pool: &LocalPool,
-    file: &ServerFile,
-    anchor: Option<u64>,
-) -> Open {
+fn open(engine: &ModelEngine, pool: &LocalPool, file: &ServerFile, anchor: Option<u64>) -> Open {
     let summary = SessionSummary {
         id: ID.into(),
         title: String::new(),
@@ -560,7 +555,9 @@ async fn check_chunks(
         let mut text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
         if !text.ends_with('\n') && !text.is_empty() {
             if !torn {
-                return Err(format!("{path} ends in a partial line with no crash to explain it"));
+                return Err(format!(
+                    "{path} ends in a partial line with no crash to explain it"
+                ));
             }
             text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
         }
@@ -681,14 +678,13 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
                 session.take().unwrap().run.abort();
                 let tear = pool.run_until(tear_tail(&store, &dir, &file, &mut rng));
                 torn |= tear.is_some();
-                format!("crash mid-append ({})", tear.unwrap_or_else(|| "no open chunk".into()))
+                format!(
+                    "crash mid-append ({})",
+                    tear.unwrap_or_else(|| "no open chunk".into())
+                )
             }
             37..=40 => {
-                let anchor = session
-                    .as_ref()
-                    .unwrap()
-                    .session
-                    .with_view(|v| v.oldest);
+                let anchor = session.as_ref().unwrap().session.with_view(|v| v.oldest);
                 session.as_ref().unwrap().session.reload(anchor);
                 stats.reloads += 1;
                 format!("reload at {anchor:?}")
@@ -769,7 +765,11 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
                 stats.sessions_reset += 1;
             }
         }
-        let version = if verified { file.version } else { cache_version };
+        let version = if verified {
+            file.version
+        } else {
+            cache_version
+        };
         let chunks = pool
             .run_until(check_chunks(
                 &store,
@@ -807,18 +807,27 @@ async fn store_size(store: &MemoryStore) -> u64 {
 }
 
 /// A crash mid-append: part of the next line written to the open chunk, no newline.
-async fn tear_tail(store: &MemoryStore, dir: &str, file: &ServerFile, rng: &mut Rng) -> Option<String> {
+async fn tear_tail(
+    store: &MemoryStore,
+    dir: &str,
+    file: &ServerFile,
+    rng: &mut Rng,
+) -> Option<String> {
     let entries = store.list(dir).await.ok()?;
-    let open = entries.iter().find(|e| e.name.ends_with("-open.raw.jsonl"))?;
+    let open = entries
+        .iter()
+        .find(|e| e.name.ends_with("-open.raw.jsonl"))?;
     let path = format!("{dir}/{}", open.name);
-    let next = file
-        .lines
-        .last()
-        .map_or(r#"{"seq":1,"ts":1.5,"event":{"type":"status"}}"#.to_string(), |l| {
-            l.raw().to_string()
-        });
+    let next = file.lines.last().map_or(
+        r#"{"seq":1,"ts":1.5,"event":{"type":"status"}}"#.to_string(),
+        |l| l.raw().to_string(),
+    );
     let cut = rng.range(1, next.len() as u64 - 1) as usize;
-    let cut = (0..=cut).rev().find(|&i| next.is_char_boundary(i)).unwrap_or(0).max(1);
+    let cut = (0..=cut)
+        .rev()
+        .find(|&i| next.is_char_boundary(i))
+        .unwrap_or(0)
+        .max(1);
     store.append(&path, next[..cut].as_bytes()).await.ok()?;
     Some(format!("{cut} bytes torn into {}", open.name))
 }

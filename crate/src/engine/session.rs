@@ -6,9 +6,9 @@ use crate::chunks::{Cache, SessionCache};
 use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::Store;
 use crate::transport::{EventStream, StreamItem, Transport, TransportResult};
+use async_lock::Mutex;
 use futures::channel::mpsc;
 use futures::future::{select, Either};
-use async_lock::Mutex;
 use futures::StreamExt;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -245,9 +245,10 @@ impl<S: Store, T: Transport> Session<S, T> {
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         work: F,
     ) -> Result<F::Output, Command> {
-        match select(pin!(work), inbox.next()).await {
-            Either::Left((out, _)) => Ok(out),
-            Either::Right((command, _)) => Err(command.unwrap_or(Command::Close)),
+        // Commands first: a stream with a burst ready must not keep a close waiting.
+        match select(inbox.next(), pin!(work)).await {
+            Either::Left((command, _)) => Err(command.unwrap_or(Command::Close)),
+            Either::Right((out, _)) => Ok(out),
         }
     }
 

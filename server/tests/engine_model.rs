@@ -551,16 +551,16 @@ async fn check_chunks(
             continue;
         }
         let path = format!("{dir}/{}", entry.name);
-        let bytes = store.read(&path, 0, usize::MAX).await.unwrap();
-        let mut text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-        if !text.ends_with('\n') && !text.is_empty() {
+        let mut bytes = store.read(&path, 0, usize::MAX).await.unwrap();
+        if bytes.last().is_some_and(|b| *b != b'\n') {
             if !torn {
                 return Err(format!(
                     "{path} ends in a partial line with no crash to explain it"
                 ));
             }
-            text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+            bytes.truncate(bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
         }
+        let text = String::from_utf8(bytes).map_err(|e| format!("{path}: {e}"))?;
         let lines: Vec<Line> = text
             .lines()
             .map(Line::parse)
@@ -822,13 +822,9 @@ async fn tear_tail(
         r#"{"seq":1,"ts":1.5,"event":{"type":"status"}}"#.to_string(),
         |l| l.raw().to_string(),
     );
+    // Any byte: a crash can tear a line inside a multi-byte character too.
     let cut = rng.range(1, next.len() as u64 - 1) as usize;
-    let cut = (0..=cut)
-        .rev()
-        .find(|&i| next.is_char_boundary(i))
-        .unwrap_or(0)
-        .max(1);
-    store.append(&path, next[..cut].as_bytes()).await.ok()?;
+    store.append(&path, &next.as_bytes()[..cut]).await.ok()?;
     Some(format!("{cut} bytes torn into {}", open.name))
 }
 
@@ -853,11 +849,15 @@ fn env_u64(name: &str) -> Option<u64> {
 /// Runs `runs` model runs from `seed` (each run's seed is `seed + i`).
 fn model(half: u64) {
     let runs = env_u64("MODEL_RUNS").unwrap_or(2000);
-    let seed = env_u64("MODEL_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
+    // One seed for both halves.
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        env_u64("MODEL_SEED").unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
     });
     // Two tests share the runs (even and odd), so the two cores both work.
     println!(

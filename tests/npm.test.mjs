@@ -1,7 +1,8 @@
 // The npm package as a user gets it: `npm pack`, installed into fresh folders, run in headless
 // Chromium against the real server (token required, CORS for the page's origin):
 // - bundled by Vite 7 into a scratch app that opens a session and sees its rows;
-// - loaded without a bundler (an import map) running the README's JS API example as written.
+// - loaded without a bundler (an import map) running the README's JS API example as written;
+// - the banner while the server is away, and the session live again once it is back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -38,6 +39,8 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await server?.dispose();
+  // A restarted server was given its data folder, so dispose leaves it: remove it here.
+  if (server) await fs.rm(server.dataDir, { recursive: true, force: true });
   await site?.close();
   if (tmp) await fs.rm(tmp, { recursive: true, force: true });
 });
@@ -154,4 +157,36 @@ test('the README example works as written, from a plain <script type="module">',
   // Posted while the agent works, a message is queued first: either way it is in the file.
   const lines = await server.lines(first);
   assert.ok(lines.some((l) => l.event.text === 'Hello from the README'), `the message was posted to ${first}`);
+});
+
+test('a server that goes away shows in the banner, and the session comes back live when it returns', async () => {
+  // Uses the plain install of the README test, with a page of its own.
+  const dir = path.join(tmp, 'plain');
+  await fs.writeFile(path.join(dir, 'banner.js'), `
+import { Scrollback } from 'scrollback';
+const q = new URLSearchParams(location.search);
+const sb = await Scrollback.open({ server: q.get('server'), token: q.get('token'), storage: 'memory' });
+window.view = await sb.openSession('welcome');
+`);
+  await fs.writeFile(path.join(dir, 'banner.html'), `<!doctype html><meta charset="utf-8"><title>banner</title>
+<script type="importmap">{ "imports": { "scrollback": "/plain/node_modules/scrollback/pkg/index.js" } }</script>
+<script type="module" src="/plain/banner.js"></script>
+`);
+  const { p, log } = await page();
+  const q = new URLSearchParams({ server: server.url, token: TOKEN });
+  await p.goto(`${site.url}/plain/banner.html?${q}`);
+  const state = (check) => p.waitForFunction(check, null, { timeout: 30_000, polling: 50 }).then((h) => h.jsonValue());
+  await state(() => window.view?.state?.ready && window.view.state.live && window.view.state);
+
+  const { port, dataDir } = server;
+  await server.stop();
+  const down = await state(() => window.view.state.banner && window.view.state);
+  assert.equal(down.live, false);
+  assert.ok(down.rows.length > 0, 'the rows stay on screen');
+
+  server = await startServer({ port, data: dataDir, args: ['--token', TOKEN, '--allow-origin', site.url] });
+  const back = await state(() => window.view.state.live && window.view.state.banner === null && window.view.state);
+  assert.equal(back.rows.length, down.rows.length);
+  assert.ok(!log.some((l) => l.startsWith('pageerror')), log.join('\n'));
+  console.log(`banner while the server was down: ${JSON.stringify(down.banner)}`);
 });

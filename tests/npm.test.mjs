@@ -66,7 +66,26 @@ test('a Vite 7 app bundles the packed package and shows a session from the real 
   const app = path.join(tmp, 'vite-app');
   await fs.mkdir(app);
   await fs.writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'scratch-vite-app', private: true, type: 'module' }));
-  await npm(app, 'install', 'vite@7', tarball);
+  await npm(app, 'install', 'vite@7', 'typescript@5', tarball);
+  // The types resolve through the package's `exports` and describe the API as used.
+  await fs.writeFile(path.join(app, 'check.ts'), `
+import { Scrollback, type SessionState, type Row, type Counters } from 'scrollback';
+const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1 });
+const view = await sb.openSession('id', { onChange(state: SessionState) { state.banner?.toUpperCase(); }, anchor: 3 });
+const rows: Row[] = view.state.rows;
+for (const row of rows) if (row.kind === 'assistant') row.lastSeq.toFixed(); else if (row.kind === 'tool') row.result?.isError;
+const more: boolean = await view.loadOlder();
+const c: Counters = await sb.counters();
+c.probesPassed + c.pagesLocal + (await view.cachedSize());
+await view.reload(); await view.reload(12); view.close();
+const list = await sb.sessions(); list[0].permissionMode.trim();
+await sb.postMessage('id', 'text'); await sb.deleteSession('id'); sb.close();
+// @ts-expect-error: storage is one of four names
+await Scrollback.open({ server: 'x', storage: 'floppy' });
+export { more };
+`);
+  await run(path.join(app, 'node_modules/.bin/tsc'), ['--noEmit', '--strict', '--target', 'es2022', '--module', 'esnext',
+    '--moduleResolution', 'bundler', '--lib', 'es2022,dom', 'check.ts'], { cwd: app });
   await fs.writeFile(path.join(app, 'vite.config.js'), "export default { base: './', logLevel: 'warn' };\n");
   await fs.writeFile(path.join(app, 'index.html'), '<!doctype html><meta charset="utf-8"><title>app</title><script type="module" src="./main.js"></script>\n');
   await fs.writeFile(path.join(app, 'main.js'), `

@@ -211,12 +211,32 @@ export interface SessionState {
   moreHistory: boolean;
   /** Whether the first rows are shown. */
   ready: boolean;
+  /** Whether the server has confirmed the rows shown (cached rows are shown before it has). */
+  verified: boolean;
   /** The seq of the oldest line shown. */
   oldest: number | null;
   /** The seq of the newest line shown (the stream's cursor). */
   cursor: number;
   /** Whether the stream is connected. */
   live: boolean;
+  /** This session's own counts since it was opened. */
+  counters: SessionCounters;
+}
+
+/** What one open session has cost and saved. */
+export interface SessionCounters {
+  /** Requests: pages, probes and stream connections. */
+  requests: number;
+  /** Bytes received: page bodies and stream events. */
+  bytes: number;
+  /** Older pages served from the cache. */
+  localPages: number;
+  probesPassed: number;
+  probesFailed: number;
+  /** Stream events received. */
+  events: number;
+  /** Reset frames received. */
+  resets: number;
 }
 
 /** One open session. */

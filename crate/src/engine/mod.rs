@@ -1,1 +1,126 @@
-//! (being built)
+//! The sync engine: what makes a reopened conversation cost one tiny request (seed 000).
+//!
+//! [`Engine`] is one server: its cache ([`Cache`]) and its [`Transport`]. It lists sessions
+//! (pruning the cache of sessions the server no longer has), deletes them (purging their
+//! cache), and opens a [`Session`]. A session draws its cached rows before any request returns,
+//! checks the cached tail with one probe, streams from the newest cached event, and pages back
+//! through the cache, asking the server only for gaps. What it shows is a [`View`]: the fold's
+//! rows and state plus the banner, `moreHistory`, `ready` and counters.
+//!
+//! Generic over [`Store`] and [`Transport`], single-threaded and runtime-agnostic: the same
+//! code runs in a browser worker and natively under tokio or any executor.
+
+mod session;
+mod view;
+
+pub use session::Session;
+pub use view::{Change, Counters, View};
+
+use crate::chunks::{Cache, KeyError};
+use crate::protocol::{
+    SessionSummary, CACHE_BUDGET_BYTES, HISTORY_PAGE, OPENING_WINDOW, RECONNECT_DELAY_MS,
+};
+use crate::store::Store;
+use crate::transport::{Transport, TransportResult};
+use std::rc::Rc;
+
+/// The engine's numbers; [`Config::default`] is the protocol's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Raw events in the opening window, cached or fetched ([`OPENING_WINDOW`]).
+    pub opening_window: usize,
+    /// Rows in an older page ([`HISTORY_PAGE`]).
+    pub page_rows: usize,
+    /// A byte budget for older pages fetched from the server: the page stops at whichever of
+    /// `page_rows` and this comes first, so a page of huge rows (a long tool output) does not
+    /// download more than a screenful. `None` asks by rows only.
+    pub page_bytes: Option<usize>,
+    /// Milliseconds between a failed probe or stream and the next try ([`RECONNECT_DELAY_MS`]).
+    pub reconnect_delay_ms: u32,
+    /// The cache's byte budget for this server ([`CACHE_BUDGET_BYTES`]), enforced after each
+    /// open by evicting the least recently opened sessions (never the one opening).
+    pub budget_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            opening_window: OPENING_WINDOW,
+            page_rows: HISTORY_PAGE,
+            page_bytes: Some(64 << 10),
+            reconnect_delay_ms: RECONNECT_DELAY_MS,
+            budget_bytes: CACHE_BUDGET_BYTES,
+        }
+    }
+}
+
+/// One server: its cache and its transport.
+pub struct Engine<S: Store, T: Transport> {
+    cache: Rc<Cache<S>>,
+    transport: Rc<T>,
+    config: Config,
+}
+
+impl<S: Store, T: Transport> Engine<S, T> {
+    /// An engine over `cache` (one server's part of the store) and `transport` (the same
+    /// server's routes).
+    pub fn new(cache: Cache<S>, transport: T, config: Config) -> Self {
+        Engine {
+            cache: Rc::new(cache),
+            transport: Rc::new(transport),
+            config,
+        }
+    }
+
+    /// The cache.
+    pub fn cache(&self) -> &Cache<S> {
+        &self.cache
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The engine's numbers.
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// The session list; every successful fetch prunes the cache of sessions the server no
+    /// longer has (seed 000, decision 9).
+    pub async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        let list = self.transport.sessions().await?;
+        let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
+        self.cache.retain_only(&ids).await;
+        Ok(list)
+    }
+
+    /// Deletes a session on the server, then purges its cache.
+    pub async fn delete(&self, id: &str) -> TransportResult<()> {
+        self.transport.delete(id).await?;
+        self.cache.purge(id).await;
+        Ok(())
+    }
+
+    /// Opens `summary`'s session (nothing happens until [`Session::run`] is polled; the
+    /// session holds the cache and transport, so it may outlive this borrow), restoring
+    /// the reader to `anchor` (a seq saved at the reader's position) when given.
+    ///
+    /// An id the cache cannot name a folder after (empty, or too long) is refused.
+    pub fn open(
+        &self,
+        summary: SessionSummary,
+        anchor: Option<u64>,
+    ) -> Result<Session<S, T>, KeyError> {
+        let cache = self.cache.session(&summary.id)?;
+        Ok(Session::new(
+            self.cache.clone(),
+            cache,
+            self.transport.clone(),
+            summary,
+            anchor,
+            self.config,
+        ))
+    }
+}

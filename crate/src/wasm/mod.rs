@@ -1,6 +1,26 @@
 //! The `#[wasm_bindgen]` surface. Thin: it converts and forwards.
+//!
+//! One module per JS class, used by the package's worker (`js/worker.js`), which the page-side
+//! API (`js/index.js`) starts and talks to by messages:
+//! - [`client`]: `Client`, one server's cache and transport (the engine);
+//! - [`session`]: `SessionHandle`, one open session.
+//!
+//! Errors become real JS `Error`s with readable messages ([`error`]); options arrive as plain
+//! objects (serde-wasm-bindgen); a view's state leaves as one JSON string.
+
+mod client;
+mod error;
+mod session;
 
 use wasm_bindgen::prelude::*;
+
+/// Runs when the module is instantiated (in the worker, or on a page that loads it): the core
+/// logs through `log`, and this sends it to the console.
+#[wasm_bindgen(start)]
+pub fn start() {
+    // Already set when the module is instantiated twice in one global: keep the first.
+    let _ = console_log::init_with_level(log::Level::Info);
+}
 
 /// The package's version.
 #[wasm_bindgen]

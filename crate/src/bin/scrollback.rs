@@ -1,0 +1,380 @@
+//! `scrollback`: follow a session in the terminal through a filesystem cache.
+//!
+//! ```text
+//! scrollback [--server URL] [--token TOKEN] [--cache DIR] COMMAND
+//!   list                  the server's sessions (prunes the cache of deleted ones)
+//!   show ID [--pages N]   open the session, page back N older pages, print, exit
+//!   follow ID [--pages N] the same, then print new events as they stream (Ctrl-C stops)
+//!   send ID TEXT          post a message
+//!   delete ID             delete the session on the server, and its cache
+//!   size [ID]             bytes cached, per session or for one
+//!   purge [ID]            throw away the cache of one session, or of the whole server
+//! ```
+//!
+//! Defaults: `--server` from `SCROLLBACK_SERVER` or `http://127.0.0.1:8080`, `--token` from
+//! `SCROLLBACK_TOKEN`, `--cache` from `SCROLLBACK_CACHE` or `$XDG_CACHE_HOME/scrollback` or
+//! `~/.cache/scrollback`. After `show` and `follow`, the requests and bytes the open cost are
+//! printed to stderr, so a warm reopen is visibly one request.
+
+use futures::channel::mpsc;
+use futures::StreamExt;
+use scrollback::chunks::Cache;
+use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::fold::Row;
+use scrollback::protocol::SessionSummary;
+use scrollback::store::FsStore;
+use scrollback::transport::{HttpTransport, Transport};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const USAGE: &str = "usage: scrollback [--server URL] [--token TOKEN] [--cache DIR] COMMAND
+commands:
+  list                   the server's sessions (prunes the cache of deleted ones)
+  show ID [--pages N]    open the session, page back N older pages, print, exit
+  follow ID [--pages N]  the same, then print new events as they stream (Ctrl-C stops)
+  send ID TEXT           post a message
+  delete ID              delete the session on the server, and its cache
+  size [ID]              bytes cached, per session or for one
+  purge [ID]             throw away the cache of one session, or of the whole server";
+
+struct Args {
+    server: String,
+    token: Option<String>,
+    cache: PathBuf,
+    command: String,
+    positional: Vec<String>,
+    pages: usize,
+}
+
+fn parse_args() -> Result<Args, lexopt::Error> {
+    use lexopt::prelude::*;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut args = Args {
+        server: env("SCROLLBACK_SERVER").unwrap_or_else(|| "http://127.0.0.1:8080".into()),
+        token: env("SCROLLBACK_TOKEN"),
+        cache: env("SCROLLBACK_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| env("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("scrollback")))
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache/scrollback")))
+            .unwrap_or_else(|| PathBuf::from(".scrollback-cache")),
+        command: String::new(),
+        positional: Vec::new(),
+        pages: 0,
+    };
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("server") => args.server = parser.value()?.string()?,
+            Long("token") => args.token = Some(parser.value()?.string()?),
+            Long("cache") => args.cache = parser.value()?.into(),
+            Long("pages") => args.pages = parser.value()?.parse()?,
+            Short('h') | Long("help") => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            Value(v) if args.command.is_empty() => args.command = v.string()?,
+            Value(v) => args.positional.push(v.string()?),
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("scrollback: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("scrollback: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Fail = Box<dyn std::error::Error>;
+
+async fn run(args: Args) -> Result<(), Fail> {
+    let transport = HttpTransport::new(&args.server, args.token.clone())?;
+    let store = Arc::new(FsStore::new(&args.cache));
+    let cache = Cache::new(store, transport.host(), transport.port()).await;
+    let engine = Engine::new(cache, transport, Config::default());
+    let id = args.positional.first().map(String::as_str);
+    match (args.command.as_str(), id) {
+        ("list", None) => {
+            for s in engine.sessions().await? {
+                println!(
+                    "{}\t{}\t{}\t{} events\t{}",
+                    s.id, s.status, s.model, s.seq, s.title
+                );
+            }
+        }
+        ("show", Some(id)) => open(&engine, id, args.pages, false).await?,
+        ("follow", Some(id)) => open(&engine, id, args.pages, true).await?,
+        ("send", Some(id)) => {
+            let text = args.positional[1..].join(" ");
+            if text.is_empty() {
+                return Err("send: no text given".into());
+            }
+            engine.transport().post_message(id, &text).await?;
+        }
+        ("delete", Some(id)) => engine.delete(id).await?,
+        ("size", None) => {
+            let mut total = 0;
+            for s in engine.cache().sessions().await {
+                total += s.size;
+                let id = s.id.unwrap_or_else(|| format!("({})", s.key));
+                println!("{}\t{id}", human(s.size));
+            }
+            println!("{}\ttotal", human(total));
+        }
+        ("size", Some(id)) => match engine.cache().session_size(id).await {
+            0 => println!("nothing cached"),
+            n => println!("{}", human(n)),
+        },
+        ("purge", None) => engine.cache().purge_all().await,
+        ("purge", Some(id)) => engine.cache().purge(id).await,
+        ("", _) => return Err(USAGE.into()),
+        (command, _) => {
+            return Err(format!("{command}: unknown command or wrong arguments\n{USAGE}").into())
+        }
+    }
+    Ok(())
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / (1 << 10) as f64),
+        b => format!("{b} B"),
+    }
+}
+
+/// Opens `id`, waits until it is live (the probe passed or the cold window came), pages back
+/// `pages` pages, prints the rows, and with `follow` goes on printing what streams.
+async fn open(
+    engine: &Engine<FsStore, HttpTransport>,
+    id: &str,
+    pages: usize,
+    follow: bool,
+) -> Result<(), Fail> {
+    let summary = match engine.sessions().await {
+        Ok(list) => list
+            .into_iter()
+            .find(|s| s.id == id)
+            .ok_or_else(|| format!("no session {id:?} on the server"))?,
+        // Offline: the cache can still be shown; the summary's fields stay empty.
+        Err(e) => {
+            eprintln!("scrollback: {e} (showing what is cached)");
+            SessionSummary {
+                id: id.into(),
+                title: String::new(),
+                status: String::new(),
+                model: String::new(),
+                permission_mode: String::new(),
+                seq: 0,
+            }
+        }
+    };
+    let session = engine.open(summary, None)?;
+    let (tx, mut changes) = mpsc::unbounded::<()>();
+    session.on_change(move |_, _| {
+        let _ = tx.unbounded_send(());
+    });
+    let drive = async {
+        // Wait until live, then page back, print, and follow.
+        let mut banner = None;
+        loop {
+            let (live, b) = session.with_view(|v| (v.live, v.banner.clone()));
+            if b.is_some() && b != banner {
+                eprintln!("scrollback: {}", b.as_deref().unwrap_or(""));
+            }
+            banner = b;
+            if live {
+                break;
+            }
+            if changes.next().await.is_none() {
+                return;
+            }
+        }
+        for _ in 0..pages {
+            match session.older().await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    eprintln!("scrollback: older page: {e}");
+                    break;
+                }
+            }
+        }
+        let mut printer = Printer::default();
+        session.with_view(|v| printer.print(v));
+        report(&session).await;
+        if !follow {
+            return;
+        }
+        let stop = tokio::signal::ctrl_c();
+        futures::pin_mut!(stop);
+        loop {
+            let next = changes.next();
+            futures::pin_mut!(next);
+            match futures::future::select(next, stop.as_mut()).await {
+                futures::future::Either::Left((Some(()), _)) => {
+                    session.with_view(|v| printer.print(v));
+                }
+                _ => break,
+            }
+        }
+        println!();
+        report(&session).await;
+    };
+    let run = session.run();
+    futures::pin_mut!(run, drive);
+    // `drive` finishing ends the session; `run` only ends when closed.
+    futures::future::select(run, drive).await;
+    Ok(())
+}
+
+async fn report(session: &Session<FsStore, HttpTransport>) {
+    let c = session.counters();
+    let size = session.cached_size().await;
+    eprintln!(
+        "scrollback: {} requests, {} received; {} pages from the cache; probes {} passed, {} failed; {} cached",
+        c.requests,
+        human(c.bytes),
+        c.local_pages,
+        c.probes_passed,
+        c.probes_failed,
+        human(size)
+    );
+}
+
+/// Prints rows as they appear: whole rows, and the growing end of the last assistant message.
+#[derive(Default)]
+struct Printer {
+    /// The first seq and row count printed, and the text length of the last row printed.
+    first: Option<u64>,
+    rows: usize,
+    last_text: usize,
+    status: String,
+}
+
+impl Printer {
+    fn print(&mut self, view: &View) {
+        let rows = view.transcript.rows();
+        let mut out = std::io::stdout().lock();
+        if rows.front().map(Row::seq) != self.first || rows.len() < self.rows {
+            // Something other than growth at the end: a reset or a page back; start over.
+            if self.rows > 0 {
+                let _ = writeln!(out, "\n--- (the view was rebuilt) ---");
+            }
+            self.first = rows.front().map(Row::seq);
+            self.rows = 0;
+            self.last_text = 0;
+        }
+        if self.rows > 0 {
+            if let Some(Row::Assistant { text, .. }) = rows.get(self.rows - 1) {
+                let grown = text.get(self.last_text..).unwrap_or("");
+                let _ = write!(out, "{}", printable(grown));
+                self.last_text = text.len();
+            }
+        }
+        for row in rows.iter().skip(self.rows) {
+            let _ = write!(out, "\n{}", printable(&describe(row)));
+            self.last_text = match row {
+                Row::Assistant { text, .. } => text.len(),
+                _ => 0,
+            };
+        }
+        self.rows = rows.len();
+        let status = format!(
+            "[{} · {} · {}{}]",
+            view.state.status,
+            view.state.model,
+            view.state.permission_mode,
+            view.state
+                .context_tokens
+                .map(|t| format!(" · {t} tokens"))
+                .unwrap_or_default()
+        );
+        if status != self.status {
+            let _ = write!(out, "\n{status}");
+            self.status = status;
+        }
+        let _ = out.flush();
+    }
+}
+
+/// Text from the server with terminal control characters (escape sequences could move the
+/// cursor, retitle the window or worse) shown as `\u{fffd}`; newlines and tabs kept.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if c.is_control() => '\u{fffd}',
+            c => c,
+        })
+        .collect()
+}
+
+fn describe(row: &Row) -> String {
+    match row {
+        Row::User { seq, text, .. } => format!("{seq:>6} you: {text}"),
+        Row::Assistant { seq, text, .. } => format!("{seq:>6} assistant: {text}"),
+        Row::Tool {
+            seq, name, result, ..
+        } => format!(
+            "{seq:>6} tool {name}{}",
+            if result.is_some() { " (done)" } else { "" }
+        ),
+        Row::ToolResult { seq, id, .. } => format!("{seq:>6} tool result for {id}"),
+        Row::Command {
+            seq, command, done, ..
+        } => format!(
+            "{seq:>6} command {command}{}",
+            if *done { " (done)" } else { "" }
+        ),
+        Row::Status { seq, status, .. } => format!("{seq:>6} status: {status}"),
+        Row::Usage { seq, context, .. } => format!("{seq:>6} context: {context} tokens"),
+        Row::Settings {
+            seq,
+            model,
+            permission_mode,
+            ..
+        } => format!(
+            "{seq:>6} settings: {} {}",
+            model.as_deref().unwrap_or(""),
+            permission_mode.as_deref().unwrap_or("")
+        ),
+        Row::Queued { seq, text, .. } => format!("{seq:>6} queued: {text}"),
+        Row::Compacting { seq, active, .. } => format!(
+            "{seq:>6} {}",
+            if *active {
+                "compacting…"
+            } else {
+                "compacted"
+            }
+        ),
+        Row::Error { seq, message, .. } => format!("{seq:>6} error: {message}"),
+        Row::Unknown {
+            seq, event_type, ..
+        } => format!("{seq:>6} ({event_type})"),
+        Row::Malformed {
+            seq,
+            event_type,
+            reason,
+            ..
+        } => format!("{seq:>6} ({event_type}: {reason})"),
+    }
+}

@@ -1,0 +1,556 @@
+//! One session's sync: open, probe, stream, reset, older pages, anchor restore, reload.
+
+use super::view::{Change, Counters, View};
+use super::Config;
+use crate::chunks::{Cache, SessionCache};
+use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use crate::store::Store;
+use crate::transport::{EventStream, StreamItem, Transport, TransportResult};
+use async_lock::Mutex;
+use futures::channel::mpsc;
+use futures::future::{select, Either};
+use futures::StreamExt;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::pin;
+use std::rc::Rc;
+
+/// What the UI asks of a running [`Session::run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    Reload(Option<u64>),
+    Close,
+}
+
+type Listener = Box<dyn FnMut(&View, Change<'_>)>;
+
+/// One open session: the cache's rows drawn at once, checked with one probe, kept live by the
+/// stream, paged back through the cache first and the server only for the gap.
+///
+/// Single-threaded and runtime-agnostic. Drive it by polling [`Session::run`] (the open, then
+/// the stream, for as long as the session is on screen) and, concurrently on the same thread,
+/// [`Session::older`] when the reader scrolls up; [`Session::reload`] and [`Session::close`]
+/// signal the running `run`. State changes reach the listener set with
+/// [`Session::on_change`], and [`Session::view`] reads the current state at any time.
+///
+/// The cache sits behind an async mutex, held only for cache work (never across a request),
+/// so a stream append and a page load cannot interleave inside either; a page that returns
+/// after a reset or reload changed what is shown is stored but not shown.
+pub struct Session<S: Store, T: Transport> {
+    id: String,
+    summary: SessionSummary,
+    anchor: Option<u64>,
+    server: Rc<Cache<S>>,
+    cache: Mutex<SessionCache<S>>,
+    transport: Rc<T>,
+    config: Config,
+    view: RefCell<View>,
+    listener: RefCell<Option<Listener>>,
+    /// Bumped by every reload and every clear, so a page in flight knows it is stale.
+    epoch: Cell<u64>,
+    loading_older: Cell<bool>,
+    commands: mpsc::UnboundedSender<Command>,
+    inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
+}
+
+impl<S: Store, T: Transport> Session<S, T> {
+    pub(super) fn new(
+        server: Rc<Cache<S>>,
+        cache: SessionCache<S>,
+        transport: Rc<T>,
+        summary: SessionSummary,
+        anchor: Option<u64>,
+        config: Config,
+    ) -> Self {
+        let (commands, inbox) = mpsc::unbounded();
+        Session {
+            id: summary.id.clone(),
+            view: RefCell::new(View::new(&summary.id)),
+            summary,
+            anchor,
+            server,
+            cache: Mutex::new(cache),
+            transport,
+            config,
+            listener: RefCell::new(None),
+            epoch: Cell::new(0),
+            loading_older: Cell::new(false),
+            commands,
+            inbox: RefCell::new(Some(inbox)),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A copy of the current state.
+    pub fn view(&self) -> View {
+        self.view.borrow().clone()
+    }
+
+    /// Reads the current state without copying it.
+    pub fn with_view<R>(&self, f: impl FnOnce(&View) -> R) -> R {
+        f(&self.view.borrow())
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.view.borrow().counters
+    }
+
+    /// Sets the function told about every change, with the new state. It must not call back
+    /// into the session synchronously (starting an async call is fine).
+    pub fn on_change(&self, listener: impl FnMut(&View, Change<'_>) + 'static) {
+        *self.listener.borrow_mut() = Some(Box::new(listener));
+    }
+
+    /// Asks the running [`Session::run`] to throw the session's cache away and reopen cold,
+    /// then restore the reader to `anchor` (the seq of the row at the reader's position; `None`
+    /// for the opening window).
+    pub fn reload(&self, anchor: Option<u64>) {
+        let _ = self.commands.unbounded_send(Command::Reload(anchor));
+    }
+
+    /// Asks the running [`Session::run`] to close the stream and return. Dropping the `run`
+    /// future also closes, at any await, which the cache survives as it survives a crash.
+    pub fn close(&self) {
+        let _ = self.commands.unbounded_send(Command::Close);
+    }
+
+    /// The cache's size for this session, in bytes (what a reload would discard).
+    pub async fn cached_size(&self) -> u64 {
+        self.cache.lock().await.size().await
+    }
+
+    // ---- reporting -------------------------------------------------------------------------
+
+    fn update(&self, change: Change<'_>, f: impl FnOnce(&mut View)) {
+        f(&mut self.view.borrow_mut());
+        if let Some(listener) = self.listener.borrow_mut().as_mut() {
+            listener(&self.view.borrow(), change);
+        }
+    }
+
+    fn set_banner(&self, banner: Option<String>) {
+        if self.view.borrow().banner != banner {
+            self.update(Change::State, |v| v.banner = banner);
+        }
+    }
+
+    fn count_request(&self, bytes: u64) {
+        let mut view = self.view.borrow_mut();
+        view.counters.requests += 1;
+        view.counters.bytes += bytes;
+    }
+
+    /// Shows lines at the newest end.
+    fn show_newer(&self, lines: &[Line]) {
+        let (Some(first), Some(last)) = (lines.first(), lines.last()) else {
+            return;
+        };
+        self.update(Change::Newer(lines), |v| {
+            for line in lines {
+                // The caller only passes lines above the cursor; the fold refuses any other.
+                if v.transcript.push_newer(line).is_ok() {
+                    v.state.apply(line);
+                }
+            }
+            v.oldest.get_or_insert(first.seq());
+            if v.oldest == Some(first.seq()) {
+                v.more_history = first.seq() > 1;
+            }
+            v.cursor = last.seq();
+        });
+    }
+
+    /// Shows lines at the oldest end.
+    fn show_older(&self, lines: &[Line]) {
+        let Some(first) = lines.first() else {
+            self.update(Change::State, |v| v.more_history = false);
+            return;
+        };
+        self.update(Change::Older(lines), |v| {
+            match v.transcript.push_older(lines) {
+                Ok(()) => {
+                    v.oldest = Some(first.seq());
+                    v.more_history = first.seq() > 1;
+                }
+                // A page reaching into what is shown cannot be drawn: the cache and the server no
+                // longer agree about this stretch. Stop paging; a reload starts over.
+                Err(_) => v.more_history = false,
+            }
+        });
+    }
+
+    /// Drops everything shown (the fold clears queued and waiting items with its rows).
+    fn clear(&self, ready: bool) {
+        self.epoch.set(self.epoch.get() + 1);
+        self.update(Change::Cleared, |v| {
+            v.transcript.clear();
+            v.state.clear_pending();
+            v.verified &= ready;
+            v.oldest = None;
+            v.more_history = true;
+            v.ready = ready;
+        });
+    }
+
+    /// Status, model and permission mode from the summary: the newer measurement than a
+    /// replayed cache (seed 000, decision 7).
+    fn apply_summary(&self) {
+        let summary = &self.summary;
+        self.update(Change::State, |v| v.state.apply_summary(summary));
+    }
+
+    // ---- the running session ---------------------------------------------------------------
+
+    /// Opens the session and keeps it live until [`Session::close`] (or until dropped).
+    ///
+    /// Draws the cached rows before any request returns; probes the cached tail
+    /// (`before=cursor+1&limit=1`) and only then opens the stream from the cached cursor; a
+    /// failed probe purges the session's cache and opens cold; a probe or stream that cannot
+    /// reach the server sets the banner and retries every `reconnect_delay_ms`. Reloads
+    /// requested meanwhile are carried out here. Calling `run` again while it runs returns at
+    /// once.
+    pub async fn run(&self) {
+        let Some(mut inbox) = self.inbox.borrow_mut().take() else {
+            return;
+        };
+        let mut anchor = self.anchor;
+        loop {
+            let command = match self.open(&mut inbox, anchor).await {
+                Ok(cursor) => self.follow(&mut inbox, cursor).await,
+                Err(command) => command,
+            };
+            self.update(Change::State, |v| v.live = false);
+            match command {
+                Command::Close => break,
+                Command::Reload(at) => {
+                    anchor = at;
+                    self.cache.lock().await.purge().await;
+                    self.clear(false);
+                    self.set_banner(None);
+                }
+            }
+        }
+        *self.inbox.borrow_mut() = Some(inbox);
+    }
+
+    /// Awaits `work` unless a command arrives first. Only network waits go through here: cache
+    /// work is never interrupted half-way.
+    async fn unless_asked<F: Future>(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        work: F,
+    ) -> Result<F::Output, Command> {
+        // Commands first: a stream with a burst ready must not keep a close waiting.
+        match select(inbox.next(), pin!(work)).await {
+            Either::Left((command, _)) => Err(command.unwrap_or(Command::Close)),
+            Either::Right((out, _)) => Ok(out),
+        }
+    }
+
+    /// Waits out the reconnect delay after showing `error` on the banner.
+    async fn back_off(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        error: String,
+    ) -> Result<(), Command> {
+        self.set_banner(Some(error));
+        self.unless_asked(inbox, self.transport.sleep(self.config.reconnect_delay_ms))
+            .await
+    }
+
+    /// Shows the first rows (cached and probed, or the cold opening window), restores the
+    /// anchor, and answers the stream's starting cursor.
+    async fn open(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        anchor: Option<u64>,
+    ) -> Result<u64, Command> {
+        let cached = {
+            let mut cache = self.cache.lock().await;
+            cache.open().await;
+            cache
+                .newest(self.config.opening_window)
+                .await
+                .unwrap_or_default()
+        };
+        let mut cursor = None;
+        if let Some(tail) = cached.last().cloned() {
+            self.show_newer(&cached);
+            self.apply_summary();
+            self.update(Change::State, |v| v.ready = true);
+            if self.probe(inbox, &tail).await? {
+                cursor = Some(tail.seq());
+            } else {
+                self.cache.lock().await.purge().await;
+                self.clear(false);
+            }
+        }
+        let cursor = match cursor {
+            Some(cursor) => cursor,
+            None => self.cold(inbox).await?,
+        };
+        self.server
+            .enforce_budget(self.config.budget_bytes, &self.id)
+            .await;
+        self.restore(inbox, anchor).await?;
+        Ok(cursor)
+    }
+
+    /// The probe: is the cached tail still the server's line at that seq? Parsed equality
+    /// (`Line`'s `PartialEq`: seq, ts to the last bit, the whole event). Retries on the
+    /// reconnect schedule while it cannot be made; the cached rows stay shown meanwhile.
+    async fn probe(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        tail: &Line,
+    ) -> Result<bool, Command> {
+        let query = TranscriptQuery {
+            before: Some(tail.seq() + 1),
+            limit: Some(1),
+            ..TranscriptQuery::default()
+        };
+        loop {
+            let answer = self
+                .unless_asked(inbox, self.transport.transcript(&self.id, &query))
+                .await?;
+            match answer {
+                Ok(page) => {
+                    self.count_request(page.bytes);
+                    let passed = matches!(page.lines.as_slice(), [line] if line == tail);
+                    self.update(Change::State, |v| {
+                        v.banner = None;
+                        v.verified = passed;
+                        match passed {
+                            true => v.counters.probes_passed += 1,
+                            false => v.counters.probes_failed += 1,
+                        }
+                    });
+                    return Ok(passed);
+                }
+                Err(e) => self.back_off(inbox, e.to_string()).await?,
+            }
+        }
+    }
+
+    /// A cold open: the newest window, raw, appended to the (empty) cache line by line, so the
+    /// open chunk is the one thing that grows (seed 000, "what building it changed").
+    async fn cold(&self, inbox: &mut mpsc::UnboundedReceiver<Command>) -> Result<u64, Command> {
+        let query = TranscriptQuery {
+            limit: Some(self.config.opening_window),
+            ..TranscriptQuery::default()
+        };
+        loop {
+            let answer = self
+                .unless_asked(inbox, self.transport.transcript(&self.id, &query))
+                .await?;
+            match answer {
+                Ok(page) => {
+                    self.count_request(page.bytes);
+                    {
+                        let mut cache = self.cache.lock().await;
+                        for line in &page.lines {
+                            cache.append(line).await;
+                        }
+                    }
+                    self.apply_summary();
+                    self.show_newer(&page.lines);
+                    self.update(Change::State, |v| {
+                        v.banner = None;
+                        v.ready = true;
+                        v.verified = true;
+                        if page.lines.is_empty() {
+                            v.more_history = false;
+                        }
+                    });
+                    return Ok(page.lines.last().map_or(0, Line::seq));
+                }
+                Err(e) => self.back_off(inbox, e.to_string()).await?,
+            }
+        }
+    }
+
+    /// Reaches back to `anchor`: from the cache where the suffix covers it, otherwise raw from
+    /// the server, bounded below by the cache's nearest chunk, so at most the span it needs.
+    async fn restore(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        anchor: Option<u64>,
+    ) -> Result<(), Command> {
+        let Some(anchor) = anchor.filter(|a| *a >= 1) else {
+            return Ok(());
+        };
+        loop {
+            let Some(oldest) = self.view.borrow().oldest.filter(|o| *o > anchor) else {
+                return Ok(());
+            };
+            let want = ((oldest - anchor) as usize).min(MAX_LIMIT);
+            match self.older_page(Some(inbox), oldest, want, false).await? {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => {
+                    // The restore is a convenience; the stream is not. Show and go on.
+                    self.set_banner(Some(e.to_string()));
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Shows the page before `before`: from the cache when the suffix covers it, else from the
+    /// server with `after` = the end of the nearest chunk below, stored with `before` as its
+    /// coverage end. Answers whether anything was shown.
+    async fn older_page(
+        &self,
+        inbox: Option<&mut mpsc::UnboundedReceiver<Command>>,
+        before: u64,
+        limit: usize,
+        rows: bool,
+    ) -> Result<TransportResult<bool>, Command> {
+        let epoch = self.epoch.get();
+        let (local, gap_after) = {
+            let mut cache = self.cache.lock().await;
+            match cache.page(before, limit, rows).await {
+                Some(page) => (Some(page.lines), None),
+                None => (None, cache.gap_after(before).await),
+            }
+        };
+        if let Some(lines) = local {
+            if self.epoch.get() == epoch && self.view.borrow().oldest == Some(before) {
+                self.view.borrow_mut().counters.local_pages += 1;
+                self.show_older(&lines);
+                return Ok(Ok(true));
+            }
+            return Ok(Ok(false));
+        }
+        if !self.view.borrow().verified {
+            // Unchecked cached rows are shown; a page from the server could be of another file
+            // (the one the probe is about to catch), so the network waits for the probe.
+            return Ok(Ok(false));
+        }
+        let mut query = TranscriptQuery {
+            before: Some(before),
+            after: gap_after,
+            limit: Some(limit),
+            coalesce: rows,
+            bytes: if rows { self.config.page_bytes } else { None },
+        };
+        let mut inbox = inbox;
+        let page = loop {
+            let fetch = self.transport.transcript(&self.id, &query);
+            let answer = match inbox.as_deref_mut() {
+                Some(inbox) => self.unless_asked(inbox, fetch).await?,
+                None => fetch.await,
+            };
+            let page = match answer {
+                Ok(page) => page,
+                Err(e) => return Ok(Err(e)),
+            };
+            self.count_request(page.bytes);
+            if page.lines.is_empty() && query.after.is_some() {
+                // Nothing between the cache's chunk and `before`, yet the cache could not serve
+                // it (its writes failed or it was wiped): ask again without the bound.
+                query.after = None;
+                continue;
+            }
+            break page;
+        };
+        self.cache
+            .lock()
+            .await
+            .store_page(&page.lines, before, rows)
+            .await;
+        if self.epoch.get() != epoch || self.view.borrow().oldest != Some(before) {
+            return Ok(Ok(false));
+        }
+        self.show_older(&page.lines);
+        Ok(Ok(!page.lines.is_empty()))
+    }
+
+    /// Shows the next older page of `page_rows` rows (the seed's scroll-back pager): from the
+    /// cache when it holds it, else from the server for the gap only. Answers whether rows were
+    /// added; `Ok(false)` when there is no more history, the session is not ready, a page is
+    /// already loading, or what is shown changed meanwhile.
+    pub async fn older(&self) -> TransportResult<bool> {
+        let before = {
+            let view = self.view.borrow();
+            match (view.ready, view.more_history, view.oldest) {
+                (true, true, Some(oldest)) if !self.loading_older.get() => oldest,
+                _ => return Ok(false),
+            }
+        };
+        self.loading_older.set(true);
+        let shown = self
+            .older_page(None, before, self.config.page_rows, true)
+            .await;
+        self.loading_older.set(false);
+        match shown {
+            Ok(result) => result,
+            Err(_) => unreachable!("no inbox, so no command interrupts it"),
+        }
+    }
+
+    /// Follows the stream from `cursor` until a command arrives: every event appended to the
+    /// cache and shown once; reconnects on the schedule after an error.
+    async fn follow(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        mut cursor: u64,
+    ) -> Command {
+        loop {
+            let connected = match self
+                .unless_asked(inbox, self.transport.events(&self.id, cursor))
+                .await
+            {
+                Ok(connected) => connected,
+                Err(command) => return command,
+            };
+            self.count_request(0);
+            let error = match connected {
+                Ok(mut stream) => {
+                    self.update(Change::State, |v| {
+                        v.live = true;
+                        v.banner = None;
+                    });
+                    let error = loop {
+                        let item = match self.unless_asked(inbox, stream.next()).await {
+                            Ok(item) => item,
+                            Err(command) => return command,
+                        };
+                        match item {
+                            None => break "the server closed the stream".to_string(),
+                            Some(Err(e)) => break e.to_string(),
+                            Some(Ok(StreamItem::Reset)) => {
+                                self.view.borrow_mut().counters.resets += 1;
+                                self.clear(true);
+                            }
+                            Some(Ok(StreamItem::Line(line))) => {
+                                if line.seq() <= cursor {
+                                    continue; // already shown: the stream's contract is seq > after
+                                }
+                                self.cache.lock().await.append(&line).await;
+                                cursor = line.seq();
+                                {
+                                    let mut view = self.view.borrow_mut();
+                                    view.counters.events += 1;
+                                    view.counters.bytes += line.raw().len() as u64;
+                                }
+                                self.show_newer(std::slice::from_ref(&line));
+                            }
+                        }
+                    };
+                    self.update(Change::State, |v| v.live = false);
+                    error
+                }
+                Err(e) => e.to_string(),
+            };
+            if let Err(command) = self.back_off(inbox, error).await {
+                return command;
+            }
+        }
+    }
+}

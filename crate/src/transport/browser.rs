@@ -1,0 +1,331 @@
+//! The browser transport: `fetch` through gloo-net for requests, `web_sys::EventSource` for the
+//! stream, `setTimeout` for the clock. Works on a page and in a dedicated worker.
+//!
+//! The stream listens to `EventSource` directly: gloo-net's wrapper hides the errors fired while
+//! the browser reconnects and cannot say where to resume. Here an `error` event ends the
+//! connection (the `EventSource` is closed before it can reconnect by itself), and the engine
+//! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
+
+use super::{
+    error_message, parse_sessions, EventStream, Page, StreamItem, Transport, TransportError,
+    TransportResult,
+};
+use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
+use futures::channel::mpsc;
+use futures::StreamExt;
+use gloo_net::http::{Request, RequestBuilder};
+use std::cell::Cell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{AbortSignal, EventSource, MessageEvent};
+
+/// How long a request (not the stream) may take before it counts as a network error.
+const REQUEST_TIMEOUT_MS: u32 = 60_000;
+
+/// What one transport has cost on the wire since it was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireCounters {
+    /// Requests sent: every fetch and every stream connection attempted.
+    pub requests: u64,
+    /// Bytes received: response bodies (error bodies included) and the `data` of stream events.
+    pub bytes: u64,
+}
+
+/// The server's routes from a browser page or worker.
+#[derive(Debug)]
+pub struct BrowserTransport {
+    base: String,
+    host: String,
+    port: u16,
+    token: Option<String>,
+    counters: Rc<Cell<WireCounters>>,
+}
+
+impl BrowserTransport {
+    /// A transport for the server at `server` (`http://127.0.0.1:8080`, optionally with a path
+    /// prefix), sending `token` (when given and not empty) as `Authorization: Bearer` on every
+    /// request and as the `token` query parameter on the stream, which cannot send headers.
+    pub fn new(server: &str, token: Option<String>) -> TransportResult<BrowserTransport> {
+        let bad = |why: &str| TransportError::Network(format!("bad server URL {server:?}: {why}"));
+        let url = web_sys::Url::new(server).map_err(|_| bad("not an absolute URL"))?;
+        let default_port = match url.protocol().as_str() {
+            "http:" => 80,
+            "https:" => 443,
+            _ => return Err(bad("not an http(s) address")),
+        };
+        url.set_search("");
+        url.set_hash("");
+        let port = match url.port().as_str() {
+            "" => default_port,
+            p => p.parse().map_err(|_| bad("bad port"))?,
+        };
+        let base = url.href().trim_end_matches('/').to_string();
+        Ok(BrowserTransport {
+            base,
+            host: url.hostname(),
+            port,
+            token: token.filter(|t| !t.is_empty()),
+            counters: Rc::default(),
+        })
+    }
+
+    /// The server's address, without a trailing slash.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The server's host name (what the cache keys the server by, with the port).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The server's port, the scheme's default when the URL names none.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Requests and bytes so far.
+    pub fn counters(&self) -> WireCounters {
+        self.counters.get()
+    }
+
+    fn count(&self, requests: u64, bytes: u64) {
+        count(&self.counters, requests, bytes);
+    }
+
+    /// The URL of `segments` below the base, each percent-encoded, so a session id holding `/`,
+    /// `?` or `#` stays one segment. `.` and `..` would be resolved away by the URL parser
+    /// (even percent-encoded), so they are refused.
+    fn url(&self, segments: &[&str]) -> TransportResult<String> {
+        let mut url = self.base.clone();
+        for segment in segments {
+            if segment.is_empty() || *segment == "." || *segment == ".." {
+                return Err(TransportError::BadId(segment.to_string()));
+            }
+            url.push('/');
+            url.push_str(&String::from(js_sys::encode_uri_component(segment)));
+        }
+        Ok(url)
+    }
+
+    /// Sends a request with the token and a timeout; a non-2xx answer becomes
+    /// [`TransportError::Http`] with the server's explanation. Returns the body.
+    async fn send(&self, request: RequestBuilder, body: Option<String>) -> TransportResult<String> {
+        let signal = AbortSignal::timeout_with_u32(REQUEST_TIMEOUT_MS);
+        let mut request = request.abort_signal(Some(&signal));
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", &format!("Bearer {token}"));
+        }
+        let request: Request = match body {
+            Some(body) => request
+                .header("Content-Type", "application/json")
+                .body(body),
+            None => request.build(),
+        }
+        .map_err(|e| TransportError::Network(e.to_string()))?;
+        let url = request.url();
+        self.count(1, 0);
+        let response = request
+            .send()
+            .await
+            .map_err(|e| TransportError::Network(format!("{url}: {e}")))?;
+        let text = response
+            .text()
+            .await
+            .map_err(|e| TransportError::Network(format!("{url}: {e}")))?;
+        self.count(0, text.len() as u64);
+        if !response.ok() {
+            return Err(TransportError::Http {
+                status: response.status(),
+                message: error_message(&text),
+            });
+        }
+        Ok(text)
+    }
+}
+
+impl Transport for BrowserTransport {
+    type Stream = BrowserStream;
+
+    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        let body = self
+            .send(Request::get(&self.url(&["sessions"])?), None)
+            .await?;
+        parse_sessions(&body)
+    }
+
+    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
+        let mut url = self.url(&["sessions", id, "transcript"])?;
+        let q = query.to_query_string();
+        if !q.is_empty() {
+            url.push('?');
+            url.push_str(&q);
+        }
+        let body = self.send(Request::get(&url), None).await?;
+        Ok(Page {
+            lines: parse_page(&body)?,
+            bytes: body.len() as u64,
+        })
+    }
+
+    async fn delete(&self, id: &str) -> TransportResult<()> {
+        let url = self.url(&["sessions", id])?;
+        self.send(Request::delete(&url), None).await.map(drop)
+    }
+
+    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
+        let url = self.url(&["sessions", id, "messages"])?;
+        let body = serde_json::json!({ "text": text }).to_string();
+        self.send(Request::post(&url), Some(body)).await.map(drop)
+    }
+
+    async fn events(&self, id: &str, after: u64) -> TransportResult<BrowserStream> {
+        let path = self.url(&["sessions", id, "events"])?;
+        let mut url = format!("{path}?after={after}");
+        if let Some(token) = &self.token {
+            url.push_str("&token=");
+            url.push_str(&String::from(js_sys::encode_uri_component(token)));
+        }
+        self.count(1, 0);
+        // `path` names the stream in errors: the URL itself may carry the token.
+        let mut stream = BrowserStream::connect(&url, path, self.counters.clone())?;
+        match stream.signals.next().await {
+            Some(Signal::Open) => Ok(stream),
+            _ => Err(stream.failure(false)),
+        }
+    }
+
+    async fn sleep(&self, ms: u32) {
+        gloo_timers::future::TimeoutFuture::new(ms).await;
+    }
+}
+
+fn count(counters: &Cell<WireCounters>, requests: u64, bytes: u64) {
+    let mut c = counters.get();
+    c.requests += requests;
+    c.bytes += bytes;
+    counters.set(c);
+}
+
+/// What the `EventSource`'s listeners report, in order.
+enum Signal {
+    Open,
+    Data(String),
+    Reset,
+    Error,
+}
+
+type Listener = Closure<dyn FnMut(web_sys::Event)>;
+
+/// One `/events` connection: an `EventSource`, closed at its first error or when dropped.
+pub struct BrowserStream {
+    source: EventSource,
+    path: String,
+    counters: Rc<Cell<WireCounters>>,
+    signals: mpsc::UnboundedReceiver<Signal>,
+    listeners: Vec<(&'static str, Listener)>,
+    ended: bool,
+}
+
+impl std::fmt::Debug for BrowserStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserStream")
+            .field("path", &self.path)
+            .field("ended", &self.ended)
+            .finish()
+    }
+}
+
+impl BrowserStream {
+    fn connect(
+        url: &str,
+        path: String,
+        counters: Rc<Cell<WireCounters>>,
+    ) -> TransportResult<BrowserStream> {
+        let source = EventSource::new(url).map_err(|e| {
+            TransportError::Network(format!("{path}: cannot open the event stream: {e:?}"))
+        })?;
+        let (tx, signals) = mpsc::unbounded();
+        let mut stream = BrowserStream {
+            source,
+            path,
+            counters,
+            signals,
+            listeners: Vec::with_capacity(4),
+            ended: false,
+        };
+        let signal = |make: fn(&web_sys::Event) -> Signal| {
+            let tx = tx.clone();
+            Closure::new(move |event: web_sys::Event| {
+                let _ = tx.unbounded_send(make(&event));
+            })
+        };
+        stream.listen("open", signal(|_| Signal::Open));
+        stream.listen("message", signal(|e| Signal::Data(data(e))));
+        stream.listen(RESET_EVENT, signal(|_| Signal::Reset));
+        stream.listen("error", signal(|_| Signal::Error));
+        Ok(stream)
+    }
+
+    fn listen(&mut self, name: &'static str, listener: Listener) {
+        // Adding a listener to a live EventSource cannot fail.
+        let _ = self
+            .source
+            .add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+        self.listeners.push((name, listener));
+    }
+
+    /// Ends the connection and says why: refused (closed by the browser: an HTTP error or not
+    /// an event stream) or lost (the browser would reconnect; the engine does instead).
+    fn failure(&mut self, was_open: bool) -> TransportError {
+        let refused = self.source.ready_state() == EventSource::CLOSED;
+        self.ended = true;
+        self.source.close();
+        let why = match (was_open, refused) {
+            (false, true) => "the server refused the event stream (an error status or no stream)",
+            (false, false) => "cannot reach the server for the event stream",
+            (true, _) => "the event stream was interrupted",
+        };
+        TransportError::Network(format!("{}: {why}", self.path))
+    }
+}
+
+/// A message event's `data`, which is always a string for `EventSource`.
+fn data(event: &web_sys::Event) -> String {
+    event
+        .dyn_ref::<MessageEvent>()
+        .and_then(|e| e.data().as_string())
+        .unwrap_or_default()
+}
+
+impl EventStream for BrowserStream {
+    async fn next(&mut self) -> Option<TransportResult<StreamItem>> {
+        if self.ended {
+            return None;
+        }
+        loop {
+            match self.signals.next().await {
+                Some(Signal::Data(text)) if text.is_empty() => continue,
+                Some(Signal::Data(text)) => {
+                    count(&self.counters, 0, text.len() as u64);
+                    return Some(Line::parse(&text).map(StreamItem::Line).map_err(Into::into));
+                }
+                Some(Signal::Reset) => return Some(Ok(StreamItem::Reset)),
+                Some(Signal::Open) => continue,
+                Some(Signal::Error) | None => return Some(Err(self.failure(true))),
+            }
+        }
+    }
+}
+
+impl Drop for BrowserStream {
+    fn drop(&mut self) {
+        self.source.close();
+        for (name, listener) in &self.listeners {
+            let _ = self
+                .source
+                .remove_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+        }
+    }
+}

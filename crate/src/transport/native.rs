@@ -1,0 +1,203 @@
+//! The native transport: reqwest for requests, `eventsource-stream` for the SSE framing, tokio
+//! for the clock. Used by the `scrollback` CLI and the integration tests.
+
+use super::{
+    error_message, parse_sessions, EventStream, Page, StreamItem, Transport, TransportError,
+    TransportResult,
+};
+use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::stream::{BoxStream, StreamExt};
+use reqwest::{header, Client, RequestBuilder, Response, Url};
+use std::time::Duration;
+
+/// How long a request (not the stream) may take before it counts as a network error.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The server's routes over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpTransport {
+    client: Client,
+    base: Url,
+    token: Option<String>,
+}
+
+impl HttpTransport {
+    /// A transport for the server at `base` (`http://127.0.0.1:8080`), sending `token` (when
+    /// given) as `Authorization: Bearer` on every request and on the stream.
+    pub fn new(base: &str, token: Option<String>) -> TransportResult<HttpTransport> {
+        let mut base = Url::parse(base)
+            .map_err(|e| TransportError::Network(format!("bad URL {base:?}: {e}")))?;
+        if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
+            return Err(TransportError::Network(format!(
+                "bad URL {base}: not an http(s) address"
+            )));
+        }
+        base.set_query(None);
+        base.set_fragment(None);
+        let client = Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| TransportError::Network(e.to_string()))?;
+        Ok(HttpTransport {
+            client,
+            base,
+            token: token.filter(|t| !t.is_empty()),
+        })
+    }
+
+    /// The server's address as given (scheme, host, port, path).
+    pub fn base(&self) -> &Url {
+        &self.base
+    }
+
+    /// The server's host, for the cache's key (`chunks::Cache::new`).
+    pub fn host(&self) -> &str {
+        self.base.host_str().unwrap_or("")
+    }
+
+    /// The server's port, the scheme's default when the URL names none.
+    pub fn port(&self) -> u16 {
+        self.base.port_or_known_default().unwrap_or(0)
+    }
+
+    /// The URL of `segments` below the base, each segment percent-encoded (a session id with
+    /// `/` or `..` in it stays one segment).
+    fn url(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("checked in new: the base can be a base")
+            .pop_if_empty()
+            .extend(segments);
+        url
+    }
+
+    fn with_token(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    /// Sends a request; a non-2xx answer becomes [`TransportError::Http`] with the server's
+    /// explanation.
+    async fn send(&self, request: RequestBuilder) -> TransportResult<Response> {
+        let response = self.with_token(request).send().await.map_err(network)?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = response.text().await.unwrap_or_default();
+        Err(TransportError::Http {
+            status: status.as_u16(),
+            message: error_message(&body),
+        })
+    }
+
+    async fn body(&self, request: RequestBuilder) -> TransportResult<String> {
+        let response = self.send(request.timeout(REQUEST_TIMEOUT)).await?;
+        response.text().await.map_err(network)
+    }
+}
+
+fn network(e: reqwest::Error) -> TransportError {
+    // reqwest's Display is terse ("error sending request"); the source says why.
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    TransportError::Network(message)
+}
+
+impl Transport for HttpTransport {
+    type Stream = HttpStream;
+
+    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        let body = self.body(self.client.get(self.url(&["sessions"]))).await?;
+        parse_sessions(&body)
+    }
+
+    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
+        let mut url = self.url(&["sessions", id, "transcript"]);
+        let q = query.to_query_string();
+        url.set_query((!q.is_empty()).then_some(q.as_str()));
+        let body = self.body(self.client.get(url)).await?;
+        Ok(Page {
+            lines: parse_page(&body)?,
+            bytes: body.len() as u64,
+        })
+    }
+
+    async fn delete(&self, id: &str) -> TransportResult<()> {
+        self.body(self.client.delete(self.url(&["sessions", id])))
+            .await
+            .map(drop)
+    }
+
+    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
+        let body = serde_json::json!({ "text": text }).to_string();
+        let request = self
+            .client
+            .post(self.url(&["sessions", id, "messages"]))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body);
+        self.body(request).await.map(drop)
+    }
+
+    async fn events(&self, id: &str, after: u64) -> TransportResult<HttpStream> {
+        let mut url = self.url(&["sessions", id, "events"]);
+        url.set_query(Some(&format!("after={after}")));
+        let request = self
+            .client
+            .get(url)
+            .header(header::ACCEPT, "text/event-stream");
+        let response = self.send(request).await?;
+        Ok(HttpStream {
+            events: response.bytes_stream().eventsource().boxed(),
+        })
+    }
+
+    async fn sleep(&self, ms: u32) {
+        tokio::time::sleep(Duration::from_millis(ms.into())).await;
+    }
+}
+
+/// One open `/events` connection.
+pub struct HttpStream {
+    events: BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>,
+}
+
+impl std::fmt::Debug for HttpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HttpStream")
+    }
+}
+
+impl EventStream for HttpStream {
+    async fn next(&mut self) -> Option<TransportResult<StreamItem>> {
+        loop {
+            let event = match self.events.next().await? {
+                Ok(event) => event,
+                Err(EventStreamError::Transport(e)) => return Some(Err(network(e))),
+                Err(e) => return Some(Err(TransportError::Network(e.to_string()))),
+            };
+            if event.event == RESET_EVENT {
+                return Some(Ok(StreamItem::Reset));
+            }
+            // A frame without data (a keep-alive) carries no line.
+            if event.data.is_empty() {
+                continue;
+            }
+            return Some(
+                Line::parse(&event.data)
+                    .map(StreamItem::Line)
+                    .map_err(TransportError::from),
+            );
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `Client`: one server's cache, transport and engine, as the worker holds it.
+
+use super::error::{anchor, BindingError};
+use super::session::{Live, SessionHandle};
+use crate::chunks::Cache;
+use crate::engine::{Config, Engine};
+use crate::protocol::SessionSummary;
+use crate::store::{open_store, Backend, BrowserStore};
+use crate::transport::BrowserTransport;
+use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// The engine the worker runs: the browser's storage and network.
+pub(super) type BrowserEngine = Engine<BrowserStore, BrowserTransport>;
+
+/// `Scrollback.open`'s options, as the page passes them.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Options {
+    server: String,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    storage: Option<String>,
+    #[serde(default)]
+    budget_bytes: Option<u64>,
+}
+
+/// What `counters()` answers.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Counters {
+    requests: u64,
+    bytes_downloaded: u64,
+    pages_local: u64,
+    probes_passed: u64,
+    probes_failed: u64,
+}
+
+/// The cache hits of sessions, open and closed, for `counters()`.
+#[derive(Default)]
+pub(super) struct Tally {
+    closed: Cell<(u64, u64, u64)>,
+    open: RefCell<Vec<Rc<Live>>>,
+}
+
+impl Tally {
+    pub(super) fn opened(&self, session: Rc<Live>) {
+        self.open.borrow_mut().push(session);
+    }
+
+    /// Moves a closed session's counts into the closed total.
+    pub(super) fn closed(&self, session: &Rc<Live>) {
+        let mut open = self.open.borrow_mut();
+        let Some(i) = open.iter().position(|s| Rc::ptr_eq(s, session)) else {
+            return;
+        };
+        let c = open.swap_remove(i).session.counters();
+        let (pages, passed, failed) = self.closed.get();
+        self.closed.set((
+            pages + c.local_pages,
+            passed + c.probes_passed,
+            failed + c.probes_failed,
+        ));
+    }
+
+    fn sum(&self) -> (u64, u64, u64) {
+        self.open
+            .borrow()
+            .iter()
+            .map(|s| s.session.counters())
+            .fold(self.closed.get(), |(p, a, f), c| {
+                (p + c.local_pages, a + c.probes_passed, f + c.probes_failed)
+            })
+    }
+}
+
+/// One server's cache: lists, opens, deletes and posts. Made by `Client.open(options)`.
+#[wasm_bindgen]
+pub struct Client {
+    engine: Rc<BrowserEngine>,
+    summaries: Rc<RefCell<HashMap<String, SessionSummary>>>,
+    tally: Rc<Tally>,
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsValue::from(js_sys::Error::new(&e.to_string())))
+}
+
+#[wasm_bindgen]
+impl Client {
+    /// Opens the cache for `options.server` (`{server, token?, storage?, budgetBytes?}`).
+    /// Resolves to a `Client`.
+    pub fn open(options: JsValue) -> js_sys::Promise {
+        future_to_promise(async move {
+            let options: Options = serde_wasm_bindgen::from_value(options)
+                .map_err(|e| BindingError::Options(e.to_string()))?;
+            let storage = options.storage.as_deref().unwrap_or("auto");
+            let backend =
+                Backend::parse(storage).ok_or_else(|| BindingError::Storage(storage.into()))?;
+            let transport = BrowserTransport::new(&options.server, options.token)
+                .map_err(BindingError::from)?;
+            let store = open_store(backend).await.map_err(BindingError::from)?;
+            log::info!(
+                "scrollback: {} cached in {}",
+                transport.base(),
+                store.name()
+            );
+            let cache = Cache::new(Arc::new(store), transport.host(), transport.port()).await;
+            let mut config = Config::default();
+            if let Some(budget) = options.budget_bytes {
+                config.budget_bytes = budget;
+            }
+            Ok(Client {
+                engine: Rc::new(Engine::new(cache, transport, config)),
+                summaries: Rc::default(),
+                tally: Rc::default(),
+            }
+            .into())
+        })
+    }
+
+    /// The session list (`[{id, title, status, model, permissionMode, seq}]`); prunes the cache
+    /// of sessions the server no longer has.
+    pub fn sessions(&self) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        let summaries = self.summaries.clone();
+        future_to_promise(async move {
+            let list = engine.sessions().await.map_err(BindingError::from)?;
+            *summaries.borrow_mut() = list.iter().map(|s| (s.id.clone(), s.clone())).collect();
+            to_js(&list)
+        })
+    }
+
+    /// Opens a session and keeps it live; `on_change` is called (with no arguments) after each
+    /// change. Resolves to a `SessionHandle`. The session's summary comes from the last list,
+    /// fetched now when the id is not in it.
+    #[wasm_bindgen(js_name = openSession)]
+    pub fn open_session(
+        &self,
+        id: String,
+        at: Option<f64>,
+        on_change: js_sys::Function,
+    ) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        let summaries = self.summaries.clone();
+        let tally = self.tally.clone();
+        future_to_promise(async move {
+            let at = anchor(at)?;
+            let known = summaries.borrow().get(&id).cloned();
+            let summary = match known {
+                Some(s) => s,
+                None => {
+                    let list = engine.sessions().await.map_err(BindingError::from)?;
+                    *summaries.borrow_mut() =
+                        list.iter().map(|s| (s.id.clone(), s.clone())).collect();
+                    list.into_iter()
+                        .find(|s| s.id == id)
+                        .ok_or_else(|| BindingError::NoSuchSession(id.clone()))?
+                }
+            };
+            let session = engine
+                .open(summary, at)
+                .map_err(|e| BindingError::Key(id.clone(), e))?;
+            Ok(SessionHandle::start(session, on_change, tally).into())
+        })
+    }
+
+    /// Posts a user message to a session.
+    #[wasm_bindgen(js_name = postMessage)]
+    pub fn post_message(&self, id: String, text: String) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        future_to_promise(async move {
+            use crate::transport::Transport;
+            engine
+                .transport()
+                .post_message(&id, &text)
+                .await
+                .map_err(BindingError::from)?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// Deletes a session on the server, then purges its cache.
+    #[wasm_bindgen(js_name = deleteSession)]
+    pub fn delete_session(&self, id: String) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        let summaries = self.summaries.clone();
+        future_to_promise(async move {
+            engine.delete(&id).await.map_err(BindingError::from)?;
+            summaries.borrow_mut().remove(&id);
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// `{requests, bytesDownloaded, pagesLocal, probesPassed, probesFailed}` since `open`:
+    /// everything sent and received, and the cache hits of every session opened.
+    pub fn counters(&self) -> Result<JsValue, JsValue> {
+        let wire = self.engine.transport().counters();
+        let (pages_local, probes_passed, probes_failed) = self.tally.sum();
+        to_js(&Counters {
+            requests: wire.requests,
+            bytes_downloaded: wire.bytes,
+            pages_local,
+            probes_passed,
+            probes_failed,
+        })
+    }
+}

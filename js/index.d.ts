@@ -1,0 +1,276 @@
+// Types of Scrollback's JS API (js/index.js).
+
+/** Where the cache keeps its data. `auto`: OPFS when the browser has it, else IndexedDB. */
+export type Storage = 'auto' | 'opfs' | 'indexeddb' | 'memory';
+
+/** Options of {@link Scrollback.open}. */
+export interface ScrollbackOptions {
+  /** The transcript server, e.g. `http://127.0.0.1:8080`. */
+  server: string;
+  /** The server's access token, sent on every request and on the stream. */
+  token?: string;
+  /** Where to cache (default `auto`). */
+  storage?: Storage;
+  /** The cache's byte budget for this server; least recently opened sessions go first. */
+  budgetBytes?: number;
+}
+
+/** One entry of the session list. */
+export interface SessionSummary {
+  id: string;
+  title: string;
+  /** `idle`, `working`, `waiting`, ... */
+  status: string;
+  model: string;
+  permissionMode: string;
+  /** The newest line's seq; 0 for an empty transcript. */
+  seq: number;
+}
+
+/** Options of {@link Scrollback.openSession}. */
+export interface OpenSessionOptions {
+  /** Called with the new state after changes, at most once per animation frame. */
+  onChange?: (state: SessionState) => void;
+  /** A seq saved at the reader's position: history is loaded back to it. */
+  anchor?: number;
+}
+
+/** What a cache has saved and cost so far. */
+export interface Counters {
+  /** Requests sent to the server (pages, probes, stream connections, lists, writes). */
+  requests: number;
+  /** Bytes received from the server. */
+  bytesDownloaded: number;
+  /** Older pages served from the cache with no request. */
+  pagesLocal: number;
+  /** Opens whose cached tail the server confirmed. */
+  probesPassed: number;
+  /** Opens whose cache the server contradicted (the cache was purged, the open went cold). */
+  probesFailed: number;
+}
+
+/** A tool's result. */
+export interface ToolOutput {
+  /** The result line's seq. */
+  seq: number;
+  /** The result line's timestamp (seconds). */
+  ts: number;
+  output: unknown;
+  isError: boolean;
+}
+
+interface RowBase {
+  /** The seq of the line that starts the row. */
+  seq: number;
+  /** That line's timestamp (seconds since the epoch). */
+  ts: number;
+}
+
+/** The user's message. */
+export interface UserRow extends RowBase {
+  kind: 'user';
+  text: string;
+  /** The queued message it delivers, if it was queued. */
+  queuedId?: string;
+}
+
+/** An assistant message: a run of streamed deltas joined. */
+export interface AssistantRow extends RowBase {
+  kind: 'assistant';
+  /** The last seq the row covers. */
+  lastSeq: number;
+  text: string;
+  messageId?: string;
+}
+
+/** A tool call, with its result once it arrived. */
+export interface ToolRow extends RowBase {
+  kind: 'tool';
+  id: string;
+  name: string;
+  input: unknown;
+  result: ToolOutput | null;
+}
+
+/** A tool result whose call is not loaded (yet). */
+export interface ToolResultRow extends RowBase {
+  kind: 'toolResult';
+  id: string;
+  output: unknown;
+  isError: boolean;
+}
+
+/** A slash command and its output. */
+export interface CommandRow extends RowBase {
+  kind: 'command';
+  id: string;
+  command: string;
+  done: boolean;
+  output: string | null;
+}
+
+/** A status change. */
+export interface StatusRow extends RowBase {
+  kind: 'status';
+  status: string;
+}
+
+/** Context usage. */
+export interface UsageRow extends RowBase {
+  kind: 'usage';
+  /** Tokens in the context (absolute). */
+  context: number;
+  output: number | null;
+}
+
+/** A settings change. */
+export interface SettingsRow extends RowBase {
+  kind: 'settings';
+  model: string | null;
+  permissionMode: string | null;
+}
+
+/** A message queued until the agent reads it. */
+export interface QueuedRow extends RowBase {
+  kind: 'queued';
+  id: string;
+  text: string;
+}
+
+/** Context compaction started or ended. */
+export interface CompactingRow extends RowBase {
+  kind: 'compacting';
+  active: boolean;
+}
+
+/** An error the agent reported. */
+export interface ErrorRow extends RowBase {
+  kind: 'error';
+  message: string;
+}
+
+/** An event of a type this version does not know, kept as it came. */
+export interface UnknownRow extends RowBase {
+  kind: 'unknown';
+  /** The event's `type`, as sent. */
+  eventType: string;
+  /** The whole event. */
+  event: Record<string, unknown>;
+}
+
+/** An event of a known type whose fields do not have the protocol's shape. */
+export interface MalformedRow extends RowBase {
+  kind: 'malformed';
+  /** The event's `type`. */
+  eventType: string;
+  /** What is wrong with it. */
+  reason: string;
+  /** The whole event. */
+  event: Record<string, unknown>;
+}
+
+/** One display row; `kind` says which. */
+export type Row =
+  | UserRow | AssistantRow | ToolRow | ToolResultRow | CommandRow | StatusRow | UsageRow
+  | SettingsRow | QueuedRow | CompactingRow | ErrorRow | UnknownRow | MalformedRow;
+
+/** A message waiting for the agent. */
+export interface QueuedMessage {
+  id: string;
+  text: string;
+  seq: number;
+}
+
+/** A command that has not finished. */
+export interface WaitingCommand {
+  id: string;
+  command: string;
+  seq: number;
+}
+
+/** A session as a screen shows it. */
+export interface SessionState {
+  /** The session's id. */
+  id: string;
+  /** The rows shown, oldest first. */
+  rows: Row[];
+  status: string;
+  model: string;
+  permissionMode: string;
+  /** Tokens in the context, when known. */
+  contextTokens: number | null;
+  /** Messages queued and not yet read by the agent. */
+  queued: QueuedMessage[];
+  /** Commands started and not finished. */
+  waitingCommands: WaitingCommand[];
+  /** When a running compaction started (seconds), if one is running. */
+  compactingSince: number | null;
+  /** A connection problem to show (e.g. reconnecting), or null. */
+  banner: string | null;
+  /** Whether older history exists above the first row. */
+  moreHistory: boolean;
+  /** Whether the first rows are shown. */
+  ready: boolean;
+  /** Whether the server has confirmed the rows shown (cached rows are shown before it has). */
+  verified: boolean;
+  /** The seq of the oldest line shown. */
+  oldest: number | null;
+  /** The seq of the newest line shown (the stream's cursor). */
+  cursor: number;
+  /** Whether the stream is connected. */
+  live: boolean;
+  /** This session's own counts since it was opened. */
+  counters: SessionCounters;
+}
+
+/** What one open session has cost and saved. */
+export interface SessionCounters {
+  /** Requests: pages, probes and stream connections. */
+  requests: number;
+  /** Bytes received: page bodies and stream events. */
+  bytes: number;
+  /** Older pages served from the cache. */
+  localPages: number;
+  probesPassed: number;
+  probesFailed: number;
+  /** Stream events received. */
+  events: number;
+  /** Reset frames received. */
+  resets: number;
+}
+
+/** One open session. */
+export declare class SessionView {
+  private constructor();
+  /** The session's id. */
+  readonly id: string;
+  /** The newest state. */
+  readonly state: SessionState;
+  /** Loads one page of older history; resolves to false when there is no more. */
+  loadOlder(): Promise<boolean>;
+  /** Bytes cached for this session. */
+  cachedSize(): Promise<number>;
+  /** Purges this session's cache and reopens it cold, restoring the reader at `anchor`. */
+  reload(anchor?: number): Promise<void>;
+  /** Stops following the session. */
+  close(): void;
+}
+
+/** A client-side transcript cache for one server. */
+export declare class Scrollback {
+  private constructor();
+  /** Starts the worker and opens the cache for `options.server`. */
+  static open(options: ScrollbackOptions): Promise<Scrollback>;
+  /** The server's sessions; sessions the server no longer has are pruned from the cache. */
+  sessions(): Promise<SessionSummary[]>;
+  /** Opens a session view. */
+  openSession(id: string, options?: OpenSessionOptions): Promise<SessionView>;
+  /** Posts a user message to a session. */
+  postMessage(id: string, text: string): Promise<void>;
+  /** Deletes a session on the server and purges it from the cache. */
+  deleteSession(id: string): Promise<void>;
+  /** What the cache has saved and cost so far. */
+  counters(): Promise<Counters>;
+  /** Closes every view and stops the worker. */
+  close(): void;
+}

@@ -1,0 +1,255 @@
+// Scrollback's page-side API. The engine runs in a module worker this file starts (worker.js);
+// here every method is a message to it and back, so nothing the page does waits on storage.
+// A session view's state is pushed by the worker and handed to `onChange` at most once per
+// animation frame; `view.state` is always the newest.
+
+const frame = typeof requestAnimationFrame === 'function'
+  ? (fn) => requestAnimationFrame(fn)
+  : (fn) => setTimeout(fn, 16);
+
+/** An error from the worker, rebuilt as a real `Error` with its name and message. */
+function rebuild({ name, message }) {
+  const Ctor = { TypeError, RangeError }[name] ?? Error;
+  const err = new Ctor(message);
+  if (err.name !== name) err.name = name;
+  return err;
+}
+
+/**
+ * A client-side transcript cache for one server. Make one with {@link Scrollback.open}.
+ */
+export class Scrollback {
+  #worker;
+  #calls = new Map();
+  #nextCall = 1;
+  #views = new Map();
+  #nextView = 1;
+  #dirty = new Set();
+  #frameAsked = false;
+  #failure = null;
+
+  /**
+   * Starts the worker and opens the cache for `options.server`.
+   * @param {import('./index.js').ScrollbackOptions} options
+   * @returns {Promise<Scrollback>}
+   */
+  static async open(options) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes? }');
+    }
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback' });
+    const sb = new Scrollback(worker);
+    try {
+      await sb.#call('open', { ...options });
+    } catch (err) {
+      sb.close();
+      throw err;
+    }
+    return sb;
+  }
+
+  /** @private Use {@link Scrollback.open}. */
+  constructor(worker) {
+    if (!(worker instanceof Worker)) throw new TypeError('use Scrollback.open(options)');
+    this.#worker = worker;
+    worker.onmessage = ({ data }) => this.#receive(data);
+    worker.onerror = (event) => {
+      event.preventDefault?.();
+      this.#fail(new Error(`the Scrollback worker failed: ${event.message || 'it could not be loaded'}`));
+    };
+    worker.onmessageerror = () => this.#fail(new Error('a message from the Scrollback worker could not be read'));
+  }
+
+  #fail(err) {
+    this.#failure = err;
+    for (const { reject } of this.#calls.values()) reject(err);
+    this.#calls.clear();
+  }
+
+  #receive(data) {
+    if (data.view !== undefined) {
+      const view = this.#views.get(data.view);
+      if (!view) return;
+      view._push(data.state);
+      this.#dirty.add(view);
+      if (!this.#frameAsked) {
+        this.#frameAsked = true;
+        frame(() => this.#deliver());
+      }
+      return;
+    }
+    const call = this.#calls.get(data.id);
+    if (!call) return;
+    this.#calls.delete(data.id);
+    if (data.error) call.reject(rebuild(data.error));
+    else call.resolve(data.value);
+  }
+
+  #deliver() {
+    this.#frameAsked = false;
+    const views = [...this.#dirty];
+    this.#dirty.clear();
+    for (const view of views) view._deliver();
+  }
+
+  #call(op, ...args) {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (!this.#worker) return Promise.reject(new Error('Scrollback is closed'));
+    const id = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      this.#calls.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, op, args });
+    });
+  }
+
+  /**
+   * The server's sessions. Sessions the server no longer has are pruned from the cache.
+   * @returns {Promise<import('./index.js').SessionSummary[]>}
+   */
+  sessions() {
+    return this.#call('sessions');
+  }
+
+  /**
+   * Opens a session: cached rows are drawn at once, the cache is checked with one small
+   * request, and the session is kept live until `view.close()`.
+   * @param {string} id
+   * @param {import('./index.js').OpenSessionOptions} [options]
+   * @returns {Promise<SessionView>}
+   */
+  async openSession(id, { onChange, anchor } = {}) {
+    if (typeof id !== 'string') throw new TypeError('openSession needs a session id (a string)');
+    if (onChange !== undefined && typeof onChange !== 'function') throw new TypeError('onChange must be a function');
+    const viewId = this.#nextView++;
+    const view = new SessionView(id, onChange, (op, ...args) => this.#call(op, viewId, ...args), () => {
+      this.#views.delete(viewId);
+      this.#dirty.delete(view);
+      if (this.#worker && !this.#failure) this.#worker.postMessage({ id: 0, op: 'closeView', args: [viewId] });
+    });
+    this.#views.set(viewId, view);
+    try {
+      view._push(await this.#call('openSession', viewId, id, anchor ?? null));
+    } catch (err) {
+      this.#views.delete(viewId);
+      throw err;
+    }
+    return view;
+  }
+
+  /**
+   * Posts a user message to a session.
+   * @param {string} id
+   * @param {string} text
+   * @returns {Promise<void>}
+   */
+  postMessage(id, text) {
+    return this.#call('postMessage', id, text);
+  }
+
+  /**
+   * Deletes a session on the server, then purges it from the cache.
+   * @param {string} id
+   * @returns {Promise<void>}
+   */
+  deleteSession(id) {
+    return this.#call('deleteSession', id);
+  }
+
+  /**
+   * What the cache has saved and cost so far, over all sessions opened through this object.
+   * @returns {Promise<import('./index.js').Counters>}
+   */
+  counters() {
+    return this.#call('counters');
+  }
+
+  /** Closes every view and stops the worker. */
+  close() {
+    if (!this.#worker) return;
+    for (const view of [...this.#views.values()]) view.close();
+    const worker = this.#worker;
+    this.#worker = null;
+    this.#fail(new Error('Scrollback is closed'));
+    this.#failure = null;
+    worker.terminate();
+  }
+}
+
+/**
+ * One open session. Its state changes are pushed to `onChange`; `state` is the newest.
+ */
+export class SessionView {
+  #json = null;
+  #state = null;
+  #onChange;
+  #call;
+  #closed;
+
+  /** @private Use {@link Scrollback#openSession}. */
+  constructor(id, onChange, call, closed) {
+    /** The session's id. */
+    this.id = id;
+    this.#onChange = onChange;
+    this.#call = call;
+    this.#closed = closed;
+  }
+
+  /** @private */
+  _push(json) {
+    this.#json = json;
+  }
+
+  /** @private */
+  _deliver() {
+    if (this.#onChange && this.#call) this.#onChange(this.state);
+  }
+
+  /**
+   * The session's newest state: rows, status, banner, moreHistory, ready, ...
+   * @returns {import('./index.js').SessionState}
+   */
+  get state() {
+    if (this.#json !== null) {
+      this.#state = JSON.parse(this.#json);
+      this.#json = null;
+    }
+    return this.#state;
+  }
+
+  #op(op, ...args) {
+    if (!this.#call) return Promise.reject(new Error('this session view is closed'));
+    return this.#call(op, ...args);
+  }
+
+  /**
+   * Loads one page of older history (from the cache when it has it).
+   * @returns {Promise<boolean>} false when there is no more history
+   */
+  loadOlder() {
+    return this.#op('loadOlder');
+  }
+
+  /**
+   * Bytes cached for this session.
+   * @returns {Promise<number>}
+   */
+  cachedSize() {
+    return this.#op('cachedSize');
+  }
+
+  /**
+   * Throws this session's cache away and reopens it cold, restoring the reader at `anchor`.
+   * @param {number} [anchor] the seq of the row to show
+   * @returns {Promise<void>}
+   */
+  reload(anchor) {
+    return this.#op('reload', anchor ?? null);
+  }
+
+  /** Stops following the session; `onChange` is not called again. */
+  close() {
+    if (!this.#call) return;
+    this.#call = null;
+    this.#closed();
+  }
+}

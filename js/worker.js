@@ -1,0 +1,101 @@
+// The package's worker: the engine (Rust, wasm) runs here, off the page's thread, where OPFS
+// sync access handles are allowed. index.js starts it; every message is one call:
+//   page -> worker  { id, op, args }
+//   worker -> page  { id, value } | { id, error: { name, message } } | { view, state }
+// `state` is a view's state as a JSON string (one string crosses cheaply; the page parses it
+// only when it is read). A view's state is sent at most every STATE_INTERVAL_MS, and always
+// before the answer to a call on that view, so an awaited call sees its own effect.
+import init, { Client } from './scrollback.js';
+
+const STATE_INTERVAL_MS = 16;
+
+const ready = init();
+let client = null;
+const views = new Map(); // view id -> { session, timer, last, dirty }
+
+function need() {
+  if (!client) throw new Error('Scrollback is closed');
+  return client;
+}
+
+function view(viewId) {
+  const v = views.get(viewId);
+  if (!v) throw new Error('this session view is closed');
+  return v;
+}
+
+function flush(viewId) {
+  const v = views.get(viewId);
+  if (!v || !v.dirty) return;
+  clearTimeout(v.timer);
+  v.timer = null;
+  v.dirty = false;
+  v.last = performance.now();
+  self.postMessage({ view: viewId, state: v.session.stateJson() });
+}
+
+function changed(viewId) {
+  const v = views.get(viewId);
+  if (!v || v.dirty) return;
+  v.dirty = true;
+  const wait = Math.max(0, v.last + STATE_INTERVAL_MS - performance.now());
+  v.timer = setTimeout(() => flush(viewId), wait);
+}
+
+/** Runs `work` on a view, then sends its state before the answer. */
+async function onView(viewId, work) {
+  try {
+    return await work(view(viewId).session);
+  } finally {
+    flush(viewId);
+  }
+}
+
+function closeView(viewId) {
+  const v = views.get(viewId);
+  if (!v) return;
+  views.delete(viewId);
+  clearTimeout(v.timer);
+  v.session.close();
+  v.session.free();
+}
+
+const ops = {
+  async open(options) {
+    if (client) throw new Error('Scrollback is already open');
+    client = await Client.open(options);
+  },
+  sessions: () => need().sessions(),
+  async openSession(viewId, id, anchor) {
+    const session = await need().openSession(id, anchor, () => changed(viewId));
+    views.set(viewId, { session, timer: null, last: 0, dirty: false });
+    return session.stateJson();
+  },
+  loadOlder: (viewId) => onView(viewId, (s) => s.loadOlder()),
+  cachedSize: (viewId) => onView(viewId, (s) => s.cachedSize()),
+  reload: (viewId, anchor) => onView(viewId, (s) => s.reload(anchor)),
+  closeView,
+  postMessage: (id, text) => need().postMessage(id, text),
+  deleteSession: (id) => need().deleteSession(id),
+  counters: () => need().counters(),
+  close() {
+    for (const viewId of [...views.keys()]) closeView(viewId);
+    client?.free();
+    client = null;
+  },
+};
+
+self.onmessage = async ({ data: { id, op, args } }) => {
+  try {
+    await ready;
+    const run = ops[op];
+    if (!run) throw new Error(`unknown operation ${op}`);
+    const value = await run(...args);
+    self.postMessage({ id, value });
+  } catch (err) {
+    const error = err instanceof Error
+      ? { name: err.name, message: err.message }
+      : { name: 'Error', message: String(err) };
+    self.postMessage({ id, error });
+  }
+};

@@ -36,7 +36,10 @@ case "$cmd" in
     printf 'wasm size: %s bytes raw, %s bytes gzipped (%s)\n' "$raw" "$gz" "pkg/scrollback_bg.wasm"
     ;;
   test)
-    cargo test -p scrollback "${target[@]}" "$@"
+    # Without an explicit --test/--lib: the library and tests/* (examples are native benchmarks).
+    select=(--tests)
+    for a in "$@"; do case "$a" in --test|--test=*|--lib) select=() ;; esac; done
+    cargo test -p scrollback "${select[@]}" "${target[@]}" "$@"
     ;;
   *)
     echo "usage: scripts/wasm.sh build | test [cargo test args]" >&2; exit 2 ;;

@@ -66,9 +66,10 @@ fn random_events(rng: &mut Rng, n: u64) -> Vec<Line> {
                     break;
                 }
                 let text = *rng.pick(TEXTS);
-                let event = match rng.below(10) {
+                let event = match rng.below(12) {
                     0 => json!({"type": "assistantText", "text": text, "messageId": "m2"}),
                     1 => json!({"type": "assistantText", "text": text}),
+                    2 => json!({"type": "assistantText", "text": text, "messageId": 5}),
                     _ => json!({"type": "assistantText", "text": text, "messageId": "m1"}),
                 };
                 out.push(line(seq, event));
@@ -103,6 +104,7 @@ fn random_events(rng: &mut Rng, n: u64) -> Vec<Line> {
             90 => json!({"type": "toolCall", "name": "no id"}),
             91 => json!({"type": "assistantText", "text": 7, "messageId": "m1"}),
             92 => json!({"type": "assistantText", "text": "x", "messageId": "m1", FOLDED: "junk"}),
+            93 => json!({"type": "assistantText", "text": *rng.pick(TEXTS), "messageId": 5}),
             _ => json!({"type": "assistantText", "text": *rng.pick(TEXTS), "messageId": "m1"}),
         };
         out.push(line(seq, event));

@@ -150,7 +150,11 @@ pub fn events(
         pending: VecDeque::new(),
         shutdown,
     };
-    follow.queue(tail.catch_up, "behind");
+    let reason = match &tail.catch_up {
+        CatchUp::Reset(lines) if lines.last().is_none_or(|l| l.seq() < after) => "ahead",
+        _ => "behind",
+    };
+    follow.queue(tail.catch_up, reason);
     stream::unfold(follow, Follow::next).map(Ok)
 }
 

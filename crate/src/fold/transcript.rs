@@ -1,7 +1,7 @@
 //! The rows of one contiguous stretch of a transcript, grown at both ends.
 
 use super::row::{Row, ToolOutput};
-use crate::protocol::{joins, last_seq, Line};
+use crate::protocol::{joins, last_seq, EventKind, Line};
 use std::collections::{HashMap, VecDeque};
 
 /// Why a line or page was not taken. The transcript is left as it was.
@@ -66,9 +66,12 @@ pub enum Change {
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
     rows: VecDeque<Row>,
-    /// The oldest and newest lines held: the row rule is asked about them at the seams.
-    oldest: Option<Line>,
-    newest: Option<Line>,
+    /// The seqs the lines held cover: the oldest line's seq, the newest line's last seq.
+    span: Option<(u64, u64)>,
+    /// The oldest and newest lines held, when they are streamed text: the row rule is asked
+    /// about them at the seams (it joins nothing else, so other lines are not kept).
+    oldest_text: Option<Line>,
+    newest_text: Option<Line>,
     /// Tool calls without a result, by id, oldest first (row seqs).
     open_calls: HashMap<String, Vec<u64>>,
     /// Tool-result rows with no call, by id, oldest first (row seqs).
@@ -109,49 +112,54 @@ impl Transcript {
 
     /// Whether no line is held.
     pub fn is_empty(&self) -> bool {
-        self.newest.is_none()
+        self.span.is_none()
     }
 
     /// The seq of the oldest line held.
     pub fn first_seq(&self) -> Option<u64> {
-        self.oldest.as_ref().map(Line::seq)
+        self.span.map(|(first, _)| first)
     }
 
     /// The last seq the newest line held covers (for a coalesced line, its run's last delta).
     pub fn last_seq(&self) -> Option<u64> {
-        self.newest.as_ref().map(last_seq)
+        self.span.map(|(_, last)| last)
     }
 
     /// Adds the next newer line: a delta that joins grows the last row, a result or command
     /// update changes its row, anything else adds a row.
     pub fn push_newer(&mut self, line: &Line) -> Result<Change, FoldError> {
-        if let Some(newest) = &self.newest {
-            let through = last_seq(newest);
+        if let Some((_, through)) = self.span {
             if line.seq() <= through {
                 return Err(FoldError::NotNewer {
                     through,
                     got: line.seq(),
                 });
             }
+        }
+        let through = last_seq(line);
+        if let Some(newest) = &self.newest_text {
             if joins(newest, line) {
-                if let (
-                    Some(Row::Assistant {
-                        text, last_seq: ls, ..
-                    }),
-                    Some(delta),
-                ) = (self.rows.back_mut(), line.text())
+                if let (Some(Row::Assistant { text, last_seq, .. }), Some(delta)) =
+                    (self.rows.back_mut(), line.text())
                 {
                     text.push_str(delta);
-                    *ls = last_seq(line);
-                    self.newest = Some(line.clone());
-                    return Ok(Change::Grew);
+                    *last_seq = through;
                 }
+                self.span = self.span.map(|(first, _)| (first, through));
+                self.newest_text = Some(line.clone());
+                return Ok(Change::Grew);
             }
         }
-        let row = Row::from_line(line);
-        let change = self.take_row(row);
-        self.oldest.get_or_insert_with(|| line.clone());
-        self.newest = Some(line.clone());
+        let text = (line.kind() == EventKind::AssistantText).then(|| line.clone());
+        let change = self.take_row(Row::from_line(line));
+        match &mut self.span {
+            Some((_, last)) => *last = through,
+            None => {
+                self.span = Some((line.seq(), through));
+                self.oldest_text = text.clone();
+            }
+        }
+        self.newest_text = text;
         Ok(change)
     }
 
@@ -199,19 +207,15 @@ impl Transcript {
     /// held, or is out of order, is refused and nothing changes.
     pub fn push_older(&mut self, page: &[Line]) -> Result<(), FoldError> {
         let older = Transcript::from_lines(page)?;
-        let Some(page_newest) = &older.newest else {
+        let Some((_, through)) = older.span else {
             return Ok(());
         };
-        let Some(oldest) = &self.oldest else {
+        let Some((first, _)) = self.span else {
             *self = older;
             return Ok(());
         };
-        let through = last_seq(page_newest);
-        if through >= oldest.seq() {
-            return Err(FoldError::NotOlder {
-                through,
-                first: oldest.seq(),
-            });
+        if through >= first {
+            return Err(FoldError::NotOlder { through, first });
         }
         self.prepend(older);
         Ok(())
@@ -220,7 +224,7 @@ impl Transcript {
     /// Puts `older` (whose lines all come before ours) in front, welding at the seam.
     fn prepend(&mut self, mut older: Transcript) {
         // A delta run cut by the seam: the row rule on the two lines that meet there.
-        if let (Some(a), Some(b)) = (&older.newest, &self.oldest) {
+        if let (Some(a), Some(b)) = (&older.newest_text, &self.oldest_text) {
             if joins(a, b) {
                 if let (
                     Some(Row::Assistant { text, last_seq, .. }),
@@ -287,7 +291,10 @@ impl Transcript {
         while let Some(row) = older.rows.pop_back() {
             self.rows.push_front(row);
         }
-        self.oldest = older.oldest;
+        if let (Some((first, _)), Some((_, last))) = (older.span, self.span) {
+            self.span = Some((first, last));
+        }
+        self.oldest_text = older.oldest_text;
     }
 }
 

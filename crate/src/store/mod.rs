@@ -8,13 +8,29 @@
 //! backend must make [`Store::append`] cost O(bytes appended), not O(blob): live streaming
 //! appends one line at a time to a chunk that grows to the size of the conversation.
 
+#[cfg(target_arch = "wasm32")]
+mod browser;
 #[cfg(not(target_arch = "wasm32"))]
 mod fs;
+#[cfg(target_arch = "wasm32")]
+mod idb;
 mod memory;
+#[cfg(target_arch = "wasm32")]
+mod opfs;
+#[cfg(target_arch = "wasm32")]
+mod writer;
 
+#[cfg(target_arch = "wasm32")]
+pub use browser::{open_store, request_persistence, Backend, BrowserStore};
 #[cfg(not(target_arch = "wasm32"))]
 pub use fs::FsStore;
+#[cfg(target_arch = "wasm32")]
+pub use idb::IdbStore;
 pub use memory::MemoryStore;
+#[cfg(target_arch = "wasm32")]
+pub use opfs::OpfsStore;
+#[cfg(target_arch = "wasm32")]
+pub use writer::WriterLock;
 
 /// What a storage operation can fail with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -81,6 +97,13 @@ pub trait Store {
     async fn rename(&self, from: &str, to: &str) -> StoreResult<()>;
     /// Removes a blob, or a folder and everything below it; a missing path is not an error.
     async fn remove(&self, path: &str) -> StoreResult<()>;
+    /// Makes everything written so far durable and visible to other tabs and workers, and
+    /// reports a write that failed after its call returned (a backend that buffers appends,
+    /// like IndexedDB's, answers it here or on the next append). Call it before giving up the
+    /// writer role. Backends that write through answer `Ok` at once.
+    async fn flush(&self) -> StoreResult<()> {
+        Ok(())
+    }
 }
 
 /// Splits and checks a path: no empty segment, no `.` or `..`, no `\` or NUL.

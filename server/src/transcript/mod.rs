@@ -180,7 +180,8 @@ impl Page {
 pub enum CatchUp {
     /// Within [`CATCH_UP_LIMIT`] of the newest: every line above `after`, oldest first.
     Lines(Vec<Line>),
-    /// Further behind: a reset frame, then these, the newest [`CATCH_UP_LIMIT`] lines.
+    /// Further behind, or ahead of the newest line (the file was replaced by a shorter one): a
+    /// reset frame, then these, the newest [`CATCH_UP_LIMIT`] lines.
     Reset(Vec<Line>),
 }
 
@@ -201,14 +202,21 @@ pub fn events_after(path: &Path, after: u64) -> io::Result<Tail> {
         mut file, id, end, ..
     } = open(path)?;
     let mut lines = Vec::new();
+    // A client ahead of the newest line holds what this file never had (it was replaced by a
+    // shorter one): that is a reset too, with the newest lines.
+    let (mut ahead, mut any) = (false, false);
     for_each_back(path, &mut file, end, |line| {
-        if line.seq() <= after {
+        if !any && line.seq() < after {
+            ahead = true;
+        }
+        any = true;
+        if line.seq() <= after && !ahead {
             return false;
         }
         lines.push(line);
         lines.len() <= CATCH_UP_LIMIT
     })?;
-    let reset = lines.len() > CATCH_UP_LIMIT;
+    let reset = ahead || (!any && after > 0) || lines.len() > CATCH_UP_LIMIT;
     lines.truncate(CATCH_UP_LIMIT);
     lines.reverse();
     let catch_up = if reset {

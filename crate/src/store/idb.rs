@@ -1,0 +1,721 @@
+//! The IndexedDB backend.
+//!
+//! Two object stores. `meta` maps a blob's path (the same names as OPFS) to `[id, size,
+//! modified]`; `seg` maps `[id, index]` to the blob's bytes `index * SEGMENT ..` as fixed-size
+//! segment records, never one growing record. So an append rewrites at most the last partial
+//! segment plus the new bytes, and a ranged read fetches only the segments it covers: both
+//! cost O(bytes), not O(blob). The size and stamp in `meta` change in the same transaction as
+//! the segments; a rename moves only the `meta` record (segments are keyed by id), so readers
+//! see the old name or the new one; a folder's `meta` records go by one key range.
+//!
+//! Chromium pays per transaction, so appends are coalesced: an append lands in a per-blob tail
+//! buffer and returns; the buffer is committed as one transaction when it reaches
+//! [`FLUSH_AT`] bytes (that append waits for it) or [`FLUSH_DELAY_MS`] after the first
+//! buffered append. Every other operation commits pending tails first, so this store always
+//! reads its own writes; other contexts see them up to [`FLUSH_DELAY_MS`] later, or after
+//! [`Store::flush`]. A commit that fails (quota, or the blob changed or vanished under it) drops
+//! its bytes and is answered by the next `append` or `flush` on that blob. A tab that gives up
+//! the writer role calls `flush` first.
+//!
+//! A database deleted or closed under a running store (site data cleared, another context
+//! deleting it) is reopened empty: lists are empty, `stat` is `None`, reads are `NotFound`.
+
+use super::browser::{error_name, js_error, now_millis, sleep, wait};
+use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use js_sys::{Array, JsString, Promise, Reflect, Uint8Array};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::spawn_local;
+use web_sys::{
+    Event, IdbDatabase, IdbFactory, IdbKeyRange, IdbObjectStore, IdbOpenDbRequest, IdbRequest,
+    IdbTransaction, IdbTransactionDurability, IdbTransactionMode, IdbTransactionOptions,
+};
+
+/// Bytes per segment record.
+pub const SEGMENT: u64 = 16 * 1024;
+/// Buffered append bytes that make an append commit before it returns.
+pub const FLUSH_AT: usize = 256 * 1024;
+/// How long a buffered append waits for others to join its transaction.
+pub const FLUSH_DELAY_MS: u32 = 4;
+
+const META: &str = "meta";
+const SEG: &str = "seg";
+/// The id counter's key in `meta`; a path never contains NUL.
+const NEXT_ID: &str = "\u{0}next-id";
+
+/// Blobs as segment records in an IndexedDB database.
+#[derive(Debug)]
+pub struct IdbStore {
+    inner: Rc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    name: String,
+    db: RefCell<Option<IdbDatabase>>,
+    tails: RefCell<HashMap<String, Tail>>,
+    failures: RefCell<HashMap<String, StoreError>>,
+    budget: Cell<Option<u64>>,
+    /// Commits running now (a timer's may run beside an explicit flush).
+    running: Cell<usize>,
+}
+
+/// Appends not committed yet, after `base` committed bytes.
+#[derive(Debug)]
+struct Tail {
+    base: u64,
+    buf: Vec<u8>,
+    scheduled: bool,
+}
+
+/// A blob's `meta` record.
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    id: f64,
+    size: u64,
+    modified: u64,
+}
+
+impl IdbStore {
+    /// The store in the database named `scrollback`.
+    pub async fn open() -> StoreResult<Self> {
+        Self::open_named("scrollback").await
+    }
+
+    /// The store in the database `name` (created if missing), so that tests and applications
+    /// can keep separate databases.
+    pub async fn open_named(name: &str) -> StoreResult<Self> {
+        let db = open_db(name).await?;
+        Ok(IdbStore {
+            inner: Rc::new(Inner {
+                name: name.to_string(),
+                db: RefCell::new(Some(db)),
+                tails: RefCell::default(),
+                failures: RefCell::default(),
+                budget: Cell::new(None),
+                running: Cell::new(0),
+            }),
+        })
+    }
+
+    /// Deletes the database `name`; open stores on it close their connection and start over
+    /// empty on their next operation.
+    pub async fn delete_database(name: &str) -> StoreResult<()> {
+        let req = factory()?
+            .delete_database(name)
+            .map_err(|e| js_error(name, &e))?;
+        request(name, Ok(req.into())).await.map(|_| ())
+    }
+
+    /// Simulates a full origin: at most `bytes` more bytes are accepted from now on, and a
+    /// write past that fails with [`StoreError::QuotaExceeded`], changing nothing. `None` lifts
+    /// the limit.
+    pub fn limit_writes(&self, bytes: Option<u64>) {
+        self.inner.budget.set(bytes);
+    }
+
+    /// Takes `len` bytes from the simulated quota, or fails.
+    fn spend(&self, len: usize) -> StoreResult<()> {
+        if let Some(b) = self.inner.budget.get() {
+            if len as u64 > b {
+                return Err(StoreError::QuotaExceeded);
+            }
+            self.inner.budget.set(Some(b - len as u64));
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// A transaction over both object stores, reopening the database once if it was closed
+    /// under us (deleted by another context, or site data cleared).
+    async fn tx(&self, mode: IdbTransactionMode, path: &str) -> StoreResult<Tx> {
+        for attempt in 0..2 {
+            if self.db.borrow().is_none() {
+                let db = open_db(&self.name).await?;
+                *self.db.borrow_mut() = Some(db);
+            }
+            let db = self.db.borrow().clone().expect("opened above");
+            let names = [JsString::from(META), JsString::from(SEG)];
+            let opts = IdbTransactionOptions::new();
+            opts.set_durability(IdbTransactionDurability::Relaxed);
+            match db.transaction_with_str_sequence_and_mode_and_options(&names, mode, &opts) {
+                Ok(tx) => return Tx::new(tx, path),
+                Err(e) if attempt == 0 && error_name(&e) == "InvalidStateError" => {
+                    db.close();
+                    *self.db.borrow_mut() = None;
+                }
+                Err(e) => return Err(js_error(path, &e)),
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+
+    /// The committed record of a blob, in its own read transaction.
+    async fn committed(&self, path: &str) -> StoreResult<Option<Rec>> {
+        let tx = self.tx(IdbTransactionMode::Readonly, path).await?;
+        let rec = get_rec(&tx.meta, path).await?;
+        tx.done().await?;
+        Ok(rec)
+    }
+
+    /// Commits a blob's buffered appends as one transaction.
+    async fn flush_path(&self, path: &str) -> StoreResult<()> {
+        self.running.set(self.running.get() + 1);
+        let result = self.commit_tail(path).await;
+        self.running.set(self.running.get() - 1);
+        result
+    }
+
+    async fn commit_tail(&self, path: &str) -> StoreResult<()> {
+        if !self
+            .tails
+            .borrow()
+            .get(path)
+            .is_some_and(|t| !t.buf.is_empty())
+        {
+            return Ok(());
+        }
+        let tx = match self.tx(IdbTransactionMode::Readwrite, path).await {
+            Ok(tx) => tx,
+            Err(e) => {
+                self.tails.borrow_mut().remove(path);
+                return Err(e);
+            }
+        };
+        // Taken only now that the transaction exists: transactions run in the order they are
+        // created, so buffers are committed in the order they were taken.
+        let (base, bytes) = {
+            let mut tails = self.tails.borrow_mut();
+            let Some(t) = tails.get_mut(path) else {
+                return Ok(());
+            };
+            let bytes = std::mem::take(&mut t.buf);
+            let base = t.base;
+            t.base += bytes.len() as u64;
+            (base, bytes)
+        };
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let done = async {
+            let rec = get_rec(&tx.meta, path).await?;
+            let size = rec.map_or(0, |r| r.size);
+            if size != base {
+                tx.abort();
+                return Err(match rec {
+                    None => StoreError::NotFound(path.to_string()),
+                    Some(_) => StoreError::Io(format!(
+                        "{path}: changed by another writer ({size} bytes, expected {base})"
+                    )),
+                });
+            }
+            let id = match rec {
+                Some(r) => r.id,
+                None => new_id(&tx.meta, path).await?,
+            };
+            let first = base / SEGMENT;
+            let head = (base % SEGMENT) as usize;
+            let mut data = Vec::with_capacity(head + bytes.len());
+            if head > 0 {
+                let old = request(path, tx.seg.get(&key(id, first as f64))).await?;
+                let old = old.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
+                if (old.length() as usize) < head {
+                    return Err(damaged(path));
+                }
+                data.extend_from_slice(&old.subarray(0, head as u32).to_vec());
+            }
+            data.extend_from_slice(&bytes);
+            put_segments(&tx.seg, path, id, first, &data)?;
+            let modified = now_millis().max(rec.map_or(0, |r| r.modified));
+            put_rec(&tx.meta, path, id, base + bytes.len() as u64, modified)?;
+            tx.done().await
+        }
+        .await;
+        if done.is_err() {
+            self.tails.borrow_mut().remove(path);
+        }
+        done
+    }
+
+    /// Commits every blob's buffered appends; failures are kept for the next `append` or
+    /// `flush` on that blob.
+    async fn flush_all(&self) {
+        loop {
+            let paths: Vec<String> = self
+                .tails
+                .borrow()
+                .iter()
+                .filter(|(_, t)| !t.buf.is_empty())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for path in &paths {
+                if let Err(e) = self.flush_path(path).await {
+                    self.failures.borrow_mut().insert(path.clone(), e);
+                }
+            }
+            // A commit started elsewhere (the delay timer's) may still be running: its outcome
+            // belongs to this flush too.
+            if paths.is_empty() && self.running.get() == 0 {
+                return;
+            }
+            if paths.is_empty() {
+                sleep(1).await;
+            }
+        }
+    }
+
+    /// Commits pending appends, then forgets the tails' committed sizes (the operation about
+    /// to run may change them).
+    async fn settle(&self) {
+        self.flush_all().await;
+        self.tails.borrow_mut().retain(|_, t| !t.buf.is_empty());
+    }
+}
+
+/// A transaction, its two object stores, and its outcome (listened for from the start).
+struct Tx {
+    tx: IdbTransaction,
+    meta: IdbObjectStore,
+    seg: IdbObjectStore,
+    outcome: Promise,
+    path: String,
+}
+
+impl Tx {
+    fn new(tx: IdbTransaction, path: &str) -> StoreResult<Tx> {
+        let t = tx.clone();
+        let outcome = Promise::new(&mut |resolve, reject| {
+            let failed = t.clone();
+            let done = Closure::once_into_js(move |ev: Event| {
+                if ev.type_() == "complete" {
+                    let _ = resolve.call0(&JsValue::NULL);
+                } else {
+                    let err = failed
+                        .error()
+                        .map(JsValue::from)
+                        .unwrap_or_else(|| js_sys::Error::new("transaction aborted").into());
+                    let _ = reject.call1(&JsValue::NULL, &err);
+                }
+            });
+            t.set_oncomplete(Some(done.unchecked_ref()));
+            t.set_onabort(Some(done.unchecked_ref()));
+        });
+        let meta = tx.object_store(META).map_err(|e| js_error(path, &e))?;
+        let seg = tx.object_store(SEG).map_err(|e| js_error(path, &e))?;
+        Ok(Tx {
+            tx,
+            meta,
+            seg,
+            outcome,
+            path: path.to_string(),
+        })
+    }
+
+    /// Waits for the transaction to commit.
+    async fn done(&self) -> StoreResult<()> {
+        wait(&self.path, self.outcome.clone()).await.map(|_| ())
+    }
+
+    fn abort(&self) {
+        let _ = self.tx.abort();
+    }
+}
+
+fn factory() -> StoreResult<IdbFactory> {
+    let f = Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .map_err(|e| js_error("indexedDB", &e))?;
+    if f.is_object() {
+        Ok(f.unchecked_into())
+    } else {
+        Err(StoreError::Io("IndexedDB is not available here".into()))
+    }
+}
+
+async fn open_db(name: &str) -> StoreResult<IdbDatabase> {
+    let req: IdbOpenDbRequest = factory()?
+        .open_with_u32(name, 1)
+        .map_err(|e| js_error(name, &e))?;
+    let upgrade = Closure::once_into_js(move |ev: Event| {
+        let req: IdbOpenDbRequest = ev.target().expect("a request").unchecked_into();
+        let db: IdbDatabase = req.result().expect("the database").unchecked_into();
+        let names = db.object_store_names();
+        for store in [META, SEG] {
+            if !names.contains(store) {
+                let _ = db.create_object_store(store);
+            }
+        }
+    });
+    req.set_onupgradeneeded(Some(upgrade.unchecked_ref()));
+    let db: IdbDatabase = request(name, Ok(req.into())).await?.unchecked_into();
+    // Another context deleting the database: close, so it can, and reopen on the next use.
+    let closing = db.clone();
+    let on_change = Closure::<dyn FnMut(Event)>::new(move |_: Event| closing.close());
+    db.set_onversionchange(Some(on_change.as_ref().unchecked_ref()));
+    on_change.forget();
+    Ok(db)
+}
+
+/// The result of a request, listened for at once (so it can be awaited after others).
+fn request(
+    path: &str,
+    req: Result<IdbRequest, JsValue>,
+) -> impl Future<Output = StoreResult<JsValue>> {
+    let promise = req.map(|req| {
+        Promise::new(&mut |resolve, reject| {
+            let r = req.clone();
+            let done = Closure::once_into_js(move |ev: Event| {
+                if ev.type_() == "success" {
+                    let _ = resolve.call1(&JsValue::NULL, &r.result().unwrap_or_default());
+                } else {
+                    let err = r.error().ok().flatten().map(JsValue::from);
+                    let _ = reject.call1(&JsValue::NULL, &err.unwrap_or_default());
+                }
+            });
+            req.set_onsuccess(Some(done.unchecked_ref()));
+            req.set_onerror(Some(done.unchecked_ref()));
+        })
+    });
+    let path = path.to_string();
+    async move {
+        match promise {
+            Ok(p) => wait(&path, p).await,
+            Err(e) => Err(js_error(&path, &e)),
+        }
+    }
+}
+
+fn key(id: f64, index: f64) -> JsValue {
+    Array::of2(&id.into(), &index.into()).into()
+}
+
+/// Every segment of blob `id` from `index` on.
+fn segs_from(id: f64, index: u64) -> StoreResult<JsValue> {
+    IdbKeyRange::bound(&key(id, index as f64), &key(id, f64::INFINITY))
+        .map(JsValue::from)
+        .map_err(|e| js_error("segments", &e))
+}
+
+/// Every path below folder `dir`: `dir/` up to, not including, `dir0` ('0' follows '/').
+fn below(dir: &str) -> StoreResult<IdbKeyRange> {
+    IdbKeyRange::bound_with_lower_open_and_upper_open(
+        &format!("{dir}/").into(),
+        &format!("{dir}0").into(),
+        false,
+        true,
+    )
+    .map_err(|e| js_error(dir, &e))
+}
+
+fn damaged(path: &str) -> StoreError {
+    StoreError::Io(format!("{path}: a segment record is missing or short"))
+}
+
+fn rec_of(v: &JsValue) -> Option<Rec> {
+    let a = v.dyn_ref::<Array>()?;
+    Some(Rec {
+        id: a.get(0).as_f64()?,
+        size: a.get(1).as_f64()? as u64,
+        modified: a.get(2).as_f64()? as u64,
+    })
+}
+
+async fn get_rec(meta: &IdbObjectStore, path: &str) -> StoreResult<Option<Rec>> {
+    let v = request(path, meta.get(&path.into())).await?;
+    Ok(rec_of(&v))
+}
+
+fn put_rec(
+    meta: &IdbObjectStore,
+    path: &str,
+    id: f64,
+    size: u64,
+    modified: u64,
+) -> StoreResult<()> {
+    let v = Array::of3(&id.into(), &(size as f64).into(), &(modified as f64).into());
+    meta.put_with_key(&v, &path.into())
+        .map(|_| ())
+        .map_err(|e| js_error(path, &e))
+}
+
+/// Writes `data` as the segments from `first` on.
+fn put_segments(
+    seg: &IdbObjectStore,
+    path: &str,
+    id: f64,
+    first: u64,
+    data: &[u8],
+) -> StoreResult<()> {
+    for (i, part) in data.chunks(SEGMENT as usize).enumerate() {
+        let k = key(id, (first + i as u64) as f64);
+        seg.put_with_key(&Uint8Array::from(part), &k)
+            .map_err(|e| js_error(path, &e))?;
+    }
+    Ok(())
+}
+
+/// A fresh blob id from the counter in `meta`.
+async fn new_id(meta: &IdbObjectStore, path: &str) -> StoreResult<f64> {
+    let v = request(path, meta.get(&NEXT_ID.into())).await?;
+    let id = v.as_f64().unwrap_or(1.0);
+    meta.put_with_key(&(id + 1.0).into(), &NEXT_ID.into())
+        .map_err(|e| js_error(path, &e))?;
+    Ok(id)
+}
+
+impl Store for IdbStore {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        segments(dir)?;
+        self.inner.settle().await;
+        let tx = self.inner.tx(IdbTransactionMode::Readonly, dir).await?;
+        let range = below(dir)?;
+        let keys = request(dir, tx.meta.get_all_keys_with_key(&range));
+        let values = request(dir, tx.meta.get_all_with_key(&range));
+        let (keys, values): (Array, Array) = (keys.await?.into(), values.await?.into());
+        let prefix = format!("{dir}/");
+        let mut out: Vec<Entry> = Vec::new();
+        for (k, v) in keys.iter().zip(values.iter()) {
+            let k = k.as_string().unwrap_or_default();
+            let Some(rest) = k.strip_prefix(&prefix) else {
+                continue;
+            };
+            match rest.split_once('/') {
+                Some((name, _)) => {
+                    if out.last().is_none_or(|e| e.name != name) {
+                        out.push(Entry {
+                            name: name.to_string(),
+                            is_dir: true,
+                            size: 0,
+                            modified: 0,
+                        });
+                    }
+                }
+                None => {
+                    let Some(r) = rec_of(&v) else { continue };
+                    out.push(Entry {
+                        name: rest.to_string(),
+                        is_dir: false,
+                        size: r.size,
+                        modified: r.modified,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+        segments(path)?;
+        self.inner.flush_all().await;
+        Ok(self.inner.committed(path).await?.map(|r| Meta {
+            size: r.size,
+            modified: r.modified,
+        }))
+    }
+
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        segments(path)?;
+        self.inner.flush_all().await;
+        let tx = self.inner.tx(IdbTransactionMode::Readonly, path).await?;
+        let Some(rec) = get_rec(&tx.meta, path).await? else {
+            return Err(StoreError::NotFound(path.to_string()));
+        };
+        let start = offset.min(rec.size);
+        let end = start.saturating_add(len as u64).min(rec.size);
+        if start == end {
+            return Ok(Vec::new());
+        }
+        let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
+        let range = IdbKeyRange::bound(&key(rec.id, first as f64), &key(rec.id, last as f64))
+            .map_err(|e| js_error(path, &e))?;
+        let parts: Array = request(path, tx.seg.get_all_with_key(&range)).await?.into();
+        if parts.length() as u64 != last - first + 1 {
+            return Err(damaged(path));
+        }
+        let mut out = Vec::with_capacity((end - start) as usize);
+        for (i, part) in parts.iter().enumerate() {
+            let part: Uint8Array = part.dyn_into().map_err(|_| damaged(path))?;
+            let at = (first + i as u64) * SEGMENT;
+            let from = start.saturating_sub(at).min(part.length() as u64) as u32;
+            let to = (end - at).min(part.length() as u64) as u32;
+            out.extend_from_slice(&part.subarray(from, to).to_vec());
+        }
+        if out.len() as u64 != end - start {
+            return Err(damaged(path));
+        }
+        Ok(out)
+    }
+
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        segments(path)?;
+        self.inner.settle().await;
+        self.spend(bytes.len())?;
+        let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
+        let rec = get_rec(&tx.meta, path).await?;
+        let id = match rec {
+            Some(r) => {
+                tx.seg
+                    .delete(&segs_from(r.id, 0)?)
+                    .map_err(|e| js_error(path, &e))?;
+                r.id
+            }
+            None => new_id(&tx.meta, path).await?,
+        };
+        put_segments(&tx.seg, path, id, 0, bytes)?;
+        let modified = now_millis().max(rec.map_or(0, |r| r.modified));
+        put_rec(&tx.meta, path, id, bytes.len() as u64, modified)?;
+        tx.done().await
+    }
+
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        segments(path)?;
+        let inner = &self.inner;
+        if let Some(e) = inner.failures.borrow_mut().remove(path) {
+            return Err(e);
+        }
+        if bytes.is_empty() {
+            // Nothing to buffer; the blob must exist afterwards all the same.
+            return match self.stat(path).await? {
+                Some(m) => Ok(m.size),
+                None => self.write(path, b"").await.map(|()| 0),
+            };
+        }
+        if !inner.tails.borrow().contains_key(path) {
+            let size = inner.committed(path).await?.map_or(0, |r| r.size);
+            inner
+                .tails
+                .borrow_mut()
+                .entry(path.to_string())
+                .or_insert(Tail {
+                    base: size,
+                    buf: Vec::new(),
+                    scheduled: false,
+                });
+        }
+        self.spend(bytes.len())?;
+        let (size, full, schedule) = {
+            let mut tails = inner.tails.borrow_mut();
+            let t = tails.get_mut(path).expect("inserted above");
+            t.buf.extend_from_slice(bytes);
+            let full = t.buf.len() >= FLUSH_AT;
+            let schedule = !full && !t.scheduled;
+            t.scheduled |= schedule;
+            (t.base + t.buf.len() as u64, full, schedule)
+        };
+        if full {
+            inner.flush_path(path).await?;
+        } else if schedule {
+            let inner = self.inner.clone();
+            let path = path.to_string();
+            spawn_local(async move {
+                sleep(FLUSH_DELAY_MS).await;
+                if let Some(t) = inner.tails.borrow_mut().get_mut(&path) {
+                    t.scheduled = false;
+                }
+                if let Err(e) = inner.flush_path(&path).await {
+                    inner.failures.borrow_mut().insert(path, e);
+                }
+            });
+        }
+        Ok(size)
+    }
+
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        segments(path)?;
+        self.inner.settle().await;
+        let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
+        let Some(rec) = get_rec(&tx.meta, path).await? else {
+            tx.abort();
+            return Err(StoreError::NotFound(path.to_string()));
+        };
+        let len = len.min(rec.size);
+        let keep = len.div_ceil(SEGMENT);
+        tx.seg
+            .delete(&segs_from(rec.id, keep)?)
+            .map_err(|e| js_error(path, &e))?;
+        if len % SEGMENT != 0 {
+            let k = key(rec.id, (len / SEGMENT) as f64);
+            let last = request(path, tx.seg.get(&k)).await?;
+            let last = last.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
+            let cut = last.slice(0, (len % SEGMENT) as u32);
+            tx.seg
+                .put_with_key(&cut, &k)
+                .map_err(|e| js_error(path, &e))?;
+        }
+        put_rec(&tx.meta, path, rec.id, len, now_millis().max(rec.modified))?;
+        tx.done().await
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        segments(from)?;
+        segments(to)?;
+        self.inner.settle().await;
+        let tx = self.inner.tx(IdbTransactionMode::Readwrite, from).await?;
+        let old = request(from, tx.meta.get(&from.into()));
+        let dest = request(to, tx.meta.get(&to.into()));
+        let (Some(rec), dest) = (rec_of(&old.await?), rec_of(&dest.await?)) else {
+            tx.abort();
+            return Err(StoreError::NotFound(from.to_string()));
+        };
+        if from == to {
+            return tx.done().await;
+        }
+        if let Some(d) = dest {
+            tx.seg
+                .delete(&segs_from(d.id, 0)?)
+                .map_err(|e| js_error(to, &e))?;
+        }
+        put_rec(&tx.meta, to, rec.id, rec.size, rec.modified)?;
+        tx.meta
+            .delete(&from.into())
+            .map_err(|e| js_error(from, &e))?;
+        tx.done().await
+    }
+
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        segments(path)?;
+        self.inner.settle().await;
+        let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
+        let range = below(path)?;
+        let own = request(path, tx.meta.get(&path.into()));
+        let under = request(path, tx.meta.get_all_with_key(&range));
+        let own = rec_of(&own.await?);
+        let under: Array = under.await?.into();
+        for rec in own
+            .into_iter()
+            .chain(under.iter().filter_map(|v| rec_of(&v)))
+        {
+            tx.seg
+                .delete(&segs_from(rec.id, 0)?)
+                .map_err(|e| js_error(path, &e))?;
+        }
+        tx.meta
+            .delete(&path.into())
+            .map_err(|e| js_error(path, &e))?;
+        tx.meta.delete(&range).map_err(|e| js_error(path, &e))?;
+        tx.done().await?;
+        let prefix = format!("{path}/");
+        self.inner
+            .failures
+            .borrow_mut()
+            .retain(|k, _| k != path && !k.starts_with(&prefix));
+        Ok(())
+    }
+
+    async fn flush(&self) -> StoreResult<()> {
+        self.inner.settle().await;
+        let mut failures = self.inner.failures.borrow_mut();
+        let first = failures.keys().next().cloned();
+        match first.and_then(|k| failures.remove(&k)) {
+            Some(e) => {
+                failures.clear();
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+}

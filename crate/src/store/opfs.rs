@@ -1,0 +1,559 @@
+//! The origin private file system backend.
+//!
+//! Each path segment is a real OPFS directory or file (`transcripts/v1/<host>_<port>/<session>/
+//! <chunk>`), so devtools show the cache as it is. Writes go through
+//! `FileSystemSyncAccessHandle`, which exists only in dedicated workers: appends and ranged
+//! reads cost O(bytes) whatever the file's size. Opening a sync handle is slow and takes an
+//! exclusive lock on the file, so handles stay open, cached per blob (the least recently used
+//! closed past [`OpfsStore::MAX_OPEN`]), until a rename or remove of that blob, [`OpfsStore::close_handles`],
+//! or the store is dropped. Reads of a blob without an open handle go through `getFile()`, which
+//! takes no lock, so other tabs can read what a worker writes.
+//!
+//! Durability: appends are not flushed one by one (the cache is never load-bearing, and a torn
+//! last line is repaired above); whole-blob writes are flushed, closing a handle flushes, and
+//! [`Store::flush`] flushes every open handle. Every write's returned byte count is checked:
+//! a short write is undone and answers [`StoreError::QuotaExceeded`].
+//!
+//! Other contexts: a rename is one `move()`, so a reader sees the old name or the new one, never
+//! a half-renamed blob; a reader that listed the old name and then finds it gone
+//! ([`StoreError::NotFound`]) lists again. A directory removed under a running store (site
+//! data cleared, another context) answers empty lists, `None` and `NotFound`, never a panic.
+
+use super::browser::{error_name, js_error, method, now_millis, sleep, storage_manager, wait};
+use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use js_sys::{Promise, Reflect, Uint8Array};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{
+    File, FileSystemDirectoryHandle, FileSystemFileHandle, FileSystemGetDirectoryOptions,
+    FileSystemGetFileOptions, FileSystemHandle, FileSystemHandleKind, FileSystemReadWriteOptions,
+    FileSystemRemoveOptions, FileSystemSyncAccessHandle,
+};
+
+/// How long opening a sync handle retries while another context still holds the file (a
+/// worker that was just terminated releases its handles a moment later).
+const LOCKED_RETRY_MS: u32 = 2_000;
+
+#[wasm_bindgen]
+extern "C" {
+    /// A handle with `move()`, which web-sys does not have yet.
+    #[wasm_bindgen(extends = FileSystemHandle)]
+    type MovableHandle;
+
+    /// `FileSystemHandle.move(directory, name)`.
+    #[wasm_bindgen(method, catch, js_name = "move")]
+    fn move_to(
+        this: &MovableHandle,
+        dir: &FileSystemDirectoryHandle,
+        name: &str,
+    ) -> Result<Promise, JsValue>;
+}
+
+/// Blobs as files in the origin private file system, below a root directory.
+#[derive(Debug)]
+pub struct OpfsStore {
+    root: FileSystemDirectoryHandle,
+    open: RefCell<HashMap<String, Open>>,
+    tick: Cell<u64>,
+    stamp: Cell<u64>,
+    budget: Cell<Option<u64>>,
+}
+
+/// An open sync handle and what this store knows of its file (it holds the file's lock, so
+/// nobody else changes it).
+#[derive(Debug)]
+struct Open {
+    handle: FileSystemSyncAccessHandle,
+    size: u64,
+    modified: u64,
+    used: u64,
+}
+
+impl OpfsStore {
+    /// Sync handles kept open at once; the least recently used is closed past this.
+    pub const MAX_OPEN: usize = 16;
+
+    /// Whether OPFS writes can work here: a dedicated worker with sync access handles.
+    pub fn available() -> bool {
+        let global = js_sys::global();
+        let in_worker = Reflect::get(&global, &"DedicatedWorkerGlobalScope".into())
+            .ok()
+            .and_then(|c| Reflect::get(&c, &"prototype".into()).ok())
+            .and_then(|p| p.dyn_into::<js_sys::Object>().ok())
+            .is_some_and(|p| p.is_prototype_of(&global));
+        let has_sync = Reflect::get(&global, &"FileSystemFileHandle".into())
+            .ok()
+            .and_then(|c| Reflect::get(&c, &"prototype".into()).ok())
+            .is_some_and(|p| method(&p, "createSyncAccessHandle").is_some());
+        in_worker && has_sync && storage_manager().is_some()
+    }
+
+    /// The store at the root of this origin's private file system.
+    pub async fn open() -> StoreResult<Self> {
+        Self::open_in("").await
+    }
+
+    /// The store below `dir` (created if missing; `""` is the root), so that tests and
+    /// applications can keep separate trees.
+    pub async fn open_in(dir: &str) -> StoreResult<Self> {
+        let storage = storage_manager()
+            .ok_or_else(|| StoreError::Io("OPFS: no navigator.storage here".into()))?;
+        let mut root: FileSystemDirectoryHandle =
+            wait(dir, storage.get_directory()).await?.unchecked_into();
+        if !dir.is_empty() {
+            for seg in segments(dir)? {
+                root = child_dir(&root, seg, true, dir).await?.expect("created");
+            }
+        }
+        Ok(OpfsStore {
+            root,
+            open: RefCell::default(),
+            tick: Cell::new(0),
+            stamp: Cell::new(0),
+            budget: Cell::new(None),
+        })
+    }
+
+    /// Simulates a full disk: at most `bytes` more bytes are written from now on, and the
+    /// write that reaches the limit is cut short (as a browser may do without throwing), then
+    /// undone and answered with [`StoreError::QuotaExceeded`]. `None` lifts the limit.
+    pub fn limit_writes(&self, bytes: Option<u64>) {
+        self.budget.set(bytes);
+    }
+
+    /// Closes every open sync handle (they flush as they close), releasing the files' locks to
+    /// other contexts, for example when this tab gives up the writer role.
+    pub fn close_handles(&self) {
+        for (_, o) in self.open.borrow_mut().drain() {
+            o.handle.close();
+        }
+    }
+
+    /// The number of sync handles open now.
+    pub fn open_handles(&self) -> usize {
+        self.open.borrow().len()
+    }
+
+    /// The next modification stamp: now, never less than one given before.
+    fn next_stamp(&self) -> u64 {
+        let s = now_millis().max(self.stamp.get());
+        self.stamp.set(s);
+        s
+    }
+
+    /// The directory at `segs`, created if asked; `None` when it (or a parent) is missing.
+    async fn dir(&self, segs: &[&str], create: bool, path: &str) -> StoreResult<Option<Dir>> {
+        let mut dir = self.root.clone();
+        for seg in segs {
+            match child_dir(&dir, seg, create, path).await? {
+                Some(d) => dir = d,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(dir))
+    }
+
+    /// A blob's directory and file handle; `None` when it is missing (and not created).
+    async fn file(&self, path: &str, create: bool) -> StoreResult<Option<(Dir, FileHandle)>> {
+        let segs = segments(path)?;
+        let (name, parents) = segs.split_last().expect("split gives one segment at least");
+        let Some(dir) = self.dir(parents, create, path).await? else {
+            return Ok(None);
+        };
+        let opts = FileSystemGetFileOptions::new();
+        opts.set_create(create);
+        match JsFuture::from(dir.get_file_handle_with_options(name, &opts)).await {
+            Ok(f) => Ok(Some((dir, f.unchecked_into()))),
+            Err(e) if !create && missing(&e) => Ok(None),
+            Err(e) => Err(js_error(path, &e)),
+        }
+    }
+
+    /// The blob's open sync handle, opening (and creating the blob, if asked) when needed;
+    /// `None` when the blob is missing and not created.
+    async fn handle(&self, path: &str, create: bool) -> StoreResult<Option<SyncHandle>> {
+        if let Some(h) = self.cached(path) {
+            return Ok(Some(h));
+        }
+        if !Self::available() {
+            return Err(StoreError::Io(
+                "OPFS writes need a dedicated worker (FileSystemSyncAccessHandle)".into(),
+            ));
+        }
+        let Some((_, file)) = self.file(path, create).await? else {
+            return Ok(None);
+        };
+        let handle = open_sync(&file, path).await?;
+        if let Some(h) = self.cached(path) {
+            // Another call opened it meanwhile: keep that one.
+            handle.close();
+            return Ok(Some(h));
+        }
+        let size = handle.get_size().map_err(|e| js_error(path, &e))? as u64;
+        let mut open = self.open.borrow_mut();
+        if open.len() >= Self::MAX_OPEN {
+            let oldest = open
+                .iter()
+                .min_by_key(|(_, o)| o.used)
+                .map(|(k, _)| k.clone());
+            if let Some(o) = oldest.and_then(|k| open.remove(&k)) {
+                o.handle.close();
+            }
+        }
+        open.insert(
+            path.to_string(),
+            Open {
+                handle: handle.clone(),
+                size,
+                modified: 0,
+                used: self.bump(),
+            },
+        );
+        Ok(Some(handle))
+    }
+
+    fn cached(&self, path: &str) -> Option<SyncHandle> {
+        let used = self.bump();
+        let mut open = self.open.borrow_mut();
+        let o = open.get_mut(path)?;
+        o.used = used;
+        Some(o.handle.clone())
+    }
+
+    fn bump(&self) -> u64 {
+        self.tick.set(self.tick.get() + 1);
+        self.tick.get()
+    }
+
+    /// Records a blob's new size and stamps it.
+    fn wrote(&self, path: &str, size: u64) {
+        let stamp = self.next_stamp();
+        if let Some(o) = self.open.borrow_mut().get_mut(path) {
+            o.size = size;
+            o.modified = stamp;
+        }
+    }
+
+    /// Closes the blob's handle (if open), and those of every blob below it as a folder.
+    fn close(&self, path: &str) {
+        let prefix = format!("{path}/");
+        self.open.borrow_mut().retain(|k, o| {
+            let keep = k != path && !k.starts_with(&prefix);
+            if !keep {
+                o.handle.close();
+            }
+            keep
+        });
+    }
+
+    /// After a failed operation on an open handle: closes it, and answers `NotFound` when the
+    /// blob is gone (storage cleared under the page), else the error itself.
+    async fn failed(&self, path: &str, err: StoreError) -> StoreError {
+        if err == StoreError::QuotaExceeded {
+            return err;
+        }
+        self.close(path);
+        match self.file(path, false).await {
+            Ok(Some(_)) => err,
+            _ => StoreError::NotFound(path.to_string()),
+        }
+    }
+
+    /// Writes all of `bytes` at `at`, checking the count the browser returns; a short write is
+    /// cut back to `at` and answers `QuotaExceeded`.
+    fn write_at(&self, path: &str, h: &SyncHandle, bytes: &[u8], at: u64) -> StoreResult<()> {
+        let allowed = match self.budget.get() {
+            Some(b) => bytes.len().min(b as usize),
+            None => bytes.len(),
+        };
+        let opts = FileSystemReadWriteOptions::new();
+        opts.set_at(at as f64);
+        let written = if allowed == 0 && !bytes.is_empty() {
+            0
+        } else {
+            h.write_with_u8_array_and_options(&bytes[..allowed], &opts)
+                .map_err(|e| js_error(path, &e))? as usize
+        };
+        if written < bytes.len() {
+            let _ = h.truncate_with_f64(at as f64);
+            return Err(StoreError::QuotaExceeded);
+        }
+        if let Some(b) = self.budget.get() {
+            self.budget.set(Some(b - written as u64));
+        }
+        Ok(())
+    }
+
+    async fn read_file(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        // A `File` is a snapshot: if another context writes after it was taken, reading it
+        // fails with NotReadableError, and a fresh one is taken.
+        let mut last = None;
+        for _ in 0..3 {
+            let Some((_, file)) = self.file(path, false).await? else {
+                return Err(StoreError::NotFound(path.to_string()));
+            };
+            let f: File = wait(path, file.get_file()).await?.unchecked_into();
+            let size = f.size() as u64;
+            let start = offset.min(size);
+            let end = start.saturating_add(len as u64).min(size);
+            if start == end {
+                return Ok(Vec::new());
+            }
+            let part = f
+                .slice_with_f64_and_f64(start as f64, end as f64)
+                .map_err(|e| js_error(path, &e))?;
+            match JsFuture::from(part.array_buffer()).await {
+                Ok(buf) => return Ok(Uint8Array::new(&buf).to_vec()),
+                Err(e) if error_name(&e) == "NotReadableError" => last = Some(e),
+                Err(e) => return Err(js_error(path, &e)),
+            }
+        }
+        Err(js_error(path, &last.expect("a retry had an error")))
+    }
+}
+
+impl Drop for OpfsStore {
+    fn drop(&mut self) {
+        self.close_handles();
+    }
+}
+
+type Dir = FileSystemDirectoryHandle;
+type FileHandle = FileSystemFileHandle;
+type SyncHandle = FileSystemSyncAccessHandle;
+
+/// Whether an error says the entry is not there (or is the other kind).
+fn missing(e: &JsValue) -> bool {
+    matches!(
+        error_name(e).as_str(),
+        "NotFoundError" | "TypeMismatchError"
+    )
+}
+
+async fn child_dir(parent: &Dir, name: &str, create: bool, path: &str) -> StoreResult<Option<Dir>> {
+    let opts = FileSystemGetDirectoryOptions::new();
+    opts.set_create(create);
+    match JsFuture::from(parent.get_directory_handle_with_options(name, &opts)).await {
+        Ok(d) => Ok(Some(d.unchecked_into())),
+        Err(e) if !create && missing(&e) => Ok(None),
+        Err(e) => Err(js_error(path, &e)),
+    }
+}
+
+/// Opens a sync handle, retrying for a while when another context still holds the file.
+async fn open_sync(file: &FileHandle, path: &str) -> StoreResult<SyncHandle> {
+    let mut waited = 0;
+    loop {
+        match JsFuture::from(file.create_sync_access_handle()).await {
+            Ok(h) => return Ok(h.unchecked_into()),
+            Err(e)
+                if error_name(&e) == "NoModificationAllowedError" && waited < LOCKED_RETRY_MS =>
+            {
+                sleep(25).await;
+                waited += 25;
+            }
+            Err(e) => return Err(js_error(path, &e)),
+        }
+    }
+}
+
+impl Store for OpfsStore {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        let segs = segments(dir)?;
+        let Some(d) = self.dir(&segs, false, dir).await? else {
+            return Ok(Vec::new());
+        };
+        let it = d.entries();
+        let mut out = Vec::new();
+        loop {
+            let next = match it.next() {
+                Ok(p) => JsFuture::from(p).await,
+                Err(e) => Err(e),
+            };
+            let step = match next {
+                Ok(step) => step,
+                // The directory went away while it was being listed.
+                Err(e) if missing(&e) => return Ok(Vec::new()),
+                Err(e) => return Err(js_error(dir, &e)),
+            };
+            let field =
+                |name: &str| Reflect::get(&step, &name.into()).map_err(|e| js_error(dir, &e));
+            if field("done")?.is_truthy() {
+                break;
+            }
+            let pair: js_sys::Array = field("value")?.unchecked_into();
+            let name = pair.get(0).as_string().unwrap_or_default();
+            let handle: FileSystemHandle = pair.get(1).unchecked_into();
+            if handle.kind() == FileSystemHandleKind::Directory {
+                out.push(Entry {
+                    name,
+                    is_dir: true,
+                    size: 0,
+                    modified: 0,
+                });
+                continue;
+            }
+            let path = format!("{dir}/{name}");
+            let Some(meta) = self.stat(&path).await? else {
+                continue; // removed since it was listed
+            };
+            out.push(Entry {
+                name,
+                is_dir: false,
+                size: meta.size,
+                modified: meta.modified,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+        if let Some(o) = self.open.borrow().get(path) {
+            return Ok(Some(Meta {
+                size: o.size,
+                modified: o.modified,
+            }));
+        }
+        let Some((_, file)) = self.file(path, false).await? else {
+            return Ok(None);
+        };
+        match JsFuture::from(file.get_file()).await {
+            Ok(f) => {
+                let f: File = f.unchecked_into();
+                Ok(Some(Meta {
+                    size: f.size() as u64,
+                    modified: f.last_modified() as u64,
+                }))
+            }
+            Err(e) if missing(&e) => Ok(None),
+            Err(e) => Err(js_error(path, &e)),
+        }
+    }
+
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        segments(path)?;
+        let Some(h) = self.cached(path) else {
+            return self.read_file(path, offset, len).await;
+        };
+        let size = self.open.borrow().get(path).map_or(0, |o| o.size);
+        let start = offset.min(size);
+        let end = start.saturating_add(len as u64).min(size);
+        let mut buf = vec![0u8; (end - start) as usize];
+        let opts = FileSystemReadWriteOptions::new();
+        opts.set_at(start as f64);
+        match h.read_with_u8_array_and_options(&mut buf, &opts) {
+            Ok(n) => {
+                buf.truncate(n as usize);
+                Ok(buf)
+            }
+            Err(e) => Err(self.failed(path, js_error(path, &e)).await),
+        }
+    }
+
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        let h = self.handle(path, true).await?.expect("created");
+        let done = h
+            .truncate_with_f64(0.0)
+            .map_err(|e| js_error(path, &e))
+            .and_then(|_| self.write_at(path, &h, bytes, 0))
+            .and_then(|_| h.flush().map_err(|e| js_error(path, &e)));
+        match done {
+            Ok(()) => {
+                self.wrote(path, bytes.len() as u64);
+                Ok(())
+            }
+            Err(e) => {
+                self.wrote(path, 0);
+                Err(self.failed(path, e).await)
+            }
+        }
+    }
+
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        let h = self.handle(path, true).await?.expect("created");
+        let size = self.open.borrow().get(path).map_or(0, |o| o.size);
+        match self.write_at(path, &h, bytes, size) {
+            Ok(()) => {
+                let new = size + bytes.len() as u64;
+                self.wrote(path, new);
+                Ok(new)
+            }
+            Err(e) => Err(self.failed(path, e).await),
+        }
+    }
+
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        let Some(h) = self.handle(path, false).await? else {
+            return Err(StoreError::NotFound(path.to_string()));
+        };
+        let size = self.open.borrow().get(path).map_or(0, |o| o.size);
+        let len = len.min(size);
+        match h.truncate_with_f64(len as f64) {
+            Ok(()) => {
+                self.wrote(path, len);
+                Ok(())
+            }
+            Err(e) => Err(self.failed(path, js_error(path, &e)).await),
+        }
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        let to_segs = segments(to)?;
+        segments(from)?;
+        if from == to {
+            return match self.stat(from).await? {
+                Some(_) => Ok(()),
+                None => Err(StoreError::NotFound(from.to_string())),
+            };
+        }
+        // A handle holds its file's lock: `move()` needs both files free.
+        self.close(from);
+        self.close(to);
+        let Some((_, file)) = self.file(from, false).await? else {
+            return Err(StoreError::NotFound(from.to_string()));
+        };
+        let (name, parents) = to_segs.split_last().expect("one segment at least");
+        let dir = self.dir(parents, true, to).await?.expect("created");
+        if method(&file, "move").is_some() {
+            // Chromium's move() replaces an existing file of the new name in one step.
+            let promise = file
+                .unchecked_ref::<MovableHandle>()
+                .move_to(&dir, name)
+                .map_err(|e| js_error(from, &e))?;
+            wait(from, promise).await?;
+            return Ok(());
+        }
+        // No move() (older engines): copy, then remove. Not atomic; readers list again.
+        let bytes = self.read_file(from, 0, usize::MAX).await?;
+        self.write(to, &bytes).await?;
+        self.close(to);
+        self.remove(from).await
+    }
+
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        let segs = segments(path)?;
+        self.close(path);
+        let (name, parents) = segs.split_last().expect("one segment at least");
+        let Some(dir) = self.dir(parents, false, path).await? else {
+            return Ok(());
+        };
+        let opts = FileSystemRemoveOptions::new();
+        opts.set_recursive(true);
+        match JsFuture::from(dir.remove_entry_with_options(name, &opts)).await {
+            Ok(_) => Ok(()),
+            Err(e) if missing(&e) => Ok(()),
+            Err(e) => Err(js_error(path, &e)),
+        }
+    }
+
+    async fn flush(&self) -> StoreResult<()> {
+        let open = self.open.borrow();
+        for (path, o) in open.iter() {
+            o.handle.flush().map_err(|e| js_error(path, &e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,105 @@
+//! One writer per session across tabs and workers, over Web Locks.
+//!
+//! Every tab (or its worker) that opens a session asks for the session's writer lock; the one
+//! holding it appends to the cache, the others only read. The lock is the browser's: when the
+//! holder's page or worker goes away (tab closed, worker terminated) the browser releases it and
+//! the next tab waiting for it gets it. A holder that gives the role up (drops the
+//! [`WriterLock`]) should call [`Store::flush`](super::Store::flush) on its store first, so the
+//! next writer continues from everything written.
+
+use super::browser::lock_manager;
+use super::{StoreError, StoreResult};
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::LockOptions;
+
+/// The writer role for one session key, held until dropped.
+#[derive(Debug)]
+pub struct WriterLock {
+    name: String,
+    release: Function,
+    /// Settles once the browser has released the lock.
+    released: Promise,
+}
+
+impl WriterLock {
+    /// The writer role for `key` (for example `"<host>_<port>/<sessionId>"`) if nobody holds
+    /// it now, else `None` at once.
+    pub async fn try_acquire(key: &str) -> StoreResult<Option<WriterLock>> {
+        request(key, true).await
+    }
+
+    /// The writer role for `key`, waiting (possibly forever) until its holder gives it up or
+    /// goes away.
+    pub async fn acquire(key: &str) -> StoreResult<WriterLock> {
+        request(key, false)
+            .await?
+            .ok_or_else(|| StoreError::Io(format!("writer lock for {key} was not granted")))
+    }
+
+    /// Gives the role up and waits until the browser has released the lock (dropping the
+    /// lock releases it too, a moment later).
+    pub async fn release(self) {
+        let released = self.released.clone();
+        drop(self);
+        let _ = JsFuture::from(released).await;
+    }
+
+    /// The Web Locks name this holds (`scrollback-writer:<key>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for WriterLock {
+    fn drop(&mut self) {
+        let _ = self.release.call0(&JsValue::NULL);
+    }
+}
+
+async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock>> {
+    let locks =
+        lock_manager().ok_or_else(|| StoreError::Io("Web Locks are not available here".into()))?;
+    let name = format!("scrollback-writer:{key}");
+    // `held` settles when the lock is to be released; the browser keeps the lock until then.
+    let mut release = None;
+    let held = Promise::new(&mut |resolve, _| release = Some(resolve));
+    let mut answer = None;
+    let granted = Promise::new(&mut |resolve, _| answer = Some(resolve));
+    let (release, answer) = (release.expect("set"), answer.expect("set"));
+    let tell = answer.clone();
+    let callback = Closure::once_into_js(move |lock: JsValue| -> JsValue {
+        let got = !lock.is_null() && !lock.is_undefined();
+        let _ = tell.call1(&JsValue::NULL, &got.into());
+        if got {
+            held.into()
+        } else {
+            JsValue::UNDEFINED
+        }
+    });
+    let opts = LockOptions::new();
+    opts.set_if_available(if_available);
+    let finished = locks.request_with_options(&name, &opts, callback.unchecked_ref());
+    // A request that fails outright never calls back: answer "not granted".
+    let refused = Closure::once_into_js(move |_: JsValue| {
+        let _ = answer.call1(&JsValue::NULL, &false.into());
+    });
+    if let Some(catch) = super::browser::method(&finished, "catch") {
+        let _ = catch.call1(&finished, &refused);
+    }
+    let got = JsFuture::from(granted)
+        .await
+        .map_err(|e| super::browser::js_error(&name, &e))?;
+    if got.as_bool() == Some(true) {
+        Ok(Some(WriterLock {
+            name,
+            release,
+            released: finished,
+        }))
+    } else {
+        let _ = release.call0(&JsValue::NULL);
+        Ok(None)
+    }
+}

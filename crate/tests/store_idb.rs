@@ -1,0 +1,180 @@
+//! The IndexedDB backend, on a page's main thread: every `Store` operation, plus what only a
+//! browser can show: buffered appends seen by another connection after `flush`, a quota
+//! failure, the database deleted between two operations (and under pending appends), two
+//! unlocked writers on one blob losing and doubling nothing, and the automatic choice.
+#![cfg(target_arch = "wasm32")]
+
+mod store_checks;
+
+use scrollback::store::{open_store, Backend, IdbStore, OpfsStore, Store, StoreError, WriterLock};
+use store_checks::unique;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+async fn fresh(tag: &str) -> IdbStore {
+    IdbStore::open_named(&unique(&format!("test-idb-{tag}")))
+        .await
+        .unwrap()
+}
+
+store_tests!(fresh);
+
+#[wasm_bindgen_test]
+async fn auto_choice_on_a_page_is_indexeddb() {
+    assert!(!OpfsStore::available());
+    assert_eq!(open_store(Backend::Auto).await.unwrap().name(), "indexeddb");
+    assert_eq!(open_store(Backend::Memory).await.unwrap().name(), "memory");
+    // OPFS asked for by name on a page: it opens (reads work), but writes need a worker.
+    let opfs = open_store(Backend::Opfs).await.unwrap();
+    assert!(matches!(
+        opfs.append("x/y", b"z").await,
+        Err(StoreError::Io(_))
+    ));
+}
+
+#[wasm_bindgen_test]
+async fn another_connection_sees_appends_after_flush() {
+    let name = unique("test-idb-reader");
+    let writer = IdbStore::open_named(&name).await.unwrap();
+    let reader = IdbStore::open_named(&name).await.unwrap();
+    for i in 0..100 {
+        writer
+            .append("s/1-open.raw.jsonl", format!("{i:04}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    writer.flush().await.unwrap();
+    assert_eq!(
+        reader
+            .stat("s/1-open.raw.jsonl")
+            .await
+            .unwrap()
+            .unwrap()
+            .size,
+        500
+    );
+    assert_eq!(
+        reader.read("s/1-open.raw.jsonl", 495, 10).await.unwrap(),
+        b"0099\n"
+    );
+    // Without an explicit flush they are committed within moments, too.
+    writer
+        .append("s/1-open.raw.jsonl", b"0100\n")
+        .await
+        .unwrap();
+    store_checks::sleep(100).await;
+    assert_eq!(
+        reader
+            .stat("s/1-open.raw.jsonl")
+            .await
+            .unwrap()
+            .unwrap()
+            .size,
+        505
+    );
+    // A rotation (one transaction) as the reader sees it.
+    writer
+        .rename("s/1-open.raw.jsonl", "s/1-101.raw.jsonl")
+        .await
+        .unwrap();
+    assert!(matches!(
+        reader.read("s/1-open.raw.jsonl", 0, 5).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        reader.read("s/1-101.raw.jsonl", 0, 5).await.unwrap(),
+        b"0000\n"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_quota_failure_changes_nothing() {
+    let s = fresh("quota").await;
+    s.append("s/open", &[b'a'; 600]).await.unwrap();
+    s.limit_writes(Some(1_000));
+    s.append("s/open", &[b'b'; 600]).await.unwrap();
+    assert_eq!(
+        s.append("s/open", &[b'c'; 600]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(
+        s.write("s/page", &[b'd'; 500]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(s.stat("s/open").await.unwrap().unwrap().size, 1_200);
+    assert_eq!(s.stat("s/page").await.unwrap(), None);
+    assert_eq!(s.read("s/open", 1_100, 500).await.unwrap(), vec![b'b'; 100]);
+    s.limit_writes(None);
+    assert_eq!(s.append("s/open", b"ok").await.unwrap(), 1_202);
+}
+
+#[wasm_bindgen_test]
+async fn database_deleted_between_operations_reads_as_empty() {
+    let name = unique("test-idb-wiped");
+    let s = IdbStore::open_named(&name).await.unwrap();
+    s.write("v1/h_1/s/1-9.raw.jsonl", b"page\n").await.unwrap();
+    s.append("v1/h_1/s/9-open.raw.jsonl", b"line\n")
+        .await
+        .unwrap();
+    s.flush().await.unwrap();
+    IdbStore::delete_database(&name).await.unwrap();
+    assert_eq!(s.stat("v1/h_1/s/1-9.raw.jsonl").await.unwrap(), None);
+    assert!(matches!(
+        s.read("v1/h_1/s/9-open.raw.jsonl", 0, 10).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(s.list("v1/h_1/s").await.unwrap(), vec![]);
+    // The next write starts the cache over (a cold open).
+    assert_eq!(
+        s.append("v1/h_1/s/20-open.raw.jsonl", b"x").await.unwrap(),
+        1
+    );
+    s.flush().await.unwrap();
+    assert_eq!(s.list("v1/h_1/s").await.unwrap().len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn database_deleted_under_pending_appends_is_reported_not_panicked() {
+    let name = unique("test-idb-pending");
+    let s = IdbStore::open_named(&name).await.unwrap();
+    s.append("s/open", &[b'a'; 300_000]).await.unwrap(); // past FLUSH_AT: committed
+    s.append("s/open", b"pending\n").await.unwrap(); // buffered
+    IdbStore::delete_database(&name).await.unwrap();
+    // The buffered bytes either went before the deletion (and went with it) or their commit
+    // finds the blob gone and is reported: never a blob missing its start, never a panic.
+    let reported = s.flush().await;
+    assert_eq!(s.stat("s/open").await.unwrap(), None, "{reported:?}");
+    s.flush().await.unwrap();
+    assert_eq!(s.append("s/open", b"fresh\n").await.unwrap(), 6);
+}
+
+#[wasm_bindgen_test]
+async fn two_unlocked_writers_double_nothing() {
+    // Without the writer lock, two connections appending to one blob: the second commit sees
+    // the blob changed under it and is refused whole, rather than interleaving or doubling.
+    let name = unique("test-idb-two");
+    let a = IdbStore::open_named(&name).await.unwrap();
+    let b = IdbStore::open_named(&name).await.unwrap();
+    assert_eq!(a.append("s/open", b"from a\n").await.unwrap(), 7);
+    assert_eq!(b.append("s/open", b"from b\n").await.unwrap(), 7);
+    let (ra, rb) = store_checks::join(a.flush(), b.flush()).await;
+    assert!(
+        ra.is_ok() != rb.is_ok(),
+        "exactly one commit wins: {ra:?} {rb:?}"
+    );
+    let content = a.read("s/open", 0, 100).await.unwrap();
+    assert!(
+        content == b"from a\n" || content == b"from b\n",
+        "{content:?}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn writer_lock_works_on_a_page() {
+    let key = unique("h_1/page-session");
+    let lock = WriterLock::try_acquire(&key).await.unwrap().expect("free");
+    assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());
+    lock.release().await;
+    assert!(WriterLock::try_acquire(&key).await.unwrap().is_some());
+}

@@ -1,0 +1,181 @@
+//! The OPFS backend in a dedicated worker (sync access handles exist only there): every `Store`
+//! operation, plus what only a browser can show: a short write from a full disk, storage
+//! removed between two operations, a reader in another store instance, a rotation seen by a
+//! reader, bounded open handles, the automatic choice, and the writer lock.
+#![cfg(target_arch = "wasm32")]
+
+mod store_checks;
+
+use scrollback::store::{open_store, Backend, OpfsStore, Store, StoreError, WriterLock};
+use store_checks::unique;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_dedicated_worker);
+
+async fn fresh(tag: &str) -> OpfsStore {
+    OpfsStore::open_in(&format!("test-opfs/{}", unique(tag)))
+        .await
+        .unwrap()
+}
+
+store_tests!(fresh);
+
+#[wasm_bindgen_test]
+async fn auto_choice_in_a_worker_is_opfs() {
+    assert!(OpfsStore::available());
+    assert_eq!(open_store(Backend::Auto).await.unwrap().name(), "opfs");
+    assert_eq!(Backend::parse("IndexedDB"), Some(Backend::IndexedDb));
+    assert_eq!(Backend::parse("opfs"), Some(Backend::Opfs));
+    assert_eq!(Backend::parse("memory"), Some(Backend::Memory));
+    assert_eq!(Backend::parse("floppy"), None);
+}
+
+#[wasm_bindgen_test]
+async fn a_second_instance_reads_what_the_writer_holds_open() {
+    let dir = format!("test-opfs/{}", unique("reader"));
+    let writer = OpfsStore::open_in(&dir).await.unwrap();
+    let reader = OpfsStore::open_in(&dir).await.unwrap();
+    writer.append("s/1-open.raw.jsonl", b"one\n").await.unwrap();
+    writer.append("s/1-open.raw.jsonl", b"two\n").await.unwrap();
+    // The writer holds the file's sync handle; the reader goes through getFile().
+    assert_eq!(writer.open_handles(), 1);
+    assert_eq!(
+        reader.read("s/1-open.raw.jsonl", 0, 100).await.unwrap(),
+        b"one\ntwo\n"
+    );
+    assert_eq!(
+        reader
+            .stat("s/1-open.raw.jsonl")
+            .await
+            .unwrap()
+            .unwrap()
+            .size,
+        8
+    );
+    // Rotation is one move(): the reader finds the old name gone and the new one whole.
+    writer
+        .rename("s/1-open.raw.jsonl", "s/1-3.raw.jsonl")
+        .await
+        .unwrap();
+    assert!(matches!(
+        reader.read("s/1-open.raw.jsonl", 0, 100).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let names: Vec<String> = reader
+        .list("s")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec!["1-3.raw.jsonl".to_string()]);
+    assert_eq!(
+        reader.read("s/1-3.raw.jsonl", 0, 100).await.unwrap(),
+        b"one\ntwo\n"
+    );
+    // And a dropped writer leaves the data for a fresh store.
+    drop(writer);
+    let again = OpfsStore::open_in(&dir).await.unwrap();
+    assert_eq!(again.append("s/1-3.raw.jsonl", b"x").await.unwrap(), 9);
+}
+
+#[wasm_bindgen_test]
+async fn a_short_write_is_undone_and_answered_as_quota() {
+    let s = fresh("quota").await;
+    s.append("s/open", &[b'a'; 600]).await.unwrap();
+    s.limit_writes(Some(1_000));
+    s.append("s/open", &[b'b'; 600]).await.unwrap();
+    // 400 bytes fit: the browser-like short write is cut back, nothing half-written stays.
+    assert_eq!(
+        s.append("s/open", &[b'c'; 600]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(s.stat("s/open").await.unwrap().unwrap().size, 1_200);
+    assert_eq!(s.read("s/open", 1_100, 500).await.unwrap(), vec![b'b'; 100]);
+    assert_eq!(
+        s.write("s/page", &[b'd'; 500]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    s.limit_writes(None);
+    assert_eq!(s.append("s/open", b"ok").await.unwrap(), 1_202);
+}
+
+#[wasm_bindgen_test]
+async fn storage_removed_between_operations_reads_as_empty() {
+    let top = format!("test-opfs/{}", unique("wiped"));
+    let parent = OpfsStore::open_in(&top).await.unwrap();
+    let s = OpfsStore::open_in(&format!("{top}/cache")).await.unwrap();
+    s.append("v1/h_1/s/1-open.raw.jsonl", b"line\n")
+        .await
+        .unwrap();
+    // While this store holds the file's handle, another context cannot remove it (OPFS
+    // locks it); the removal fails cleanly and the store keeps working.
+    assert!(parent.remove("cache").await.is_err());
+    assert_eq!(
+        s.append("v1/h_1/s/1-open.raw.jsonl", b"more\n")
+            .await
+            .unwrap(),
+        10
+    );
+    // Handles released (as clearing site data does), the tree goes.
+    s.close_handles();
+    parent.remove("cache").await.unwrap();
+    assert_eq!(s.stat("v1/h_1/s/1-open.raw.jsonl").await.unwrap(), None);
+    assert!(matches!(
+        s.read("v1/h_1/s/1-open.raw.jsonl", 0, 10).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(s.list("v1/h_1/s").await.unwrap(), vec![]);
+    assert_eq!(s.list("v1").await.unwrap(), vec![]);
+    assert!(matches!(
+        s.append("v1/h_1/s/1-open.raw.jsonl", b"x").await,
+        Err(StoreError::NotFound(_))
+    ));
+    s.remove("v1/h_1/s").await.unwrap();
+    // A store opened afresh (the cold open) works.
+    let cold = OpfsStore::open_in(&format!("{top}/cache")).await.unwrap();
+    assert_eq!(
+        cold.append("v1/h_1/s/1-open.raw.jsonl", b"x")
+            .await
+            .unwrap(),
+        1
+    );
+}
+
+#[wasm_bindgen_test]
+async fn open_handles_stay_bounded() {
+    let s = fresh("handles").await;
+    for i in 0..40 {
+        s.append(&format!("s/{i}"), format!("{i}\n").as_bytes())
+            .await
+            .unwrap();
+        assert!(s.open_handles() <= OpfsStore::MAX_OPEN);
+    }
+    for i in 0..40 {
+        let n = s.append(&format!("s/{i}"), b"again\n").await.unwrap();
+        assert_eq!(n, format!("{i}\n").len() as u64 + 6);
+    }
+    assert_eq!(s.list("s").await.unwrap().len(), 40);
+}
+
+#[wasm_bindgen_test]
+async fn writer_lock_is_exclusive_and_handed_on() {
+    let key = unique("h_1/session");
+    let first = WriterLock::try_acquire(&key).await.unwrap().expect("free");
+    assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());
+    // Another key is independent.
+    assert!(WriterLock::try_acquire(&format!("{key}-other"))
+        .await
+        .unwrap()
+        .is_some());
+    // A waiter gets it once the holder lets go.
+    let waiter = WriterLock::acquire(&key);
+    let release = async move {
+        store_checks::sleep(30).await;
+        drop(first);
+    };
+    let (lock, ()) = store_checks::join(waiter, release).await;
+    let lock = lock.unwrap();
+    assert!(lock.name().ends_with(&key));
+    assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());
+}

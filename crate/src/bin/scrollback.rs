@@ -113,11 +113,16 @@ async fn run(args: Args) -> Result<(), Fail> {
     let id = args.positional.first().map(String::as_str);
     match (args.command.as_str(), id) {
         ("list", None) => {
+            let mut out = std::io::stdout().lock();
             for s in engine.sessions().await? {
-                println!(
+                let line = format!(
                     "{}\t{}\t{}\t{} events\t{}",
                     s.id, s.status, s.model, s.seq, s.title
                 );
+                // A closed pipe (`| head`) ends the listing quietly.
+                if writeln!(out, "{}", printable(&line)).is_err() {
+                    break;
+                }
             }
         }
         ("show", Some(id)) => open(&engine, id, args.pages, false).await?,
@@ -220,6 +225,7 @@ async fn open(
         }
         let mut printer = Printer::default();
         session.with_view(|v| printer.print(v));
+        println!();
         report(&session).await;
         if !follow {
             return;

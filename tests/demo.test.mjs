@@ -340,7 +340,7 @@ test('Reload: the cached size goes to zero, then the screen reopens cold at the 
     const r = row.getBoundingClientRect();
     return r.top >= box.top - 2 && r.top < box.top + 40;
   }, anchor, WAIT).catch(async (e) => {
-    console.log('DEBUG', anchor, await state(page), await page.evaluate(() => { const box = document.getElementById('transcript'); return { st: box.scrollTop, sh: box.scrollHeight, rows: [...document.querySelectorAll('#rows > li')].slice(0, 50).map((li) => [li.dataset.seq, Math.round(li.getBoundingClientRect().top)]) }; }), describe(requests));
+    console.log('the reader did not come back to', anchor, await state(page), await page.evaluate(() => { const box = document.getElementById('transcript'); return { st: box.scrollTop, sh: box.scrollHeight, rows: [...document.querySelectorAll('#rows > li')].slice(0, 50).map((li) => [li.dataset.seq, Math.round(li.getBoundingClientRect().top)]) }; }), describe(requests));
     throw e;
   });
   assert.ok(requests.length >= 2, describe(requests));
@@ -356,7 +356,8 @@ test('a server that is down: the cached rows stay, the banner says so, the strea
   await live(page);
   const rows = await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent));
   await w.stopServer();
-  await page.waitForFunction(() => !document.getElementById('banner').hidden && document.getElementById('banner').textContent.length > 0, null, WAIT);
+  await page.waitForFunction(() => !document.getElementById('banner').hidden, null, WAIT);
+  assert.match(await page.textContent('#banner'), /server cannot be reached.*cached transcript/i);
   assert.deepEqual(await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent)), rows, 'the rows stay');
   await page.screenshot({ path: path.join(OUT, 'server-down.png') });
   await w.restartServer();
@@ -364,6 +365,8 @@ test('a server that is down: the cached rows stay, the banner says so, the strea
   await w.server.append('welcome', [line(66, { type: 'userMessage', text: 'after the outage' })]);
   await page.waitForFunction(() => document.querySelector('#rows > li:last-child .text')?.textContent === 'after the outage', null, WAIT);
   assert.deepEqual((await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent))).slice(0, -1), rows);
+  // The outage shows on the console as failed requests; nothing else.
+  assert.deepEqual(w.errors().filter((m) => !/ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(m.text)), []);
 });
 
 test('a transcript line with HTML in its text renders as text, and no script runs', async (t) => {

@@ -129,7 +129,13 @@ function renderState(state) {
     state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
     .filter(Boolean).join(' · ');
   ui.banner.hidden = !state.banner;
-  ui.banner.textContent = state.banner ?? '';
+  if (state.banner) {
+    ui.banner.replaceChildren(
+      el('strong', null, 'The server cannot be reached. '),
+      el('span', null, 'Showing the cached transcript; reconnecting… '),
+      el('span', 'detail', state.banner),
+    );
+  }
   ui.edge.textContent = !state.ready ? 'Loading…' : state.moreHistory ? '' : 'Start of the conversation';
   renderRows(state.rows ?? []);
   ui.pending.replaceChildren(

@@ -383,3 +383,22 @@ test('a transcript line with HTML in its text renders as text, and no script run
   assert.equal(await page.locator('#rows img, #rows script, #rows b').count(), 0);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
 });
+
+test('the list shows each session with its status and model, and deletes one on the server', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  const listed = await (await fetch(`${w.server.url}/sessions`)).json();
+  await page.goto(`${w.server.url}/#/sessions/queued`);
+  await live(page);
+  for (const s of listed) {
+    const item = page.locator(`#session-list li[data-id="${s.id}"]`);
+    assert.equal(await item.locator('.title').textContent(), s.title || s.id);
+    assert.equal(await item.locator('.sub').textContent(), [s.status, s.model].filter(Boolean).join(' · '));
+  }
+  page.once('dialog', (d) => d.accept());
+  await page.click('#session-list li[data-id="queued"] .delete');
+  await page.waitForFunction(() => !document.querySelector('#session-list li[data-id="queued"]') && location.hash === '#/' && document.getElementById('session').hidden, null, WAIT);
+  const after = await (await fetch(`${w.server.url}/sessions`)).json();
+  assert.deepEqual(after.map((s) => s.id).sort(), listed.map((s) => s.id).filter((id) => id !== 'queued').sort());
+  assert.deepEqual(w.errors(), []);
+});

@@ -226,10 +226,13 @@ test('a reply streaming while the session is closed and reopened continues in th
   const { page } = w;
   await w.goto('welcome');
   await live(page);
-  await page.fill('#message', 'Tell me how the cache survives a reload.');
+  const asked = 'Tell me how the cache survives a reload.';
+  await page.fill('#message', asked);
   await page.press('#message', 'Enter');
   const file = () => w.server.lines('welcome');
-  const userSeq = 66;
+  await until(async () => (await file()).some((l) => l.event.text === asked), 'the message was posted');
+  const userSeq = (await file()).find((l) => l.event.type === 'userMessage' && l.event.text === asked).seq;
+  assert.equal(await page.inputValue('#message'), '', 'the composer is emptied once sent');
   const deltasIn = async () => (await file()).filter((l) => l.seq > userSeq && l.event.type === 'assistantText').length;
   // Wait for the reply to be drawn growing, then close while it streams.
   await page.waitForFunction((seq) => {

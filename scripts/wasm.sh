@@ -85,7 +85,10 @@ case "$cmd" in
     ;;
   test)
     [ -n "${SCROLLBACK_TEST_SERVER:-}" ] || start_test_server
-    cargo test -p scrollback "${target[@]}" "$@"
+    # Without an explicit --test/--lib: the library and tests/* (examples are native benchmarks).
+    select=(--tests)
+    for a in "$@"; do case "$a" in --test|--test=*|--lib) select=() ;; esac; done
+    cargo test -p scrollback "${select[@]}" "${target[@]}" "$@"
     ;;
   *)
     echo "usage: scripts/wasm.sh build | test [cargo test args]" >&2; exit 2 ;;

@@ -93,7 +93,7 @@ window.result = (async () => {
   try { await Scrollback.open({ server: q.get('server'), storage: 'floppy' }); } catch (e) { refused = e.name + ': ' + e.message; }
   sb.close();
   return {
-    ids: sessions.map((s) => s.id), firstRows: first.rows.length, firstCursor: first.cursor, older, afterOlder,
+    ids: sessions.map((s) => s.id), listed: sessions.find((s) => s.id === 'long')?.seq, firstRows: first.rows.length, firstCursor: first.cursor, older, afterOlder,
     postedCursor: posted.cursor, changes, coldCounters, counters, warmRows: warmState.rows.length, refused,
   };
 })().catch((e) => ({ error: e.name + ': ' + e.message }));
@@ -107,12 +107,11 @@ window.result = (async () => {
   await p.goto(`${site.url}/vite-app/dist/index.html?${q}`);
   const r = await p.evaluate(() => window.result);
   assert.equal(r.error, undefined, `${r.error}\n${log.join('\n')}`);
-  const newest = (await server.lines('long')).length;
   assert.ok(r.ids.includes('long'));
   assert.ok(r.firstRows > 0, 'rows are shown');
-  assert.ok(r.firstCursor >= newest - 1, `the newest line is shown (${r.firstCursor} of ${newest})`);
+  assert.ok(r.firstCursor >= r.listed, `the newest line is shown (${r.firstCursor}, listed ${r.listed})`);
   assert.ok(r.older && r.afterOlder > r.firstRows, 'an older page adds rows');
-  assert.ok(r.postedCursor > newest, 'the posted message arrived through the stream');
+  assert.ok(r.postedCursor > r.listed, 'the posted message arrived through the stream');
   assert.ok(r.changes > 0, 'onChange was called');
   assert.ok(r.coldCounters.requests >= 3 && r.coldCounters.bytesDownloaded > 0, JSON.stringify(r.coldCounters));
   assert.equal(r.counters.probesPassed, 1, `the warm reopen's probe passed: ${JSON.stringify(r.counters)}`);
@@ -144,12 +143,15 @@ test('the README example works as written, from a plain <script type="module">',
   const counters = JSON.parse((await done).text().slice('counters '.length));
   const out = log.join('\n');
   assert.ok(!out.includes('pageerror'), out);
-  const sessions = await (await fetch(`${server.url}/sessions`, { headers: server.headers })).json();
-  assert.match(out, new RegExp(`session ${sessions[0].id}: `));
+  // The example printed the list and opened its first session.
+  const listed = await (await fetch(`${server.url}/sessions`, { headers: server.headers })).json();
+  const first = out.match(/session (\S+): /)?.[1];
+  assert.ok(listed.some((s) => s.id === first), `the example listed the server's sessions:\n${out}`);
   assert.match(out, /row \d+ \w+: /);
   assert.match(out, /\d+ rows, more history: (true|false)/);
   assert.match(out, /\d+ bytes cached/);
   assert.ok(counters.requests > 0 && counters.bytesDownloaded > 0, JSON.stringify(counters));
-  const lines = await server.lines(sessions[0].id);
-  assert.ok(lines.some((l) => l.event.type === 'userMessage' && l.event.text === 'Hello from the README'), 'the message was posted');
+  // Posted while the agent works, a message is queued first: either way it is in the file.
+  const lines = await server.lines(first);
+  assert.ok(lines.some((l) => l.event.text === 'Hello from the README'), `the message was posted to ${first}`);
 });

@@ -17,7 +17,9 @@ use wasm_bindgen_test::*;
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 const LINE: usize = 800;
-const APPENDS: usize = 5_000;
+const APPENDS: usize = 3_000;
+/// Rounds of appends to each blob (the median is reported).
+const ROUNDS: usize = 5;
 const READS: usize = 40;
 /// A 40-row page of 800-byte lines.
 const PAGE: usize = 40 * LINE;
@@ -81,6 +83,11 @@ where
     (now() - t) / READS as f64
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 struct Figures {
     empty: f64,
     big: f64,
@@ -91,6 +98,8 @@ struct Figures {
 }
 
 async fn measure<S: Store>(s: &S) -> Figures {
+    // Warm up (handle opening, the JIT) so that the first figure is not the cold one.
+    append_rate(s, "b/warm").await;
     let empty = append_rate(s, "b/empty").await;
     s.write("b/big", &lines(20 * 1024 * 1024 / LINE))
         .await

@@ -12,7 +12,9 @@ async fn fresh() -> IdbStore {
         js_sys::Date::now() as u64,
         (js_sys::Math::random() * 1e9) as u64
     );
-    IdbStore::open_named(&name).await.expect("an IndexedDB database")
+    IdbStore::open_named(&name)
+        .await
+        .expect("an IndexedDB database")
 }
 
 scrollback::chunk_store_suite!(async || fresh().await);

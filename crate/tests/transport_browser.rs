@@ -49,7 +49,9 @@ fn user_line(seq: u64, text: &str) -> String {
 }
 
 fn numbered(n: u64) -> Vec<String> {
-    (1..=n).map(|s| user_line(s, &format!("message {s}"))).collect()
+    (1..=n)
+        .map(|s| user_line(s, &format!("message {s}")))
+        .collect()
 }
 
 async fn next_line(stream: &mut BrowserStream) -> Line {
@@ -63,7 +65,8 @@ async fn next_line(stream: &mut BrowserStream) -> Line {
 async fn lists_sessions_with_the_token() {
     let list = transport().sessions().await.unwrap();
     assert!(
-        list.iter().any(|s| s.id == "long" && s.seq > CATCH_UP_LIMIT as u64),
+        list.iter()
+            .any(|s| s.id == "long" && s.seq > CATCH_UP_LIMIT as u64),
         "the sandbox's long session is listed: {list:?}"
     );
 }
@@ -72,7 +75,10 @@ async fn lists_sessions_with_the_token() {
 async fn a_wrong_token_is_refused_with_the_servers_message() {
     let wrong = BrowserTransport::new(server(), Some("not-the-token".into())).unwrap();
     match wrong.sessions().await {
-        Err(TransportError::Http { status: 401, message }) => {
+        Err(TransportError::Http {
+            status: 401,
+            message,
+        }) => {
             assert!(!message.is_empty() && !message.contains('{'), "{message}")
         }
         other => panic!("expected 401, got {other:?}"),
@@ -90,16 +96,16 @@ async fn pages_are_the_servers_lines_and_count_their_bytes() {
     let t = transport();
     let id = "transport-pages";
     put_session(id, &numbered(30)).await;
-    let newest = t
-        .transcript(id, &TranscriptQuery::default())
-        .await
-        .unwrap();
+    let newest = t.transcript(id, &TranscriptQuery::default()).await.unwrap();
     assert_eq!(newest.lines.len(), 30);
     assert_eq!(newest.lines.last().unwrap().seq(), 30);
     // Byte-for-byte what was written, and the body's length is what was counted.
     assert_eq!(newest.lines[4].raw(), numbered(30)[4]);
     let body_len: usize = newest.lines.iter().map(|l| l.raw().len()).sum::<usize>() + 30 + 1;
-    assert_eq!(newest.bytes as usize, body_len, "[a,b,...] is the lines, commas and brackets");
+    assert_eq!(
+        newest.bytes as usize, body_len,
+        "[a,b,...] is the lines, commas and brackets"
+    );
 
     let query = TranscriptQuery {
         before: Some(21),
@@ -120,7 +126,10 @@ async fn pages_are_the_servers_lines_and_count_their_bytes() {
 #[wasm_bindgen_test]
 async fn an_unknown_session_is_a_404_and_dot_segments_are_refused() {
     let t = transport();
-    match t.transcript("no-such-session", &TranscriptQuery::default()).await {
+    match t
+        .transcript("no-such-session", &TranscriptQuery::default())
+        .await
+    {
         Err(TransportError::Http { status: 404, .. }) => {}
         other => panic!("expected 404, got {other:?}"),
     }
@@ -138,9 +147,18 @@ async fn a_hostile_id_stays_one_path_segment() {
     let t = transport();
     // Split on its slashes, "x/../long" would name the sandbox's `long` session and answer
     // with its lines; encoded it reaches the server whole, which refuses the id.
-    for id in ["x/../long", "long?after=1", "long#x", "%2e%2e", "<img src=x>"] {
+    for id in [
+        "x/../long",
+        "long?after=1",
+        "long#x",
+        "%2e%2e",
+        "<img src=x>",
+    ] {
         match t.transcript(id, &TranscriptQuery::default()).await {
-            Err(TransportError::Http { status: 400, message }) => {
+            Err(TransportError::Http {
+                status: 400,
+                message,
+            }) => {
                 assert!(message.contains("session id"), "{id:?}: {message}")
             }
             other => panic!("{id:?} must be refused by the server as an id, got {other:?}"),
@@ -203,7 +221,9 @@ async fn the_stream_catches_up_then_carries_posted_messages_live() {
     assert_eq!(page.lines, vec![user.clone(), reply.clone()]);
     let after = t.counters();
     assert_eq!(after.requests, before.requests + 2, "the post and the page");
-    assert!(after.bytes >= before.bytes + (user.raw().len() + reply.raw().len()) as u64 + page.bytes);
+    assert!(
+        after.bytes >= before.bytes + (user.raw().len() + reply.raw().len()) as u64 + page.bytes
+    );
 }
 
 #[wasm_bindgen_test]
@@ -229,7 +249,10 @@ async fn a_stream_for_an_unknown_session_fails_instead_of_retrying() {
     assert!(matches!(err, TransportError::Network(_)));
     let text = err.to_string();
     assert!(text.contains("refused"), "{text}");
-    assert!(!text.contains("token="), "the error does not leak the token: {text}");
+    assert!(
+        !text.contains("token="),
+        "the error does not leak the token: {text}"
+    );
 }
 
 #[wasm_bindgen_test]
@@ -252,7 +275,10 @@ async fn a_deleted_session_ends_its_stream_with_an_error() {
 async fn an_unreachable_server_is_a_network_error_on_every_route() {
     // Port 9 (discard) on loopback: nothing listens there.
     let t = BrowserTransport::new("http://127.0.0.1:9", None).unwrap();
-    assert!(matches!(t.sessions().await, Err(TransportError::Network(_))));
+    assert!(matches!(
+        t.sessions().await,
+        Err(TransportError::Network(_))
+    ));
     let err = t.events("long", 0).await.unwrap_err();
     assert!(err.to_string().contains("cannot reach"), "{err}");
 }
@@ -260,9 +286,15 @@ async fn an_unreachable_server_is_a_network_error_on_every_route() {
 #[wasm_bindgen_test]
 async fn server_urls_are_checked_and_keyed_by_host_and_port() {
     let t = BrowserTransport::new("http://127.0.0.1:8080/", None).unwrap();
-    assert_eq!((t.host(), t.port(), t.base()), ("127.0.0.1", 8080, "http://127.0.0.1:8080"));
+    assert_eq!(
+        (t.host(), t.port(), t.base()),
+        ("127.0.0.1", 8080, "http://127.0.0.1:8080")
+    );
     let t = BrowserTransport::new("https://chat.example/api/?x=1#y", None).unwrap();
-    assert_eq!((t.host(), t.port(), t.base()), ("chat.example", 443, "https://chat.example/api"));
+    assert_eq!(
+        (t.host(), t.port(), t.base()),
+        ("chat.example", 443, "https://chat.example/api")
+    );
     assert!(BrowserTransport::new("not a url", None).is_err());
     assert!(BrowserTransport::new("ftp://example.com", None).is_err());
 }

@@ -6,6 +6,8 @@
 //! demo and the tests. [`spawn`] starts it in-process (tests bind port 0); [`transcript`] holds
 //! the pure reading functions for callers that want the server's answers without HTTP.
 
+#![warn(missing_docs)]
+
 pub mod auth;
 pub mod config;
 pub mod follow;

@@ -16,11 +16,22 @@ async fn main() {
     };
     let note = if guarded { " (token required)" } else { "" };
     println!("scrollback-server: listening on {}/{note}", server.url());
-    tokio::select! {
-        result = async { tokio::signal::ctrl_c().await } => {
-            if result.is_ok() {
-                let _ = server.shutdown().await;
+    stopped().await;
+    let _ = server.shutdown().await;
+}
+
+/// Ctrl-C, or SIGTERM where there is one (what a test harness or a service manager sends).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
             }
+            return;
         }
     }
+    let _ = tokio::signal::ctrl_c().await;
 }

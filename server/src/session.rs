@@ -84,6 +84,10 @@ fn shorten(text: &str) -> String {
         return flat;
     }
     let mut cut: String = flat.chars().take(TITLE_CHARS - 1).collect();
+    // Cut between words when the cut lands in one (and a word boundary is near).
+    if let Some(space) = cut.rfind(' ').filter(|&i| i > cut.len() / 2) {
+        cut.truncate(space);
+    }
     cut.truncate(cut.trim_end().len());
     cut.push('…');
     cut

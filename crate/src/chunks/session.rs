@@ -508,7 +508,8 @@ impl<S: Store> SessionCache<S> {
         if let Some(hint) = oldest {
             self.hint = Some(hint);
             // A walk that stopped on the suffix's very first line reached its start too.
-            at_start |= at == start && hint.offset == 0;
+            let first = self.state.as_ref().expect("opened").chunks[start].first;
+            at_start |= hint.seq == first;
         }
         out.reverse();
         Ok(Page {

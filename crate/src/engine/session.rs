@@ -6,9 +6,9 @@ use crate::chunks::{Cache, SessionCache};
 use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::Store;
 use crate::transport::{EventStream, StreamItem, Transport, TransportResult};
+use async_lock::Mutex;
 use futures::channel::mpsc;
 use futures::future::{select, Either};
-use futures::lock::Mutex;
 use futures::StreamExt;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -190,6 +190,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         self.update(Change::Cleared, |v| {
             v.transcript.clear();
             v.state.clear_pending();
+            v.verified &= ready;
             v.oldest = None;
             v.more_history = true;
             v.ready = ready;
@@ -244,9 +245,10 @@ impl<S: Store, T: Transport> Session<S, T> {
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         work: F,
     ) -> Result<F::Output, Command> {
-        match select(pin!(work), inbox.next()).await {
-            Either::Left((out, _)) => Ok(out),
-            Either::Right((command, _)) => Err(command.unwrap_or(Command::Close)),
+        // Commands first: a stream with a burst ready must not keep a close waiting.
+        match select(inbox.next(), pin!(work)).await {
+            Either::Left((command, _)) => Err(command.unwrap_or(Command::Close)),
+            Either::Right((out, _)) => Ok(out),
         }
     }
 
@@ -322,6 +324,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                     let passed = matches!(page.lines.as_slice(), [line] if line == tail);
                     self.update(Change::State, |v| {
                         v.banner = None;
+                        v.verified = passed;
                         match passed {
                             true => v.counters.probes_passed += 1,
                             false => v.counters.probes_failed += 1,
@@ -359,6 +362,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                     self.update(Change::State, |v| {
                         v.banner = None;
                         v.ready = true;
+                        v.verified = true;
                         if page.lines.is_empty() {
                             v.more_history = false;
                         }
@@ -421,6 +425,11 @@ impl<S: Store, T: Transport> Session<S, T> {
                 self.show_older(&lines);
                 return Ok(Ok(true));
             }
+            return Ok(Ok(false));
+        }
+        if !self.view.borrow().verified {
+            // Unchecked cached rows are shown; a page from the server could be of another file
+            // (the one the probe is about to catch), so the network waits for the probe.
             return Ok(Ok(false));
         }
         let mut query = TranscriptQuery {

@@ -45,6 +45,10 @@ pub struct View {
     pub more_history: bool,
     /// Whether the first rows are shown (from the cache or the opening window).
     pub ready: bool,
+    /// Whether what is shown is known to be the server's: the probe passed, or the lines came
+    /// from the server in this open. Until then, cached rows are shown as they were cached, and
+    /// older pages come from the cache only.
+    pub verified: bool,
     /// The seq of the oldest line shown, if any: the `before` of the next older page.
     pub oldest: Option<u64>,
     /// The seq of the newest line shown: the stream's cursor (0 before anything is shown).
@@ -64,6 +68,7 @@ impl View {
             banner: None,
             more_history: true,
             ready: false,
+            verified: false,
             oldest: None,
             cursor: 0,
             live: false,

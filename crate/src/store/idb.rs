@@ -38,7 +38,7 @@ use web_sys::{
 /// Bytes per segment record.
 pub const SEGMENT: u64 = 16 * 1024;
 /// Buffered append bytes that make an append commit before it returns.
-pub const FLUSH_AT: usize = 64 * 1024;
+pub const FLUSH_AT: usize = 256 * 1024;
 /// How long a buffered append waits for others to join its transaction.
 pub const FLUSH_DELAY_MS: u32 = 4;
 

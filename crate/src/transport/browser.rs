@@ -149,7 +149,9 @@ impl Transport for BrowserTransport {
     type Stream = BrowserStream;
 
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
-        let body = self.send(Request::get(&self.url(&["sessions"])?), None).await?;
+        let body = self
+            .send(Request::get(&self.url(&["sessions"])?), None)
+            .await?;
         parse_sessions(&body)
     }
 
@@ -307,7 +309,7 @@ impl EventStream for BrowserStream {
                 Some(Signal::Data(text)) if text.is_empty() => continue,
                 Some(Signal::Data(text)) => {
                     count(&self.counters, 0, text.len() as u64);
-                    return Some(Line::parse(&text).map(StreamItem::Line).map_err(Into::into))
+                    return Some(Line::parse(&text).map(StreamItem::Line).map_err(Into::into));
                 }
                 Some(Signal::Reset) => return Some(Ok(StreamItem::Reset)),
                 Some(Signal::Open) => continue,

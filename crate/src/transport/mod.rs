@@ -71,7 +71,8 @@ pub type TransportResult<T> = Result<T, TransportError>;
 pub struct Page {
     /// The lines, oldest first.
     pub lines: Vec<Line>,
-    /// Bytes of response body received.
+    /// Bytes of response body received, decompressed (the server's `/stats` counts what
+    /// crossed the wire, which is less when the response was compressed).
     pub bytes: u64,
 }
 

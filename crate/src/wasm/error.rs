@@ -57,7 +57,9 @@ impl From<BindingError> for JsValue {
 pub(super) fn anchor(value: Option<f64>) -> Result<Option<u64>, BindingError> {
     match value {
         None => Ok(None),
-        Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 => Ok(Some(n as u64)),
+        Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 => {
+            Ok(Some(n as u64))
+        }
         Some(n) => Err(BindingError::Anchor(n)),
     }
 }

@@ -160,11 +160,11 @@ impl PromptBackfill {
     /// `max_messages` is reached, or the chat starts. Messages are taken newest first and
     /// contiguously: the first one that does not fit ends the backfill. A stale cursor is not an
     /// error but [`BackfillStop::StaleCursor`]; other failures (storage, bad arguments) are.
-    pub async fn collect<S: Store>(
+    pub async fn collect<S: Store, E: TokenEstimator + ?Sized>(
         &self,
         chat: &ChatFile<'_, S>,
         request: &BackfillRequest<'_>,
-        estimator: &dyn TokenEstimator,
+        estimator: &E,
     ) -> Result<Backfill, WindowError> {
         if request.page_lines == 0 {
             return Err(WindowError::InvalidArgument(

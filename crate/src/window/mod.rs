@@ -49,7 +49,7 @@
 //! # In a Tauri command handler
 //!
 //! ```no_run
-//! # use scrollback::store::MemoryStore as FsStore;
+//! use scrollback::store::FsStore;
 //! use scrollback::window::{ChatTail, Chats, Cursor, PatchOp, WindowError, WriteOptions};
 //!
 //! // Held in the app's managed state: one `Chats` for the app's life.

@@ -43,21 +43,31 @@ impl Reply {
     pub fn new(rng: &mut Rng, session: &str, turn: u64) -> Reply {
         let thread = rng.uuid();
         let message_id = format!(
-            "msg_{session}:{thread}:turn_{turn:04}:item_{:03}:assistant:{}",
+            "msg_{session}:{thread}:turn_{turn:04}:item_{:03}:assistant:stream:{}",
             rng.below(40),
-            rng.hex(24)
+            rng.hex(32)
         );
+        // The session's id is the same for every reply of a session.
+        let mut per_session = Rng::new(session.bytes().fold(7, |h, b| h * 31 + b as u64));
         let fields = obj(json!({
             "messageId": message_id,
             "provenance": {
                 "messageId": format!("{message_id}:{}", rng.uuid()),
+                "requestId": format!("req_{}", rng.hex(26)),
+                "traceId": rng.hex(32),
+                "spanId": rng.hex(16),
                 "source": "agent-host",
                 "channel": "stream",
+                "model": "claude-sonnet-4-5-20250929",
             },
             "threadId": format!("thr_{thread}"),
             "turnId": format!("turn_{}", rng.uuid()),
             "itemId": format!("item_{}", rng.uuid()),
-            "sessionId": format!("ses_{}", rng.uuid()),
+            "sessionId": format!("ses_{}", per_session.uuid()),
+            "role": "assistant",
+            "contentIndex": 0,
+            "createdAt": format!("2026-09-04T{:02}:{:02}:{:02}.{:03}Z",
+                rng.below(24), rng.below(60), rng.below(60), rng.below(1000)),
         }));
         Reply { fields }
     }

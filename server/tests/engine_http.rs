@@ -1,0 +1,634 @@
+//! The engine over real HTTP against the real server (spawned in-process on a loopback port),
+//! with a real filesystem cache. Requests and bytes are counted by the server (`/stats`).
+//!
+//! Seed 000's measured claims: a warm reopen is one request (the probe); scrolling the whole
+//! cached conversation back is zero requests; a reset after falling 300 events behind costs the
+//! gap and no more (`before=306&after=201`); a file replaced on the server is caught by the
+//! probe and the reopen is cold; a reply streaming when the session is reopened continues at its
+//! next delta with nothing skipped or doubled. Also: the list prunes the cache, delete purges
+//! it, and the token travels on every request and the stream.
+
+use scrollback::chunks::Cache;
+use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::fold::Transcript;
+use scrollback::protocol::{last_seq, parse_page, Line, SessionSummary, TranscriptQuery};
+use scrollback::store::FsStore;
+use scrollback::transport::{HttpTransport, Page, Transport, TransportResult};
+use scrollback_server::transcript;
+use scrollback_server::{spawn, Server};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::LocalSet;
+
+/// A transport that records every `/transcript` query it sends (the rest passes through).
+struct Recording {
+    inner: HttpTransport,
+    queries: RefCell<Vec<String>>,
+}
+
+impl Transport for Recording {
+    type Stream = <HttpTransport as Transport>::Stream;
+    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        self.inner.sessions().await
+    }
+    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
+        self.queries.borrow_mut().push(query.to_query_string());
+        self.inner.transcript(id, query).await
+    }
+    async fn delete(&self, id: &str) -> TransportResult<()> {
+        self.inner.delete(id).await
+    }
+    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
+        self.inner.post_message(id, text).await
+    }
+    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
+        self.inner.events(id, after).await
+    }
+    async fn sleep(&self, ms: u32) {
+        self.inner.sleep(ms).await
+    }
+}
+
+type Client = Engine<FsStore, Recording>;
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    cache: PathBuf,
+    server: Server,
+    http: reqwest::Client,
+    token: Option<String>,
+}
+
+impl Env {
+    async fn start(sandbox: bool, token: Option<&str>) -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let mut config = scrollback_server::Config::new(&data);
+        config.sandbox = sandbox;
+        config.pace_ms = 15;
+        config.token = token.map(str::to_string);
+        let server = spawn(config).await.unwrap();
+        Env {
+            cache: tmp.path().join("cache"),
+            data,
+            _tmp: tmp,
+            server,
+            http: reqwest::Client::new(),
+            token: token.map(str::to_string),
+        }
+    }
+
+    /// A client as an app starting up would make one: over the same cache folder each time.
+    async fn client(&self, token: Option<&str>) -> Client {
+        let transport = HttpTransport::new(&self.server.url(), token.map(str::to_string)).unwrap();
+        let store = Arc::new(FsStore::new(&self.cache));
+        let cache = Cache::new(store, transport.host(), transport.port()).await;
+        let recording = Recording {
+            inner: transport,
+            queries: RefCell::default(),
+        };
+        Engine::new(
+            cache,
+            recording,
+            Config {
+                reconnect_delay_ms: 50,
+                ..Config::default()
+            },
+        )
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.data.join(id).join("transcript.jsonl")
+    }
+
+    fn lines(&self, id: &str) -> Vec<Line> {
+        std::fs::read_to_string(self.path(id))
+            .unwrap()
+            .lines()
+            .map(|l| Line::parse(l).unwrap())
+            .collect()
+    }
+
+    fn append(&self, id: &str, event: Value) -> Line {
+        let Value::Object(event) = event else {
+            panic!("an event is an object")
+        };
+        transcript::append(&self.path(id), event).unwrap()
+    }
+
+    fn create(&self, id: &str) {
+        std::fs::create_dir_all(self.data.join(id)).unwrap();
+        std::fs::write(self.path(id), b"").unwrap();
+    }
+
+    /// `(requests, bytes)` the server counted for a route.
+    async fn stats(&self, route: &str) -> (u64, u64) {
+        let mut request = self.http.get(format!("{}/stats", self.server.url()));
+        if let Some(t) = &self.token {
+            request = request.bearer_auth(t);
+        }
+        let stats: Value = request.send().await.unwrap().json().await.unwrap();
+        let r = &stats[route];
+        (
+            r["requests"].as_u64().unwrap_or(0),
+            r["bytes"].as_u64().unwrap_or(0),
+        )
+    }
+}
+
+/// An open session with its run task.
+struct Opened {
+    session: Rc<Session<FsStore, Recording>>,
+    run: tokio::task::JoinHandle<()>,
+}
+
+async fn open(client: &Client, id: &str) -> Opened {
+    let summary = client
+        .sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == id)
+        .unwrap();
+    let session = Rc::new(client.open(summary, None).unwrap());
+    let s = session.clone();
+    let run = tokio::task::spawn_local(async move { s.run().await });
+    Opened { session, run }
+}
+
+impl Opened {
+    async fn wait(&self, what: &str, cond: impl Fn(&View) -> bool) {
+        for _ in 0..2000 {
+            if self.session.with_view(&cond) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!(
+            "timed out waiting for {what}: {:?}",
+            self.session.with_view(|v| {
+                (
+                    v.ready,
+                    v.verified,
+                    v.live,
+                    v.cursor,
+                    v.oldest,
+                    v.banner.clone(),
+                )
+            })
+        );
+    }
+
+    async fn live(&self) {
+        self.wait("the stream", |v| v.live).await;
+    }
+
+    /// Pages back until the start of the conversation.
+    async fn scroll_to_start(&self) {
+        for _ in 0..10_000 {
+            if !self.session.with_view(|v| v.more_history) {
+                return;
+            }
+            self.session.older().await.unwrap();
+        }
+        panic!("never reached the start");
+    }
+
+    async fn close(self) -> Rc<Session<FsStore, Recording>> {
+        self.session.close();
+        self.run.await.unwrap();
+        self.session
+    }
+}
+
+/// What is shown is the server's transcript from the oldest row shown to the newest.
+fn assert_shows_server(session: &Session<FsStore, Recording>, server: &[Line]) {
+    session.with_view(|v| {
+        let from = v.oldest.expect("something shown") as usize;
+        let expected = Transcript::from_lines(&server[from - 1..v.cursor as usize]).unwrap();
+        assert_eq!(
+            v.transcript.rows(),
+            expected.rows(),
+            "rows differ from the server's"
+        );
+    });
+}
+
+fn long_session(env: &Env, id: &str, events: usize) {
+    std::fs::create_dir_all(env.data.join(id)).unwrap();
+    let file = std::fs::File::create(env.path(id)).unwrap();
+    scrollback_server::sandbox::write_long(std::io::BufWriter::new(file), id, events).unwrap();
+}
+
+#[tokio::test]
+async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            long_session(&env, "long", 3000);
+            let all = env.lines("long");
+
+            let t0 = env.stats("transcript").await;
+            let cold = open(&env.client(None).await, "long").await;
+            cold.live().await;
+            let t1 = env.stats("transcript").await;
+            cold.scroll_to_start().await;
+            let t2 = env.stats("transcript").await;
+            assert_shows_server(&cold.session, &all);
+            cold.close().await;
+
+            // Reopen, as after an app restart: one request, for one line.
+            let (e0, w0) = (env.stats("events").await, env.stats("transcript").await);
+            let client = env.client(None).await;
+            let warm = open(&client, "long").await;
+            warm.wait("the cached rows", |v| v.ready).await;
+            warm.live().await;
+            let (e1, w1) = (env.stats("events").await, env.stats("transcript").await);
+            assert_eq!(w1.0 - w0.0, 1, "a warm reopen is one transcript request");
+            assert!(w1.1 - w0.1 < 1024, "the probe is under 1 KB: {} bytes", w1.1 - w0.1);
+            assert_eq!(e1.0 - e0.0, 1, "and one stream, which has nothing to send");
+            let probe = format!("before={}&limit=1", all.len() + 1);
+            assert_eq!(client.transport().queries.borrow().as_slice(), [probe]);
+            let c = warm.session.counters();
+            assert_eq!((c.probes_passed, c.probes_failed, c.events), (1, 0, 0));
+
+            // The whole conversation back, from the cache.
+            warm.scroll_to_start().await;
+            let w2 = env.stats("transcript").await;
+            assert_eq!(w2.0 - w1.0, 0, "scrolling back through cached history costs nothing");
+            assert_shows_server(&warm.session, &all);
+            assert!(warm.session.counters().local_pages > 0);
+            println!(
+                "cold open: {} requests, {} bytes; first scroll back: {} requests, {} bytes; \
+                 warm reopen: {} request, {} bytes; warm scroll back: 0 requests ({} pages from the cache)",
+                t1.0 - t0.0,
+                t1.1 - t0.1,
+                t2.0 - t1.0,
+                t2.1 - t1.1,
+                w1.0 - w0.0,
+                w1.1 - w0.1,
+                warm.session.counters().local_pages
+            );
+            warm.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.create("gap");
+            env.append(
+                "gap",
+                json!({"type": "settings", "model": "m", "permissionMode": "p"}),
+            );
+            for i in 2..=201 {
+                match i % 3 {
+                    0 => env.append(
+                        "gap",
+                        json!({"type": "userMessage", "text": format!("q{i}")}),
+                    ),
+                    1 => env.append(
+                        "gap",
+                        json!({"type": "assistantText", "text": format!("answer {i}")}),
+                    ),
+                    _ => env.append("gap", json!({"type": "status", "status": "idle"})),
+                };
+            }
+            // The phone holds everything up to 201.
+            let first = open(&env.client(None).await, "gap").await;
+            first.live().await;
+            first.scroll_to_start().await;
+            first.close().await;
+
+            // Away for 304 events: four rows (202..305), then 200 more (306..505).
+            env.append(
+                "gap",
+                json!({"type": "userMessage", "text": "write it out"}),
+            );
+            for i in 0..101 {
+                env.append(
+                    "gap",
+                    json!({"type": "assistantText", "text": format!(" w{i}")}),
+                );
+            }
+            env.append("gap", json!({"type": "status", "status": "idle"}));
+            env.append("gap", json!({"type": "usageDelta", "context": 1234}));
+            for i in 306..=505 {
+                env.append(
+                    "gap",
+                    json!({"type": "userMessage", "text": format!("later {i}")}),
+                );
+            }
+            let all = env.lines("gap");
+
+            let client = env.client(None).await;
+            let back = open(&client, "gap").await;
+            back.wait("the reset window", |v| {
+                v.cursor == 505 && v.oldest == Some(306)
+            })
+            .await;
+            assert_eq!(back.session.counters().resets, 1);
+            let before = env.stats("transcript").await;
+            client.transport().queries.borrow_mut().clear();
+            assert!(back.session.older().await.unwrap());
+            let after = env.stats("transcript").await;
+            assert_eq!(
+                client.transport().queries.borrow().as_slice(),
+                ["before=306&after=201&limit=40&coalesce=true&bytes=65536"],
+                "the page asks for the gap only"
+            );
+            assert_eq!(after.0 - before.0, 1);
+            let gap_bytes = after.1 - before.1;
+            let rows = back
+                .session
+                .with_view(|v| (v.oldest, v.transcript.rows().len()));
+            assert_eq!(
+                rows.0,
+                Some(202),
+                "the gap page starts where the cache ends"
+            );
+
+            // What an unbounded page would have cost (both counted on the wire by the server).
+            let u0 = env.stats("transcript").await;
+            let unbounded = env
+                .http
+                .get(format!(
+                    "{}/sessions/gap/transcript?before=306&limit=40&coalesce=true",
+                    env.server.url()
+                ))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let unbounded_bytes = env.stats("transcript").await.1 - u0.1;
+            let unbounded_lines = parse_page(&unbounded).unwrap();
+            assert!(unbounded_lines[0].seq() < 202);
+            assert!(unbounded_bytes > gap_bytes);
+            let page = {
+                let q = TranscriptQuery {
+                    before: Some(306),
+                    after: Some(201),
+                    limit: Some(40),
+                    coalesce: true,
+                    bytes: Some(65536),
+                };
+                client
+                    .transport()
+                    .inner
+                    .transcript("gap", &q)
+                    .await
+                    .unwrap()
+            };
+            assert_eq!(page.lines.len(), 4, "four coalesced rows");
+            assert_eq!(page.lines[0].seq(), 202);
+            assert_eq!(last_seq(page.lines.last().unwrap()), 305);
+
+            // The gap closed: the rest of the history is local.
+            let s0 = env.stats("transcript").await;
+            back.scroll_to_start().await;
+            let s1 = env.stats("transcript").await;
+            assert_eq!(
+                s1.0 - s0.0,
+                0,
+                "after the gap, history comes from the cache"
+            );
+            assert_shows_server(&back.session, &all);
+            println!(
+                "reset gap: 1 request of {gap_bytes} bytes on the wire for seqs 202..305 (4 rows); \
+                 an unbounded page: {unbounded_bytes} bytes reaching back to seq {}",
+                unbounded_lines[0].seq()
+            );
+            back.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_file_replaced_on_the_server_is_caught_by_the_probe() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            long_session(&env, "r", 300);
+            let cached_len = env.lines("r").len();
+            let first = open(&env.client(None).await, "r").await;
+            first.live().await;
+            first.close().await;
+
+            // The same id, another transcript (as a re-seeded sandbox would be).
+            let mut body = String::new();
+            for seq in 1..=150u64 {
+                let ts = 1_800_000_000.0 + seq as f64 * 0.123_456_789;
+                let line = Line::new(
+                    seq,
+                    ts,
+                    json!({"type": "userMessage", "text": format!("other {seq}")})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                )
+                .unwrap();
+                body.push_str(line.raw());
+                body.push('\n');
+            }
+            let put = env
+                .http
+                .put(format!("{}/sessions/r/transcript", env.server.url()))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert!(put.status().is_success());
+            let all = env.lines("r");
+
+            let t0 = env.stats("transcript").await;
+            let client = env.client(None).await;
+            let again = open(&client, "r").await;
+            again.live().await;
+            let t1 = env.stats("transcript").await;
+            let c = again.session.counters();
+            assert_eq!((c.probes_passed, c.probes_failed), (0, 1));
+            assert_eq!(t1.0 - t0.0, 2, "the probe, then the cold opening window");
+            assert_eq!(
+                client.transport().queries.borrow().as_slice(),
+                [
+                    format!("before={}&limit=1", cached_len + 1),
+                    "limit=80".to_string()
+                ]
+            );
+            assert_shows_server(&again.session, &all);
+            again
+                .session
+                .with_view(|v| assert_eq!((v.oldest, v.cursor), (Some(71), 150)));
+            // The cache now holds the new file's lines, and only those.
+            again.scroll_to_start().await;
+            assert_shows_server(&again.session, &all);
+            again.close().await;
+            let reopened = open(&env.client(None).await, "r").await;
+            reopened.live().await;
+            assert_eq!(reopened.session.counters().probes_passed, 1);
+            assert_shows_server(&reopened.session, &all);
+            reopened.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(true, None).await;
+            env.create("chat");
+            env.append("chat", json!({"type": "status", "status": "idle"}));
+            let client = env.client(None).await;
+            let first = open(&client, "chat").await;
+            first.live().await;
+            client
+                .transport()
+                .post_message("chat", "tell me a story")
+                .await
+                .unwrap();
+            first
+                .wait("part of the reply", |v| v.counters.events >= 30)
+                .await;
+            let cursor = first.close().await.with_view(|v| v.cursor);
+            tokio::time::sleep(Duration::from_millis(150)).await;
+
+            let second = open(&env.client(None).await, "chat").await;
+            second.live().await;
+            second
+                .wait("the end of the reply", |v| {
+                    v.state.status == "idle" && v.cursor > cursor + 30
+                })
+                .await;
+            // The reply is over when the server's last line is the idle status.
+            let mut all = env.lines("chat");
+            for _ in 0..400 {
+                if all.last().and_then(|l| l.event().get("status")) == Some(&json!("idle"))
+                    && all.len() as u64 == second.session.with_view(|v| v.cursor)
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                all = env.lines("chat");
+            }
+            let newest = all.len() as u64;
+            let c = second.session.counters();
+            assert_eq!(c.probes_passed, 1);
+            assert_eq!(
+                c.events,
+                newest - cursor,
+                "every event after the cached cursor arrived once: nothing skipped or doubled"
+            );
+            assert_shows_server(&second.session, &all);
+            // One assistant row holds the whole reply, cached half and streamed half.
+            let reply: String = all
+                .iter()
+                .filter(|l| l.event_type() == "assistantText")
+                .filter_map(Line::text)
+                .collect();
+            let shown = second.session.with_view(|v| {
+                v.transcript
+                    .rows()
+                    .iter()
+                    .filter_map(|r| match r {
+                        scrollback::fold::Row::Assistant { text, .. } => Some(text.clone()),
+                        _ => None,
+                    })
+                    .collect::<String>()
+            });
+            assert_eq!(shown, reply);
+            second.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn the_list_prunes_the_cache_and_delete_purges_it() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            for id in ["a", "b", "c"] {
+                long_session(&env, id, 120);
+            }
+            let client = env.client(None).await;
+            for id in ["a", "b", "c"] {
+                let s = open(&client, id).await;
+                s.live().await;
+                s.close().await;
+                assert!(client.cache().session_size(id).await > 0);
+            }
+            client.delete("b").await.unwrap();
+            assert_eq!(client.cache().session_size("b").await, 0, "delete purges");
+            // Gone from the server behind the client's back.
+            std::fs::remove_dir_all(env.data.join("c")).unwrap();
+            let ids: Vec<String> = client
+                .sessions()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(ids, ["a"]);
+            assert_eq!(client.cache().session_size("c").await, 0, "the list prunes");
+            assert!(client.cache().session_size("a").await > 0);
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn the_token_travels_on_every_request_and_the_stream() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, Some("s3cret")).await;
+            long_session(&env, "t", 100);
+            let denied = env.client(None).await;
+            let err = denied.sessions().await.unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "server answered 401: missing or wrong token"
+            );
+
+            let client = env.client(Some("s3cret")).await;
+            let s = open(&client, "t").await;
+            s.live().await;
+            let newest = env
+                .append("t", json!({"type": "status", "status": "working"}))
+                .seq();
+            s.wait("the streamed event", |v| v.cursor == newest).await;
+            s.close().await;
+
+            // A session opened without the token shows why on the banner and keeps trying.
+            let summary = client.sessions().await.unwrap().remove(0);
+            let session = Rc::new(denied.open(summary, None).unwrap());
+            let r = session.clone();
+            let run = tokio::task::spawn_local(async move { r.run().await });
+            let opened = Opened { session, run };
+            opened
+                .wait("the banner", |v| {
+                    v.banner.as_deref().is_some_and(|b| b.contains("401"))
+                })
+                .await;
+            // The cached rows stay shown while the probe cannot be made.
+            opened
+                .session
+                .with_view(|v| assert!(v.ready && !v.verified && v.cursor == newest));
+            opened.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}

@@ -1,0 +1,886 @@
+//! The engine's randomized model test (seed 000's invariants, checked after every step).
+//!
+//! Each run is a server transcript on a real file, read through the server library's own
+//! transcript functions (`window`, `events_after`: the code behind `/transcript` and `/events`),
+//! and one client: the real engine over a real `MemoryStore`. Steps interleave server appends
+//! and long replies, opens (some at a saved anchor), closes, page-backs, absences long enough for
+//! a reset, network loss, file replacement, crashes mid-append (a torn tail written into the
+//! open chunk), write failures (the store's quota) and wiped storage. After every step:
+//!
+//! - what is shown is the server's transcript for every seq it claims: the shown lines tile a
+//!   contiguous range, each one equal (byte for byte) to the server's line, or for a coalesced
+//!   row to the server's coalescing of exactly the seqs it covers; unverified (cached, not yet
+//!   probed) rows are the transcript the cache was written from;
+//! - the rows are the fold of the shown lines; a live, verified session shows every event;
+//! - every chunk in the store is exactly what the server returns for that chunk's own coverage.
+//!
+//! `MODEL_RUNS` (default 1500) and `MODEL_SEED` (default: from the clock) override; the count
+//! and seed are printed, and a failure names the seed and the steps that led to it.
+//!
+//! The transport here is in-process (no HTTP) for speed; `engine_http.rs` runs the engine over
+//! real HTTP against the real server.
+
+use futures::executor::LocalPool;
+use futures::future::{abortable, AbortHandle};
+use futures::task::LocalSpawnExt;
+use futures::FutureExt;
+use scrollback::chunks::coverage::Kind;
+use scrollback::chunks::names::parse_chunk_name;
+use scrollback::chunks::Cache;
+use scrollback::engine::{Change, Config, Engine, Session};
+use scrollback::fold::Transcript;
+use scrollback::protocol::{
+    coalesce, last_seq, page_json, Line, SessionSummary, TranscriptQuery, FOLDED, MAX_LIMIT,
+};
+use scrollback::store::{MemoryStore, Store};
+use scrollback::transport::{
+    EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
+};
+use scrollback_server::transcript::{self, CatchUp};
+use serde_json::{json, Map, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::{HashSet, VecDeque};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+
+const ID: &str = "s";
+
+// ---- a small deterministic random source ----------------------------------------------------
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+// ---- the server side: a transcript file and its versions ------------------------------------
+
+/// The server's file for session `s`, and every version it has had (a replaced file is a new
+/// version; a copy of each is kept so a stale cache can be checked against what it came from).
+struct ServerFile {
+    dir: PathBuf,
+    lines: Vec<Line>,
+    version: usize,
+    /// How each event's ts is made: a replaced file has other timestamps, like a re-seeded one.
+    ts_base: f64,
+    /// Lines not yet written.
+    pending: String,
+    /// The lines of every earlier version.
+    old: Vec<Vec<Line>>,
+}
+
+impl ServerFile {
+    fn path(&self) -> PathBuf {
+        self.dir.join("data").join(ID).join("transcript.jsonl")
+    }
+    fn version_path(&self, version: usize) -> PathBuf {
+        self.dir.join(format!("v{version}.jsonl"))
+    }
+
+    fn create(dir: &Path, rng: &mut Rng) -> ServerFile {
+        std::fs::create_dir_all(dir.join("data").join(ID)).unwrap();
+        let mut file = ServerFile {
+            dir: dir.to_path_buf(),
+            lines: Vec::new(),
+            version: 0,
+            ts_base: 1_788_546_972.0,
+            pending: String::new(),
+            old: Vec::new(),
+        };
+        std::fs::write(file.path(), b"").unwrap();
+        let n = rng.below(120);
+        file.append_mixed(rng, n as usize);
+        file.flush();
+        file
+    }
+
+    fn event(&mut self, rng: &mut Rng, seq_hint: u64) -> Map<String, Value> {
+        let v = match rng.below(9) {
+            0 => json!({"type": "userMessage", "text": format!("question {seq_hint}")}),
+            1 => {
+                let status = ["idle", "working", "waiting"][rng.below(3) as usize];
+                json!({"type": "status", "status": status})
+            }
+            2 => json!({"type": "usageDelta", "context": rng.below(100_000)}),
+            3 => {
+                json!({"type": "toolCall", "id": format!("t{}", rng.below(5)), "name": "read", "input": {"path": "a"}})
+            }
+            4 => json!({"type": "toolResult", "id": format!("t{}", rng.below(5)), "output": "ok"}),
+            5 => {
+                json!({"type": "messageQueued", "id": format!("q{}", rng.below(3)), "text": "later"})
+            }
+            6 => json!({"type": "somethingNew", "x": [1, 2, 3]}),
+            _ => json!({"type": "assistantText", "text": word(rng)}),
+        };
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    fn push(&mut self, event: Map<String, Value>, rng: &mut Rng) {
+        let seq = self.lines.len() as u64 + 1;
+        // Timestamps with every bit of precision used (the probe compares them to the last bit).
+        let ts = self.ts_base + seq as f64 * 0.37 + (rng.below(1 << 20) as f64) / 3_000_001.0;
+        // One serialization (what a writer does), then the line parsed from its own text.
+        let raw = format!(
+            r#"{{"seq":{seq},"ts":{},"event":{}}}"#,
+            serde_json::Number::from_f64(ts).unwrap(),
+            Value::Object(event)
+        );
+        let line = Line::parse(&raw).unwrap();
+        self.pending.push_str(line.raw());
+        self.pending.push('\n');
+        self.lines.push(line);
+    }
+
+    /// Writes the lines pushed since the last flush, in one append (a writer's burst).
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.path())
+            .unwrap();
+        f.write_all(self.pending.as_bytes()).unwrap();
+        self.pending.clear();
+    }
+
+    fn append_mixed(&mut self, rng: &mut Rng, n: usize) {
+        for _ in 0..n {
+            let seq = self.lines.len() as u64 + 1;
+            let e = self.event(rng, seq);
+            self.push(e, rng);
+        }
+    }
+
+    /// A streamed reply: many deltas, sometimes of one message id, sometimes with a delta that
+    /// is not a clean append (a repeat), which must not fold.
+    fn reply(&mut self, rng: &mut Rng, deltas: usize) {
+        let message = rng.chance(50).then(|| format!("m{}", rng.below(1000)));
+        let mut prev = String::new();
+        for _ in 0..deltas {
+            let text = if rng.chance(3) && !prev.is_empty() {
+                prev.clone()
+            } else {
+                word(rng)
+            };
+            let mut e = Map::new();
+            e.insert("type".into(), "assistantText".into());
+            e.insert("text".into(), Value::String(text.clone()));
+            if let Some(m) = &message {
+                e.insert("messageId".into(), Value::String(m.clone()));
+            }
+            self.push(e, rng);
+            prev = text;
+        }
+    }
+
+    /// Replaces the file with another transcript under the same id (different timestamps, so
+    /// the probe can tell).
+    fn replace(&mut self, rng: &mut Rng) {
+        std::fs::copy(self.path(), self.version_path(self.version)).unwrap();
+        self.version += 1;
+        self.ts_base += 1000.0 + rng.below(1000) as f64;
+        self.old.push(std::mem::take(&mut self.lines));
+        let tmp = self.dir.join("replacement.jsonl");
+        std::fs::write(&tmp, b"").unwrap();
+        std::fs::rename(&tmp, self.path()).unwrap();
+        let n = rng.below(250) as usize;
+        if rng.chance(50) {
+            self.append_mixed(rng, n);
+        } else {
+            self.reply(rng, n);
+        }
+        self.flush();
+    }
+
+    /// The lines of `version`.
+    fn lines_of(&self, version: usize) -> &[Line] {
+        match version == self.version {
+            true => &self.lines,
+            false => &self.old[version],
+        }
+    }
+
+    /// The path of `version`'s file: the live one or a saved copy.
+    fn file_of(&self, version: usize) -> PathBuf {
+        if version == self.version {
+            self.path()
+        } else {
+            self.version_path(version)
+        }
+    }
+}
+
+fn word(rng: &mut Rng) -> String {
+    const WORDS: [&str; 12] = [
+        " the", " cache", " keeps", " lines", " and", " a", " probe", " checks", " it", ".",
+        " Then", "\n",
+    ];
+    WORDS[rng.below(WORDS.len() as u64) as usize].to_string()
+}
+
+// ---- the in-process transport ---------------------------------------------------------------
+
+/// The network between the client and the server library: up or down, and a clock that only
+/// moves when the model says time passes.
+#[derive(Default)]
+struct World {
+    data: PathBuf,
+    up: Cell<bool>,
+    now: Cell<u64>,
+    streams: RefCell<Vec<Waker>>,
+    sleepers: RefCell<Vec<Waker>>,
+}
+
+impl World {
+    fn wake(list: &RefCell<Vec<Waker>>) {
+        for w in list.borrow_mut().drain(..) {
+            w.wake();
+        }
+    }
+    fn path(&self, id: &str) -> PathBuf {
+        self.data.join(id).join("transcript.jsonl")
+    }
+}
+
+#[derive(Clone)]
+struct InProcess(Rc<World>);
+
+fn io_error(e: std::io::Error) -> TransportError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => TransportError::Http {
+            status: 404,
+            message: "no such session".into(),
+        },
+        _ => TransportError::Network(e.to_string()),
+    }
+}
+
+impl InProcess {
+    fn check_up(&self) -> TransportResult<()> {
+        match self.0.up.get() {
+            true => Ok(()),
+            false => Err(TransportError::Network("connection refused".into())),
+        }
+    }
+}
+
+impl Transport for InProcess {
+    type Stream = InProcessStream;
+
+    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        self.check_up()?;
+        Ok(Vec::new())
+    }
+
+    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
+        self.check_up()?;
+        query.validate().map_err(|e| TransportError::Http {
+            status: 400,
+            message: e.to_string(),
+        })?;
+        let lines = transcript::window(&self.0.path(id), query).map_err(io_error)?;
+        let bytes = page_json(&lines).len() as u64;
+        Ok(Page { lines, bytes })
+    }
+
+    async fn delete(&self, _: &str) -> TransportResult<()> {
+        Err(TransportError::Http {
+            status: 405,
+            message: "not in the model".into(),
+        })
+    }
+
+    async fn post_message(&self, _: &str, _: &str) -> TransportResult<()> {
+        Err(TransportError::Http {
+            status: 405,
+            message: "not in the model".into(),
+        })
+    }
+
+    async fn events(&self, id: &str, after: u64) -> TransportResult<InProcessStream> {
+        self.check_up()?;
+        let path = self.0.path(id);
+        let tail = transcript::events_after(&path, after).map_err(io_error)?;
+        let mut queue = VecDeque::new();
+        let lines = match tail.catch_up {
+            CatchUp::Lines(lines) => lines,
+            CatchUp::Reset(lines) => {
+                queue.push_back(StreamItem::Reset);
+                lines
+            }
+        };
+        let last = lines.last().map_or(after, Line::seq);
+        queue.extend(lines.into_iter().map(StreamItem::Line));
+        Ok(InProcessStream {
+            world: self.0.clone(),
+            path,
+            last,
+            queue,
+        })
+    }
+
+    async fn sleep(&self, _ms: u32) {
+        let until = self.0.now.get() + 1;
+        let world = self.0.clone();
+        futures::future::poll_fn(move |cx| {
+            if world.now.get() >= until {
+                Poll::Ready(())
+            } else {
+                world.sleepers.borrow_mut().push(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+/// A live connection: the catch-up, then the file followed as it grows (like the server's
+/// follower), until the network drops.
+struct InProcessStream {
+    world: Rc<World>,
+    path: PathBuf,
+    last: u64,
+    queue: VecDeque<StreamItem>,
+}
+
+impl EventStream for InProcessStream {
+    async fn next(&mut self) -> Option<TransportResult<StreamItem>> {
+        futures::future::poll_fn(|cx| {
+            if let Some(item) = self.queue.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
+            }
+            if !self.world.up.get() {
+                return Poll::Ready(Some(Err(TransportError::Network("connection lost".into()))));
+            }
+            let query = TranscriptQuery {
+                after: Some(self.last),
+                limit: Some(MAX_LIMIT),
+                ..TranscriptQuery::default()
+            };
+            let lines = match transcript::window(&self.path, &query) {
+                Ok(lines) => lines,
+                Err(e) => return Poll::Ready(Some(Err(io_error(e)))),
+            };
+            if let Some(last) = lines.last() {
+                self.last = last.seq();
+                self.queue.extend(lines.into_iter().map(StreamItem::Line));
+                return Poll::Ready(self.queue.pop_front().map(Ok));
+            }
+            self.world.streams.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+// ---- the client side ------------------------------------------------------------------------
+
+type ModelEngine = Engine<MemoryStore, InProcess>;
+
+/// An open session: the engine's, its run task, and the lines shown as the listener reported
+/// them (independent of the engine's own view).
+struct Open {
+    session: Rc<Session<MemoryStore, InProcess>>,
+    run: AbortHandle,
+    shown: Rc<RefCell<Vec<Line>>>,
+    reset_seen: Cell<bool>,
+}
+
+fn open(engine: &ModelEngine, pool: &LocalPool, file: &ServerFile, anchor: Option<u64>) -> Open {
+    let summary = SessionSummary {
+        id: ID.into(),
+        title: String::new(),
+        status: "idle".into(),
+        model: "m".into(),
+        permission_mode: "p".into(),
+        seq: file.lines.len() as u64,
+    };
+    let session = Rc::new(engine.open(summary, anchor).unwrap());
+    let shown: Rc<RefCell<Vec<Line>>> = Rc::default();
+    let record = shown.clone();
+    session.on_change(move |_, change| {
+        let mut shown = record.borrow_mut();
+        match change {
+            Change::Newer(lines) => shown.extend_from_slice(lines),
+            Change::Older(lines) => {
+                let mut all = lines.to_vec();
+                all.append(&mut shown);
+                *shown = all;
+            }
+            Change::Cleared => shown.clear(),
+            Change::State => {}
+        }
+    });
+    let s = session.clone();
+    let (run, handle) = abortable(async move { s.run().await });
+    pool.spawner().spawn_local(run.map(drop)).unwrap();
+    Open {
+        session,
+        run: handle,
+        shown,
+        reset_seen: Cell::new(false),
+    }
+}
+
+fn older(pool: &LocalPool, open: &Open) {
+    let s = open.session.clone();
+    pool.spawner()
+        .spawn_local(async move {
+            let _ = s.older().await;
+        })
+        .unwrap();
+}
+
+// ---- the checks -----------------------------------------------------------------------------
+
+/// What is shown is the server's transcript (of `version`) for every seq it claims.
+fn check_shown(open: &Open, truth: &[Line], current: bool) -> Result<(), String> {
+    let shown = open.shown.borrow();
+    for w in shown.windows(2) {
+        if last_seq(&w[0]) + 1 != w[1].seq() {
+            return Err(format!(
+                "shown lines do not tile: {} (through {}) then {}",
+                w[0].seq(),
+                last_seq(&w[0]),
+                w[1].seq()
+            ));
+        }
+    }
+    for line in shown.iter() {
+        let (seq, through) = (line.seq() as usize, last_seq(line) as usize);
+        if through > truth.len() {
+            return Err(format!(
+                "line {seq} (through {through}) shown, the server has {}",
+                truth.len()
+            ));
+        }
+        if !line.event().contains_key(FOLDED) && truth[seq - 1].raw() == line.raw() {
+            continue;
+        }
+        let expected = if line.event().contains_key(FOLDED) {
+            coalesce(&truth[seq - 1..through])
+        } else {
+            vec![truth[seq - 1].clone()]
+        };
+        if expected.len() != 1 || expected[0] != *line || expected[0].raw() != line.raw() {
+            return Err(format!(
+                "shown line {seq} is not the server's:\n  shown  {}\n  server {}",
+                line.raw(),
+                expected
+                    .iter()
+                    .map(Line::raw)
+                    .collect::<Vec<_>>()
+                    .join("\n         ")
+            ));
+        }
+    }
+    open.session.with_view(|view| {
+        let folded = Transcript::from_lines(shown.iter()).map_err(|e| e.to_string())?;
+        if folded.rows() != view.transcript.rows() {
+            return Err("the view's rows are not the fold of the lines shown".into());
+        }
+        if view.oldest != shown.first().map(Line::seq) && !shown.is_empty() {
+            return Err(format!(
+                "view.oldest {:?}, shown from {:?}",
+                view.oldest,
+                shown.first().map(Line::seq)
+            ));
+        }
+        if view.ready && !view.more_history && shown.first().is_some_and(|l| l.seq() != 1) {
+            return Err("moreHistory is false with history above".into());
+        }
+        if current && view.live && view.verified {
+            let newest = shown.last().map_or(0, last_seq);
+            if newest != truth.len() as u64 {
+                return Err(format!(
+                    "live and verified but showing up to {newest} of {}",
+                    truth.len()
+                ));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Every chunk in the store is exactly what the server returns for that chunk's own coverage.
+///
+/// `seen` remembers chunks already checked (name, size, stamp, server version), so a step
+/// costs the chunks that changed.
+async fn check_chunks(
+    store: &MemoryStore,
+    dir: &str,
+    server_file: &Path,
+    truth: &[Line],
+    version: usize,
+    torn: bool,
+    seen: &mut HashSet<(String, u64, u64, usize)>,
+) -> Result<usize, String> {
+    let entries = store.list(dir).await.map_err(|e| e.to_string())?;
+    let mut n = 0;
+    for entry in entries {
+        let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
+            continue;
+        };
+        n += 1;
+        let key = (entry.name.clone(), entry.size, entry.modified, version);
+        if seen.contains(&key) {
+            continue;
+        }
+        let path = format!("{dir}/{}", entry.name);
+        let mut bytes = store.read(&path, 0, usize::MAX).await.unwrap();
+        if bytes.last().is_some_and(|b| *b != b'\n') {
+            if !torn {
+                return Err(format!(
+                    "{path} ends in a partial line with no crash to explain it"
+                ));
+            }
+            bytes.truncate(bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| format!("{path}: {e}"))?;
+        let lines: Vec<Line> = text
+            .lines()
+            .map(Line::parse)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{path}: {e}"))?;
+        let Some(last) = lines.last() else {
+            continue; // an empty chunk claims nothing
+        };
+        let end = end.unwrap_or(last_seq(last) + 1);
+        if kind == Kind::Open {
+            // The open chunk changes every step; its lines are the file's lines (what the
+            // server sends raw), compared byte for byte without a server read per step.
+            let expected = truth.get(first as usize - 1..end as usize - 1);
+            let same = expected.is_some_and(|e| {
+                e.len() == lines.len() && e.iter().zip(&lines).all(|(a, b)| a.raw() == b.raw())
+            });
+            if !same {
+                return Err(format!(
+                    "open chunk {} is not the server's lines [{first}, {end})",
+                    entry.name
+                ));
+            }
+            seen.insert(key);
+            continue;
+        }
+        let query = TranscriptQuery {
+            before: Some(end),
+            after: Some(first - 1),
+            limit: Some(MAX_LIMIT),
+            coalesce: kind == Kind::Rows,
+            bytes: None,
+        };
+        let expected = transcript::window(server_file, &query).map_err(|e| e.to_string())?;
+        let same = expected.len() == lines.len()
+            && expected
+                .iter()
+                .zip(&lines)
+                .all(|(a, b)| a == b && a.raw() == b.raw());
+        if !same {
+            return Err(format!(
+                "chunk {} is not the server's [{first}, {end}): {} lines stored, {} served; first stored {:?}, first served {:?}",
+                entry.name,
+                lines.len(),
+                expected.len(),
+                lines.first().map(|l| l.raw().to_string()),
+                expected.first().map(|l| l.raw().to_string()),
+            ));
+        }
+        seen.insert(key);
+    }
+    Ok(n)
+}
+
+// ---- one run --------------------------------------------------------------------------------
+
+fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
+    let mut rng = Rng(seed);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut file = ServerFile::create(tmp.path(), &mut rng);
+    let world = Rc::new(World {
+        data: tmp.path().join("data"),
+        ..World::default()
+    });
+    world.up.set(true);
+    let store = Arc::new(MemoryStore::new());
+    let mut pool = LocalPool::new();
+    let cache = pool.run_until(Cache::new(store.clone(), "model", 1));
+    let dir = format!("{}/{ID}", cache.dir());
+    let config = Config {
+        opening_window: rng.range(3, 80) as usize,
+        page_rows: rng.range(1, 40) as usize,
+        page_bytes: rng.chance(50).then(|| rng.range(200, 4000) as usize),
+        ..Config::default()
+    };
+    let engine = ModelEngine::new(cache, InProcess(world.clone()), config);
+    let mut session: Option<Open> = None;
+    let mut cache_version = 0;
+    let mut torn = false;
+    let mut log = String::new();
+    let mut seen = HashSet::new();
+
+    for step in 0..steps {
+        let action = rng.below(100);
+        let is_open = session.is_some();
+        let what: String = match action {
+            0..=17 => {
+                let n = rng.range(1, 30) as usize;
+                file.append_mixed(&mut rng, n);
+                World::wake(&world.streams);
+                format!("server appends {n}")
+            }
+            18..=25 => {
+                let n = rng.range(10, 250) as usize;
+                file.reply(&mut rng, n);
+                World::wake(&world.streams);
+                format!("server replies with {n} deltas")
+            }
+            26..=40 if !is_open => {
+                let anchor = (rng.chance(25) && !file.lines.is_empty())
+                    .then(|| rng.range(1, file.lines.len() as u64));
+                session = Some(open(&engine, &pool, &file, anchor));
+                torn = false;
+                stats.opens += 1;
+                format!("open (anchor {anchor:?})")
+            }
+            26..=30 => {
+                session.take().unwrap().session.close();
+                "close".into()
+            }
+            31..=33 => {
+                session.take().unwrap().run.abort();
+                "drop the running session".into()
+            }
+            34..=36 => {
+                session.take().unwrap().run.abort();
+                let tear = pool.run_until(tear_tail(&store, &dir, &file, &mut rng));
+                torn |= tear.is_some();
+                format!(
+                    "crash mid-append ({})",
+                    tear.unwrap_or_else(|| "no open chunk".into())
+                )
+            }
+            37..=40 => {
+                let anchor = session.as_ref().unwrap().session.with_view(|v| v.oldest);
+                session.as_ref().unwrap().session.reload(anchor);
+                stats.reloads += 1;
+                format!("reload at {anchor:?}")
+            }
+            41..=62 if is_open => {
+                older(&pool, session.as_ref().unwrap());
+                stats.olders += 1;
+                "page back".into()
+            }
+            41..=62 => {
+                // Past CATCH_UP_LIMIT more often than not: the next open streams a reset.
+                let n = rng.range(150, 300) as usize;
+                file.append_mixed(&mut rng, n);
+                "a long absence (server appends while closed)".into()
+            }
+            63..=67 => {
+                world.up.set(!world.up.get());
+                World::wake(&world.streams);
+                format!("network {}", if world.up.get() { "up" } else { "down" })
+            }
+            68..=78 => {
+                world.now.set(world.now.get() + 1);
+                World::wake(&world.sleepers);
+                "time passes".into()
+            }
+            79..=82 if !is_open => {
+                file.replace(&mut rng);
+                stats.replaces += 1;
+                format!("file replaced ({} lines)", file.lines.len())
+            }
+            79..=86 => {
+                if rng.chance(50) {
+                    let used = pool.run_until(store_size(&store));
+                    let quota = used + rng.below(3000);
+                    store.set_quota(Some(quota));
+                    format!("quota set to {quota}")
+                } else {
+                    store.set_quota(None);
+                    "quota lifted".into()
+                }
+            }
+            87..=89 => {
+                store.wipe();
+                torn = false;
+                stats.wipes += 1;
+                "storage wiped".into()
+            }
+            _ => {
+                let n = rng.range(1, 5) as usize;
+                file.append_mixed(&mut rng, n);
+                World::wake(&world.streams);
+                format!("server appends {n}")
+            }
+        };
+        file.flush();
+        let _ = writeln!(log, "  {step:>3}: {what}");
+        let t = std::time::Instant::now();
+        pool.run_until_stalled();
+        stats.engine_time += t.elapsed();
+        let t = std::time::Instant::now();
+
+        // The checks.
+        let fail = |e: String| format!("seed {seed}, after step {step}: {e}\nsteps:\n{log}");
+        let truth_now = &file.lines;
+        let mut verified = false;
+        if let Some(open) = &session {
+            verified = open.session.with_view(|v| v.verified);
+            if verified {
+                cache_version = file.version;
+                check_shown(open, truth_now, true).map_err(fail)?;
+            } else {
+                let stale = file.lines_of(cache_version);
+                check_shown(open, stale, cache_version == file.version).map_err(fail)?;
+            }
+            stats.max_shown = stats.max_shown.max(open.shown.borrow().len());
+            let resets = open.session.counters().resets;
+            if resets > 0 && !open.reset_seen.replace(true) {
+                stats.sessions_reset += 1;
+            }
+        }
+        let version = if verified {
+            file.version
+        } else {
+            cache_version
+        };
+        let chunks = pool
+            .run_until(check_chunks(
+                &store,
+                &dir,
+                &file.file_of(version),
+                file.lines_of(version),
+                version,
+                torn,
+                &mut seen,
+            ))
+            .map_err(fail)?;
+        stats.max_chunks = stats.max_chunks.max(chunks);
+        stats.check_time += t.elapsed();
+    }
+    if let Some(open) = session.take() {
+        open.session.close();
+        pool.run_until_stalled();
+    }
+    Ok(())
+}
+
+async fn store_size(store: &MemoryStore) -> u64 {
+    async fn walk(store: &MemoryStore, dir: &str) -> u64 {
+        let mut total = 0;
+        for e in store.list(dir).await.unwrap_or_default() {
+            let path = format!("{dir}/{}", e.name);
+            total += match e.is_dir {
+                true => Box::pin(walk(store, &path)).await,
+                false => e.size,
+            };
+        }
+        total
+    }
+    walk(store, "transcripts").await
+}
+
+/// A crash mid-append: part of the next line written to the open chunk, no newline.
+async fn tear_tail(
+    store: &MemoryStore,
+    dir: &str,
+    file: &ServerFile,
+    rng: &mut Rng,
+) -> Option<String> {
+    let entries = store.list(dir).await.ok()?;
+    let open = entries
+        .iter()
+        .find(|e| e.name.ends_with("-open.raw.jsonl"))?;
+    let path = format!("{dir}/{}", open.name);
+    let next = file.lines.last().map_or(
+        r#"{"seq":1,"ts":1.5,"event":{"type":"status"}}"#.to_string(),
+        |l| l.raw().to_string(),
+    );
+    // Any byte: a crash can tear a line inside a multi-byte character too.
+    let cut = rng.range(1, next.len() as u64 - 1) as usize;
+    store.append(&path, &next.as_bytes()[..cut]).await.ok()?;
+    Some(format!("{cut} bytes torn into {}", open.name))
+}
+
+#[derive(Default, Debug)]
+struct Stats {
+    opens: u64,
+    olders: u64,
+    reloads: u64,
+    replaces: u64,
+    wipes: u64,
+    sessions_reset: u64,
+    max_shown: usize,
+    max_chunks: usize,
+    engine_time: std::time::Duration,
+    check_time: std::time::Duration,
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Runs `runs` model runs from `seed` (each run's seed is `seed + i`).
+fn model(half: u64) {
+    let runs = env_u64("MODEL_RUNS").unwrap_or(2000);
+    // One seed for both halves.
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        env_u64("MODEL_SEED").unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
+    });
+    // Two tests share the runs (even and odd), so the two cores both work.
+    println!(
+        "engine model: {} of {runs} runs from seed {seed} (MODEL_RUNS / MODEL_SEED to override)",
+        runs / 2 + (runs % 2) * (1 - half)
+    );
+    let mut stats = Stats::default();
+    for run in (half..runs).step_by(2) {
+        let run_seed = seed.wrapping_add(run);
+        let steps = 10 + (run_seed % 24) as usize;
+        if let Err(e) = run_once(run_seed, steps, &mut stats) {
+            panic!("run {run} failed (rerun with MODEL_SEED={run_seed} MODEL_RUNS=1):\n{e}");
+        }
+    }
+    println!("engine model: runs passed: {stats:?}");
+}
+
+#[test]
+fn what_is_shown_and_stored_is_always_the_servers_even_runs() {
+    model(0);
+}
+
+#[test]
+fn what_is_shown_and_stored_is_always_the_servers_odd_runs() {
+    model(1);
+}

@@ -1,0 +1,233 @@
+//! `/events` over real HTTP, read by a real SSE parser: catch-up, reset, live appends by another
+//! process, a replaced file, and the byte-for-byte round trip of a line.
+
+mod server_support;
+
+use scrollback::protocol::{Line, CATCH_UP_LIMIT, RESET_EVENT};
+use serde_json::{json, Value};
+use server_support::{line, lines, transcript, Fixture};
+
+fn ids(events: &[eventsource_stream::Event]) -> Vec<u64> {
+    events.iter().map(|e| e.id.parse().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn catch_up_sends_every_line_above_after_then_what_others_append() {
+    let f = Fixture::new().await;
+    let text = transcript(300);
+    f.write("s", &text);
+    let all = lines(&text);
+    let mut sse = f.events("s", "after=250").await;
+    let events = sse.take(50).await;
+    assert_eq!(ids(&events), (251..=300).collect::<Vec<_>>());
+    for e in &events {
+        assert_eq!(e.event, "message");
+        assert_eq!(
+            e.data,
+            all[e.id.parse::<usize>().unwrap() - 1].raw(),
+            "byte for byte"
+        );
+    }
+    assert!(
+        sse.quiet(200).await,
+        "nothing more until something is appended"
+    );
+
+    // Another process appends: two lines at once, then one written in two parts.
+    f.append(
+        "s",
+        &(line(301, json!({"type": "status", "status": "working"}))
+            + &line(302, json!({"type": "assistantText", "text": " hi"}))),
+    );
+    assert_eq!(ids(&sse.take(2).await), vec![301, 302]);
+    let torn = line(303, json!({"type": "assistantText", "text": " there"}));
+    let (head, rest) = torn.split_at(20);
+    f.append("s", head);
+    assert!(sse.quiet(300).await, "a torn line is not sent");
+    f.append("s", rest);
+    let e = sse.next().await;
+    assert_eq!((e.id.as_str(), e.data.as_str()), ("303", torn.trim_end()));
+
+    // Damage appended between good lines is skipped, the good lines are not.
+    f.append(
+        "s",
+        &("\n{oops\n".to_owned() + &line(304, json!({"type": "status", "status": "idle"}))),
+    );
+    assert_eq!(sse.next().await.id, "304");
+}
+
+#[tokio::test]
+async fn further_behind_than_the_catch_up_limit_gets_a_reset_then_the_newest_200() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(300));
+    for (query, reset) in [
+        ("after=50", true),
+        ("after=99", true),
+        ("after=100", false),
+        ("", true),
+    ] {
+        let mut sse = f.events("s", query).await;
+        let mut first = sse.next().await;
+        if reset {
+            assert_eq!(first.event, RESET_EVENT, "{query}");
+            let data: Value = serde_json::from_str(&first.data).unwrap();
+            assert_eq!(data["first"], 101);
+            assert_eq!(data["reason"], "behind");
+            first = sse.next().await;
+        }
+        assert_eq!(first.event, "message", "{query}");
+        let mut events = vec![first];
+        events.extend(sse.take(CATCH_UP_LIMIT - 1).await);
+        assert_eq!(ids(&events), (101..=300).collect::<Vec<_>>(), "{query}");
+        assert!(sse.quiet(150).await);
+    }
+}
+
+#[tokio::test]
+async fn a_reconnecting_event_source_resumes_from_last_event_id() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(300));
+    let response = f
+        .http
+        .get(f.url("/sessions/s/events?after=10"))
+        .header("Last-Event-ID", "297")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    use eventsource_stream::Eventsource;
+    use futures_util::StreamExt;
+    let mut stream = response.bytes_stream().eventsource();
+    for want in ["298", "299", "300"] {
+        assert_eq!(stream.next().await.unwrap().unwrap().id, want);
+    }
+    let response = f
+        .http
+        .get(f.url("/sessions/s/events"))
+        .header("Last-Event-ID", "x1")
+        .send()
+        .await
+        .unwrap();
+    let (status, message) = f.error(response).await;
+    assert_eq!(status, 400);
+    assert!(message.contains("Last-Event-ID"));
+}
+
+#[tokio::test]
+async fn a_file_replaced_under_the_same_name_is_served_as_the_new_content() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(300));
+    let mut sse = f.events("s", "after=300").await;
+
+    // Replaced through the API: the stream says reset, then sends the new content.
+    let new = transcript(30).replace("question", "другой вопрос");
+    let response = f
+        .http
+        .put(f.url("/sessions/s/transcript"))
+        .body(new.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let reset = sse.next().await;
+    assert_eq!(reset.event, RESET_EVENT);
+    assert_eq!(
+        serde_json::from_str::<Value>(&reset.data).unwrap()["reason"],
+        "replaced"
+    );
+    let events = sse.take(30).await;
+    let all = lines(&new);
+    assert_eq!(
+        events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(),
+        all.iter().map(Line::raw).collect::<Vec<_>>()
+    );
+    let page = f.page("s", "limit=100").await;
+    assert_eq!(
+        page.iter().map(Line::raw).collect::<Vec<_>>(),
+        all.iter().map(Line::raw).collect::<Vec<_>>()
+    );
+    assert_eq!(f.page("s", "before=3").await.len(), 2);
+
+    // Replaced by another process (a new file renamed over it).
+    let other = transcript(12);
+    let tmp = f.data().join("s").join("next.tmp");
+    std::fs::write(&tmp, &other).unwrap();
+    std::fs::rename(&tmp, f.transcript_path("s")).unwrap();
+    assert_eq!(sse.next().await.event, RESET_EVENT);
+    assert_eq!(
+        sse.take(12).await.last().unwrap().data,
+        lines(&other)[11].raw()
+    );
+    assert_eq!(f.page("s", "").await.len(), 12);
+
+    // Rewritten in place, shorter.
+    std::fs::write(f.transcript_path("s"), transcript(5)).unwrap();
+    assert_eq!(sse.next().await.event, RESET_EVENT);
+    assert_eq!(sse.take(5).await.last().unwrap().id, "5");
+
+    // Deleted: the stream ends, and the session is gone.
+    let response = f.http.delete(f.url("/sessions/s")).send().await.unwrap();
+    assert_eq!(response.status(), 204);
+    assert!(sse.ended().await);
+    assert_eq!(f.get("/sessions/s/transcript").await.status(), 404);
+}
+
+#[tokio::test]
+async fn a_line_read_back_is_the_line_that_was_written() {
+    let f = Fixture::new().await;
+    // Written by another process with floats that a lossy parser would change.
+    let written = [
+        r#"{"seq":1,"ts":1788546972.6030757,"event":{"type":"userMessage","text":"ts with all its digits"}}"#,
+        r#"{"seq":2,"ts":1788546972.603076,"event":{"type":"usageDelta","context":123456,"output":7,"cost":0.30000000000000004}}"#,
+        r#"{"seq":3,"ts":1.7885469726030757e9,"event":{"type":"futureEvent","z":1,"a":[2.5e-7,1e300],"nested":{"b":null,"a":"é"}}}"#,
+    ];
+    f.write("s", &(written.join("\n") + "\n"));
+    let mut sse = f.events("s", "after=0").await;
+    let streamed: Vec<String> = sse.take(3).await.into_iter().map(|e| e.data).collect();
+    let page = f.page("s", "").await;
+    for i in 0..3 {
+        assert_eq!(
+            streamed[i], written[i],
+            "the stream sends the line as written"
+        );
+        assert_eq!(
+            page[i].raw(),
+            written[i],
+            "/transcript sends the line as written"
+        );
+    }
+    assert_eq!(page[0].ts(), 1788546972.6030757);
+    assert_ne!(
+        page[0].ts(),
+        page[1].ts(),
+        "ts one bit apart stays one bit apart"
+    );
+
+    // Written by the server: what the stream sent is what /transcript reads back.
+    let response = f
+        .http
+        .post(f.url("/sessions/s/messages"))
+        .json(&json!({"text": "round trip ✓"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let posted = response.text().await.unwrap();
+    let sent = sse.next().await;
+    assert_eq!(sent.id, "4");
+    assert_eq!(sent.data, posted);
+    let back = f.page("s", "before=5&after=3").await;
+    assert_eq!(back[0].raw(), sent.data, "byte for byte");
+    assert_eq!(
+        back[0],
+        Line::parse(&sent.data).unwrap(),
+        "and equal parsed, ts to the last bit"
+    );
+    let ts = Line::parse(&sent.data).unwrap().ts();
+    assert_eq!(
+        serde_json::from_str::<Value>(&sent.data).unwrap()["ts"].as_f64(),
+        Some(ts)
+    );
+    assert!(ts.fract() != 0.0, "a real clock's ts, with its fraction");
+}

@@ -73,6 +73,7 @@ let view = null;     // the open session's view
 let current = null;  // its id
 let loadingOlder = false;
 let pendingAnchor = null; // a seq to bring back to the top after a reload
+let reloading = false;    // between Reload and the purge: the old rows are not drawn again
 const rendered = new Map(); // seq -> { node, sig }
 
 function topVisibleSeq() {
@@ -97,7 +98,10 @@ function renderRows(rows) {
     let entry = rendered.get(row.seq);
     if (!entry || entry.sig !== sig) {
       const node = renderRow(row);
-      if (entry) entry.node.replaceWith(node);
+      if (entry) {
+        if (next === entry.node) next = node;
+        entry.node.replaceWith(node);
+      }
       entry = { node, sig };
       rendered.set(row.seq, entry);
     }
@@ -108,7 +112,7 @@ function renderRows(rows) {
   while (next) { const gone = next; next = next.nextSibling; gone.remove(); }
   for (const seq of [...rendered.keys()]) if (!keep.has(seq)) rendered.delete(seq);
 
-  if (pendingAnchor !== null && rows.length) {
+  if (pendingAnchor !== null && rows.length && view?.state.ready) {
     const target = [...rows].reverse().find((r) => r.seq <= pendingAnchor) ?? rows[0];
     rendered.get(target.seq)?.node.scrollIntoView({ block: 'start' });
     if (rows[0].seq <= pendingAnchor) pendingAnchor = null;
@@ -120,11 +124,18 @@ function renderRows(rows) {
 }
 
 function renderState(state) {
+  if (reloading) return;
   ui.meta.textContent = [state.status, state.model, state.permissionMode,
     state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
     .filter(Boolean).join(' · ');
   ui.banner.hidden = !state.banner;
-  ui.banner.textContent = state.banner ?? '';
+  if (state.banner) {
+    ui.banner.replaceChildren(
+      el('strong', null, 'The server cannot be reached. '),
+      el('span', null, 'Showing the cached transcript; reconnecting… '),
+      el('span', 'detail', state.banner),
+    );
+  }
   ui.edge.textContent = !state.ready ? 'Loading…' : state.moreHistory ? '' : 'Start of the conversation';
   renderRows(state.rows ?? []);
   ui.pending.replaceChildren(
@@ -247,13 +258,21 @@ async function reload() {
   if (!view) return;
   ui.settings.close();
   const anchor = topVisibleSeq();
-  pendingAnchor = anchor;
+  const reloaded = view;
+  reloading = true;
   rendered.clear(); ui.rows.replaceChildren();
+  ui.edge.textContent = 'Reloading…';
   try {
-    await view.reload(anchor ?? undefined);
+    await reloaded.reload(anchor ?? undefined);
   } catch (err) {
     ui.banner.hidden = false;
     ui.banner.textContent = `Reload failed: ${err.message}`;
+  } finally {
+    reloading = false;
+    if (reloaded === view) {
+      pendingAnchor = anchor;
+      renderState(view.state);
+    }
   }
 }
 

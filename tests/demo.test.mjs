@@ -1,0 +1,407 @@
+// The demo page (www/) driven in headless Chromium exactly as a person would use it: the real
+// server (sandbox data), the real package, real OPFS. Each test has its own server, data folder
+// and browser context (so its own OPFS). Requests are counted by the browser itself: the
+// context's 'request' events include the worker's fetches and its EventSource.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { launch } from './lib/browser.mjs';
+import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+
+const OUT = path.join(ROOT, 'tests/out');
+const WAIT = { timeout: Number(process.env.DEMO_WAIT ?? 90_000) };
+let browser, template;
+
+before(async () => {
+  for (const file of ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
+    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
+  }
+  await fs.mkdir(OUT, { recursive: true });
+  // The sandbox is seeded once (the long session is 21 MB) and copied for each test.
+  const seeding = await startServer();
+  await seeding.stop();
+  template = seeding.dataDir;
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  if (template) await fs.rm(template, { recursive: true, force: true });
+});
+
+/** Session API requests (transcript pages, probes, streams, posts) as the browser sent them. */
+function isApi(url) {
+  return /^\/sessions\/[^/]+\/(transcript|events|messages)$/.test(url.pathname);
+}
+
+/**
+ * A test's world: a server on a copy of the sandbox, a fresh browser context (its own OPFS)
+ * with the demo page, every session API request the browser sends, and the console of the page
+ * and of its worker.
+ */
+async function world(t, { args = [] } = {}) {
+  const data = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-demo-'));
+  await fs.cp(template, data, { recursive: true });
+  let server = await startServer({ data, args });
+  const port = server.port;
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const requests = [];
+  context.on('request', (r) => {
+    const url = new URL(r.url());
+    if (url.origin === server.url && isApi(url)) requests.push({ url, type: r.resourceType(), method: r.method() });
+  });
+  const page = await context.newPage();
+  const consoleLog = [];
+  const listen = (who) => (m) => consoleLog.push({ who, type: m.type(), text: m.text() });
+  page.on('console', listen('page'));
+  page.on('pageerror', (e) => consoleLog.push({ who: 'page', type: 'pageerror', text: e.message }));
+  page.on('worker', (w) => w.on('console', listen('worker')));
+  t.after(async () => {
+    await context.close();
+    await server.stop();
+    await fs.rm(data, { recursive: true, force: true });
+  });
+  return {
+    get server() { return server; },
+    context, page, requests, consoleLog,
+    /** Stops the server (the port stays ours to restart on). */
+    async stopServer() { await server.stop(); },
+    /** Starts the server again on the same port and data folder. */
+    async restartServer() { server = await startServer({ data, args, port }); },
+    /** Opens a session by its address, as a bookmark would. */
+    async goto(id) { await page.goto(`${server.url}/#/sessions/${encodeURIComponent(id)}`); },
+    /** Errors on the page's or the worker's console. */
+    errors() { return consoleLog.filter((m) => m.type === 'error' || m.type === 'pageerror'); },
+  };
+}
+
+/** The open view's state, as the page has it (rows left out). */
+const state = (page) => page.evaluate(() => {
+  const s = window.scrollbackDemo?.view()?.state;
+  return s ? { ...s, rows: s.rows.length } : null;
+});
+
+/** Waits until the session is shown and its stream connected. */
+async function live(page) {
+  await page.waitForFunction(() => {
+    const s = window.scrollbackDemo?.view()?.state;
+    return s?.ready && s.live && document.querySelectorAll('#rows > li').length > 0;
+  }, null, WAIT);
+}
+
+/** Scrolls the transcript to its top until the first line of the session is drawn. */
+async function scrollToStart(page) {
+  await page.waitForFunction(() => {
+    const box = document.getElementById('transcript');
+    box.scrollTop = 0;
+    const s = window.scrollbackDemo?.view()?.state;
+    return s?.ready && !s.moreHistory && document.querySelector('#rows > li[data-seq="1"]') !== null;
+  }, null, { ...WAIT, timeout: 150_000, polling: 50 });
+}
+
+/** Leaves the session for the list (the view is closed). */
+async function leave(page) {
+  await page.evaluate(() => { location.hash = '#/'; });
+  await page.waitForFunction(() => window.scrollbackDemo?.view() === null && document.getElementById('session').hidden);
+}
+
+/** Opens a session from the page (a hash change: the worker and its cache stay). */
+async function reopen(page, id) {
+  await page.evaluate((id) => { location.hash = `#/sessions/${encodeURIComponent(id)}`; }, id);
+}
+
+const describe = (reqs) => reqs.map((r) => `${r.method} ${r.url.pathname}${r.url.search} [${r.type}]`);
+const isProbe = (r) => r.url.pathname.endsWith('/transcript') && r.url.searchParams.get('limit') === '1' && r.url.searchParams.has('before');
+const isStream = (r) => r.url.pathname.endsWith('/events');
+const isPage = (r) => r.url.pathname.endsWith('/transcript') && !isProbe(r);
+
+/** Waits (polling) until `check()` holds. */
+async function until(check, what, timeout = WAIT.timeout) {
+  const deadline = Date.now() + timeout;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A transcript line as the agent process writes it. */
+const line = (seq, event) => JSON.stringify({ seq, ts: 1788600000 + seq / 10, event });
+
+test('cold open: the opening window and the stream; the list, session and settings screenshots', async (t) => {
+  const w = await world(t);
+  const { page, requests } = w;
+  await page.goto(`${w.server.url}/`);
+  await page.waitForSelector('#session-list li');
+  assert.equal(await page.locator('#session-list li').count(), (await (await fetch(`${w.server.url}/sessions`)).json()).length);
+  await page.screenshot({ path: path.join(OUT, 'list.png') });
+
+  await page.click('#session-list a[href="#/sessions/long"]');
+  await live(page);
+  const newest = (await w.server.lines('long')).at(-1).seq;
+  const opening = requests.filter((r) => !r.url.searchParams.has('before'));
+  assert.equal(opening.length, 2, `a cold open is two requests; all: ${describe(requests)}`);
+  assert.ok(isPage(opening[0]) && opening[0].type === 'fetch', `first the opening window: ${describe(opening)}`);
+  assert.ok(isStream(opening[1]) && opening[1].type === 'eventsource', `then the stream: ${describe(opening)}`);
+  assert.equal(opening[1].url.searchParams.get('after'), String(newest), 'the stream starts after the newest line');
+  assert.equal(requests.filter(isProbe).length, 0, 'a cold open has nothing to probe');
+  // Anything else is an older page the page asked for to fill the screen.
+  for (const r of requests.filter((r) => !opening.includes(r))) assert.ok(isPage(r), describe([r]));
+  assert.equal(page.url(), `${w.server.url}/#/sessions/long`);
+  await page.screenshot({ path: path.join(OUT, 'session.png') });
+
+  await page.click('#open-settings');
+  await page.waitForFunction(() => /cached$/.test(document.getElementById('cached-size').textContent));
+  assert.match(await page.textContent('#cached-size'), /^\d+(\.\d)? (KB|MB) cached$/);
+  assert.match(await page.textContent('#settings .caption'), /Reload throws away/);
+  await page.screenshot({ path: path.join(OUT, 'settings.png') });
+  assert.deepEqual(w.errors(), []);
+});
+
+test('reopen: one request before the stream (the probe), and the cached rows are drawn before it returns', async (t) => {
+  const w = await world(t);
+  const { page, context, requests } = w;
+  await w.goto('welcome');
+  await live(page);
+  const firstRows = await page.locator('#rows > li').count();
+
+  // A new page in the same context: a new worker on the same OPFS, as after a browser restart.
+  await page.close();
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  let probeSeen = false;
+  await context.route((url) => url.pathname === '/sessions/welcome/transcript', async (route) => {
+    if (isProbe({ url: new URL(route.request().url()) })) { probeSeen = true; await held; }
+    await route.continue();
+  });
+  requests.length = 0;
+  const again = await context.newPage();
+  await again.goto(`${w.server.url}/#/sessions/welcome`);
+  // The rows are on screen while the probe is held unanswered.
+  await again.waitForFunction((n) => document.querySelectorAll('#rows > li').length === n, firstRows, WAIT);
+  assert.ok(probeSeen, 'the probe was sent');
+  assert.deepEqual(describe(requests).map((s) => s.replace(/\?.*/, '')), ['GET /sessions/welcome/transcript'],
+    'while the probe is out nothing else was asked');
+  release();
+  await live(again);
+  assert.equal(requests.length, 2, `a reopen is the probe and the stream: ${describe(requests)}`);
+  assert.ok(isProbe(requests[0]) && isStream(requests[1]), describe(requests));
+  const s = await state(again);
+  assert.equal(s.cursor, 65);
+  const counters = await again.evaluate(() => window.scrollbackDemo.sb.counters());
+  assert.equal(counters.probesPassed, 1);
+  assert.equal(counters.requests, 3, 'the session list, the probe, the stream');
+  await again.waitForFunction(() => document.querySelector('[data-counter="requests"]').textContent === '3');
+});
+
+test('scrolling the long session back to its first line after it was seen once: no request', async (t) => {
+  const w = await world(t);
+  const { page, requests } = w;
+  await w.goto('long');
+  await live(page);
+  await scrollToStart(page);
+  const cold = requests.filter(isPage).length;
+  assert.ok(cold > 2, `the cold scroll back fetched pages (${cold})`);
+  await leave(page);
+  requests.length = 0;
+  await reopen(page, 'long');
+  await live(page);
+  assert.deepEqual(requests.map((r) => (isProbe(r) ? 'probe' : isStream(r) ? 'stream' : describe([r])[0])), ['probe', 'stream']);
+  const before = await page.evaluate(() => window.scrollbackDemo.sb.counters());
+  await scrollToStart(page);
+  assert.deepEqual(describe(requests.slice(2)), [], 'scrolling back asked the server nothing');
+  const afterScroll = await page.evaluate(() => window.scrollbackDemo.sb.counters());
+  assert.ok(afterScroll.pagesLocal > before.pagesLocal, 'the pages were served locally');
+  assert.equal(afterScroll.requests, before.requests);
+  // The first line drawn is the file's first line.
+  const first = (await w.server.lines('long'))[0];
+  assert.equal(await page.getAttribute('#rows > li:first-child', 'data-seq'), String(first.seq));
+  assert.deepEqual(w.errors(), []);
+});
+
+test('a reply streaming while the session is closed and reopened continues in the same row, no delta missing or doubled', async (t) => {
+  const w = await world(t, { args: ['--pace-ms', '80'] });
+  const { page } = w;
+  await w.goto('welcome');
+  await live(page);
+  const asked = 'Tell me how the cache survives a reload.';
+  await page.fill('#message', asked);
+  await page.press('#message', 'Enter');
+  const file = () => w.server.lines('welcome');
+  await until(async () => (await file()).some((l) => l.event.text === asked), 'the message was posted');
+  const userSeq = (await file()).find((l) => l.event.type === 'userMessage' && l.event.text === asked).seq;
+  assert.equal(await page.inputValue('#message'), '', 'the composer is emptied once sent');
+  const deltasIn = async () => (await file()).filter((l) => l.seq > userSeq && l.event.type === 'assistantText').length;
+  // Wait for the reply to be drawn growing, then close while it streams.
+  await page.waitForFunction((seq) => {
+    const rows = [...document.querySelectorAll('#rows > li.assistant')].filter((li) => Number(li.dataset.seq) > seq);
+    return rows.length === 1 && rows[0].querySelector('.text').textContent.split(' ').length > 5;
+  }, userSeq, WAIT);
+  await leave(page);
+  const closedAt = await deltasIn();
+  await until(async () => (await deltasIn()) >= closedAt + 15, '15 more deltas were written while closed');
+  await reopen(page, 'welcome');
+  await page.waitForFunction(() => document.querySelectorAll('#rows > li').length > 0, null, WAIT);
+  const reopenedAt = await file();
+  assert.ok(!reopenedAt.some((l) => l.seq > userSeq && l.event.type === 'status' && l.event.status === 'idle'),
+    'the reply was still streaming when the session was reopened');
+  // Wait for the reply to end in the file, then for the screen to have caught up with it.
+  await until(async () => (await file()).some((l) => l.seq > userSeq && l.event.type === 'status' && l.event.status === 'idle'),
+    'the reply ended', 120_000);
+  const lines = await file();
+  const reply = lines.filter((l) => l.seq > userSeq && l.event.type === 'assistantText');
+  await page.waitForFunction((last) => window.scrollbackDemo.view()?.state.cursor >= last, lines.at(-1).seq, WAIT);
+  const drawn = await page.$$eval('#rows > li.assistant', (lis) => lis.map((li) => ({ seq: Number(li.dataset.seq), text: li.querySelector('.text').textContent })));
+  const replyRows = drawn.filter((r) => r.seq > userSeq);
+  assert.equal(replyRows.length, 1, `one row for the reply: ${JSON.stringify(replyRows.map((r) => r.seq))}`);
+  assert.equal(replyRows[0].seq, reply[0].seq, 'the row starts at the first delta');
+  assert.equal(replyRows[0].text, reply.map((l) => l.event.text).join(''), 'the drawn text is every delta once, in order');
+  assert.deepEqual(w.errors(), []);
+});
+
+test('falling more than 200 events behind: the reset, then scrolling back fetches only the gap', async (t) => {
+  const w = await world(t);
+  const { page, requests } = w;
+  await w.goto('welcome');
+  await live(page);
+  await leave(page);
+  const appended = Array.from({ length: 300 }, (_, i) => line(66 + i, { type: 'userMessage', text: `appended ${66 + i}` }));
+  await w.server.append('welcome', appended);
+  requests.length = 0;
+  await reopen(page, 'welcome');
+  await page.waitForFunction(() => [...document.querySelectorAll('#rows > li.user .text')].some((n) => n.textContent === 'appended 365'), null, WAIT);
+  await live(page);
+  await scrollToStart(page);
+  const counters = await page.evaluate(() => window.scrollbackDemo.view().state.counters);
+  assert.ok(counters.resets >= 1, `the stream was reset: ${JSON.stringify(counters)}`);
+  const pages = requests.filter((r) => isPage(r) && r.url.searchParams.has('before'));
+  assert.ok(pages.length > 0, `older pages were fetched: ${describe(requests)}`);
+  for (const r of pages) assert.equal(r.url.searchParams.get('after'), '65', `a page asks only for the gap: ${describe([r])}`);
+  // Every line is drawn once: the cached 65 and the 300 new ones.
+  const texts = await page.$$eval('#rows > li.user .text', (n) => n.map((x) => x.textContent));
+  for (let seq = 66; seq <= 365; seq += 1) assert.equal(texts.filter((x) => x === `appended ${seq}`).length, 1, `appended ${seq}`);
+  assert.equal(texts.filter((x) => x.startsWith('Hi! What can you help')).length, 1);
+  assert.deepEqual(w.errors(), []);
+});
+
+test('the server replaces the file under the same id: the reopen shows the new content, not a splice', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  await w.goto('welcome');
+  await live(page);
+  await leave(page);
+  const body = Array.from({ length: 70 }, (_, i) => line(i + 1, { type: 'userMessage', text: `replaced ${i + 1}` })).join('\n');
+  const res = await fetch(`${w.server.url}/sessions/welcome/transcript`, { method: 'PUT', body });
+  assert.ok(res.ok, `PUT: ${res.status}`);
+  await reopen(page, 'welcome');
+  await page.waitForFunction(() => {
+    const s = window.scrollbackDemo.view()?.state;
+    return s?.live && s.cursor === 70 && !s.moreHistory;
+  }, null, WAIT);
+  await scrollToStart(page);
+  const texts = await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent));
+  assert.deepEqual(texts, Array.from({ length: 70 }, (_, i) => `Youreplaced ${i + 1}`));
+  const counters = await page.evaluate(() => window.scrollbackDemo.sb.counters());
+  assert.equal(counters.probesFailed, 1, 'the probe caught the replaced file');
+});
+
+test('Reload: the cached size goes to zero, then the screen reopens cold at the same place', async (t) => {
+  const w = await world(t);
+  const { page, context, requests } = w;
+  await w.goto('fix-build');
+  await live(page);
+  await scrollToStart(page);
+  // Put a row in the middle at the top of the screen.
+  const anchor = await page.evaluate(() => {
+    const rows = [...document.querySelectorAll('#rows > li')];
+    const row = rows[Math.floor(rows.length / 3)];
+    row.scrollIntoView({ block: 'start' });
+    return Number(row.dataset.seq);
+  });
+  await page.click('#open-settings');
+  await page.waitForFunction(() => /cached$/.test(document.getElementById('cached-size').textContent));
+
+  // Hold the cold window so the empty cache can be looked at.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await context.route((url) => url.pathname === '/sessions/fix-build/transcript', async (route) => { await held; await route.continue(); });
+  requests.length = 0;
+  await page.click('#reload');
+  await until(() => requests.length > 0, 'the cold window was sent');
+  await page.click('#open-settings');
+  await page.waitForFunction(() => document.getElementById('cached-size').textContent === 'nothing cached', null, WAIT);
+  await page.screenshot({ path: path.join(OUT, 'settings-reloading.png') });
+  await page.click('#settings button[value=close]');
+  release();
+  await page.waitForFunction((seq) => {
+    const s = window.scrollbackDemo.view()?.state;
+    const row = document.querySelector(`#rows > li[data-seq="${seq}"]`);
+    if (!s?.live || !row) return false;
+    const box = document.getElementById('transcript').getBoundingClientRect();
+    const r = row.getBoundingClientRect();
+    return r.top >= box.top - 2 && r.top < box.top + 40;
+  }, anchor, WAIT).catch(async (e) => {
+    console.log('the reader did not come back to', anchor, await state(page), await page.evaluate(() => { const box = document.getElementById('transcript'); return { st: box.scrollTop, sh: box.scrollHeight, rows: [...document.querySelectorAll('#rows > li')].slice(0, 50).map((li) => [li.dataset.seq, Math.round(li.getBoundingClientRect().top)]) }; }), describe(requests));
+    throw e;
+  });
+  assert.ok(requests.length >= 2, describe(requests));
+  assert.ok(!requests.some(isProbe), `a reload opens cold, no probe: ${describe(requests)}`);
+  assert.ok(isPage(requests[0]) && !requests[0].url.searchParams.has('before'), describe(requests));
+  assert.deepEqual(w.errors(), []);
+});
+
+test('a server that is down: the cached rows stay, the banner says so, the stream resumes when it is back', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  await w.goto('welcome');
+  await live(page);
+  const rows = await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent));
+  await w.stopServer();
+  await page.waitForFunction(() => !document.getElementById('banner').hidden, null, WAIT);
+  assert.match(await page.textContent('#banner'), /server cannot be reached.*cached transcript/i);
+  assert.deepEqual(await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent)), rows, 'the rows stay');
+  await page.screenshot({ path: path.join(OUT, 'server-down.png') });
+  await w.restartServer();
+  await page.waitForFunction(() => document.getElementById('banner').hidden && window.scrollbackDemo.view()?.state.live, null, WAIT);
+  await w.server.append('welcome', [line(66, { type: 'userMessage', text: 'after the outage' })]);
+  await page.waitForFunction(() => document.querySelector('#rows > li:last-child .text')?.textContent === 'after the outage', null, WAIT);
+  assert.deepEqual((await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent))).slice(0, -1), rows);
+  // The outage shows on the console as failed requests; nothing else.
+  assert.deepEqual(w.errors().filter((m) => !/ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(m.text)), []);
+});
+
+test('a transcript line with HTML in its text renders as text, and no script runs', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  const evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+  await w.server.append('welcome', [line(66, { type: 'userMessage', text: evil }), line(67, { type: 'assistantText', text: `<b>bold</b> ${evil}` })]);
+  await w.goto('welcome');
+  await live(page);
+  await page.waitForFunction(() => document.querySelectorAll('#rows > li').length > 0 && window.scrollbackDemo.view().state.cursor === 67, null, WAIT);
+  const texts = await page.$$eval('#rows > li .text', (n) => n.map((x) => x.textContent));
+  assert.ok(texts.includes(evil), 'the user row shows the markup as text');
+  assert.ok(texts.includes(`<b>bold</b> ${evil}`), 'the assistant row shows the markup as text');
+  assert.equal(await page.locator('#rows img, #rows script, #rows b').count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+});
+
+test('the list shows each session with its status and model, and deletes one on the server', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  const listed = await (await fetch(`${w.server.url}/sessions`)).json();
+  await page.goto(`${w.server.url}/#/sessions/queued`);
+  await live(page);
+  for (const s of listed) {
+    const item = page.locator(`#session-list li[data-id="${s.id}"]`);
+    assert.equal(await item.locator('.title').textContent(), s.title || s.id);
+    assert.equal(await item.locator('.sub').textContent(), [s.status, s.model].filter(Boolean).join(' · '));
+  }
+  page.once('dialog', (d) => d.accept());
+  await page.click('#session-list li[data-id="queued"] .delete');
+  await page.waitForFunction(() => !document.querySelector('#session-list li[data-id="queued"]') && location.hash === '#/' && document.getElementById('session').hidden, null, WAIT);
+  const after = await (await fetch(`${w.server.url}/sessions`)).json();
+  assert.deepEqual(after.map((s) => s.id).sort(), listed.map((s) => s.id).filter((id) => id !== 'queued').sort());
+  assert.deepEqual(w.errors(), []);
+});

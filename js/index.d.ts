@@ -271,6 +271,134 @@ export declare class Scrollback {
   deleteSession(id: string): Promise<void>;
   /** What the cache has saved and cost so far. */
   counters(): Promise<Counters>;
+  /** The windowed chat files and prompt backfill, in the same worker and storage. */
+  chats(): Chats;
   /** Closes every view and stops the worker. */
   close(): void;
+}
+
+/**
+ * Where a window starts in a chat file, and the file version it was read from. Opaque: pass it
+ * back as it came. A chat that does not exist has `{offset: 0, size: 0, modifiedMillis: 0}`.
+ */
+export interface Cursor {
+  offset: number;
+  size: number;
+  modifiedMillis: number;
+}
+
+/** `Chats.tail`'s options. */
+export interface TailOptions {
+  /** How many of the newest lines (default 50). */
+  maxLines?: number;
+  /** Answer a missing chat as empty (no header, no lines) instead of a `notFound` error. */
+  allowNotFound?: boolean;
+}
+
+/** The header and the newest lines of a chat. */
+export interface ChatTail {
+  /** The header line; null for a chat that does not exist. */
+  header: string | null;
+  /** The newest message lines, oldest first. */
+  lines: string[];
+  cursor: Cursor;
+  /** Whether older lines exist before `cursor.offset`. */
+  hasMoreBefore: boolean;
+}
+
+/** One page read backwards. */
+export interface ChatChunk {
+  /** The lines just before the cursor asked with, oldest first. */
+  lines: string[];
+  /** Where `lines` start: the window's cursor once they are prepended. */
+  cursor: Cursor;
+  hasMoreBefore: boolean;
+}
+
+/** A windowed patch, relative to the window at the cursor. */
+export type PatchOp =
+  | { append: string[] }
+  | { rewriteFromIndex: number; lines: string[] };
+
+/** Checks a write may be asked for beyond the ones it always makes. */
+export interface WriteOptions {
+  /** Refuse (`windowBaselineMismatch`) unless the file holds exactly this many lines after the cursor. */
+  expectedWindowLineCount?: number;
+  /** Skip the integrity check (and only that one). */
+  force?: boolean;
+}
+
+/** What a prompt is built from. */
+export interface BackfillRequest {
+  /** The window's lines, oldest first (counted against the budget first). */
+  window: string[];
+  cursor: Cursor;
+  hasMoreBefore: boolean;
+  /** Tokens the whole history (window and older) may take. */
+  budgetTokens: number;
+  /** Lines per page read (default 50). */
+  pageLines?: number;
+  /** At most this many pages behind the window (default 12). */
+  maxPages?: number;
+  /** At most this many older messages (default: no cap). */
+  maxMessages?: number;
+  /** The token estimate: one token per this many characters (default 4). */
+  charsPerToken?: number;
+}
+
+/** The older messages for one prompt. */
+export interface Backfill {
+  /** Older lines, oldest first, just before the window. */
+  older: string[];
+  windowTokens: number;
+  olderTokens: number;
+  /** Why it stopped. On `staleCursor` nothing older was taken: reload the window. */
+  stop: 'budget' | 'pageCap' | 'messageCap' | 'startOfChat' | 'staleCursor';
+  /** The stale cursor's error, when `stop` is `staleCursor`. */
+  stale: { kind: ChatErrorKind; message: string } | null;
+  /** Pages served from the backfill's page cache. */
+  pagesCached: number;
+  /** Pages read from the chat file. */
+  pagesRead: number;
+}
+
+/** Which check refused a chat operation. */
+export type ChatErrorKind =
+  | 'notFound'
+  | 'signatureMismatch'
+  | 'offsetOutOfBounds'
+  | 'offsetBeforeBody'
+  | 'notAtLineBoundary'
+  | 'windowBaselineMismatch'
+  | 'startIndexOutOfBounds'
+  | 'integrityMismatch'
+  | 'invalidLine'
+  | 'invalidArgument'
+  | 'notUtf8'
+  | 'store';
+
+/** What a chat operation rejects with: an `Error` named `ChatError`. A refused write changed nothing. */
+export interface ChatError extends Error {
+  name: 'ChatError';
+  kind: ChatErrorKind;
+}
+
+/**
+ * The app's chats (`chats/<name>.jsonl`), each a header line and one message a line, read and
+ * written as a window. Rejections are {@link ChatError}s.
+ */
+export declare class Chats {
+  private constructor();
+  /** The header and the newest lines, with the window's cursor. */
+  tail(name: string, options?: TailOptions): Promise<ChatTail>;
+  /** Up to `maxLines` lines just before `cursor`. */
+  before(name: string, cursor: Cursor, maxLines: number): Promise<ChatChunk>;
+  /** Up to `maxPages` pages going backwards from `cursor`, newest first. */
+  beforePages(name: string, cursor: Cursor, maxLines: number, maxPages: number): Promise<ChatChunk[]>;
+  /** Windowed save: replaces everything from `cursor` on with `lines`; resolves to the new cursor. */
+  save(name: string, cursor: Cursor, header: string, lines: string[], options?: WriteOptions): Promise<Cursor>;
+  /** Windowed patch; resolves to the new cursor. */
+  patch(name: string, cursor: Cursor, header: string, op: PatchOp, options?: WriteOptions): Promise<Cursor>;
+  /** Older messages behind the window for a prompt, up to a token budget. */
+  backfill(name: string, request: BackfillRequest): Promise<Backfill>;
 }

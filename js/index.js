@@ -7,11 +7,15 @@ const frame = typeof requestAnimationFrame === 'function'
   ? (fn) => requestAnimationFrame(fn)
   : (fn) => setTimeout(fn, 16);
 
-/** An error from the worker, rebuilt as a real `Error` with its name and message. */
-function rebuild({ name, message }) {
+/**
+ * An error from the worker, rebuilt as a real `Error` with its name and message (and, for a
+ * chat's `ChatError`, its `kind`).
+ */
+function rebuild({ name, message, kind }) {
   const Ctor = { TypeError, RangeError }[name] ?? Error;
   const err = new Ctor(message);
   if (err.name !== name) err.name = name;
+  if (kind !== undefined) err.kind = kind;
   return err;
 }
 
@@ -163,6 +167,15 @@ export class Scrollback {
     return this.#call('counters');
   }
 
+  /**
+   * The windowed chat files (`chats/<name>.jsonl`) and prompt backfill, in the same worker and
+   * storage as the cache.
+   * @returns {Chats}
+   */
+  chats() {
+    return new Chats((op, ...args) => this.#call(op, ...args));
+  }
+
   /** Closes every view and stops the worker. */
   close() {
     if (!this.#worker) return;
@@ -251,5 +264,80 @@ export class SessionView {
     if (!this.#call) return;
     this.#call = null;
     this.#closed();
+  }
+}
+
+function chatName(name) {
+  if (typeof name !== 'string') throw new TypeError('a chat name is a string');
+  return name;
+}
+
+/**
+ * The app's chats, each a JSONL file (a header line, then one message a line) of which the UI
+ * holds a window: read backwards in pages, written as windowed saves and patches checked
+ * against the window's cursor. Failures are `Error`s named `ChatError` whose `kind` says which
+ * check refused (`signatureMismatch`, `integrityMismatch`, ...). Get it from
+ * {@link Scrollback#chats}.
+ */
+export class Chats {
+  #call;
+
+  /** @private Use {@link Scrollback#chats}. */
+  constructor(call) {
+    this.#call = call;
+  }
+
+  async #op(op, name, ...args) {
+    return this.#call(op, chatName(name), ...args);
+  }
+
+  /**
+   * The header and the newest lines, with the window's cursor.
+   * @param {string} name
+   * @param {import('./index.js').TailOptions} [options]
+   * @returns {Promise<import('./index.js').ChatTail>}
+   */
+  tail(name, { maxLines, allowNotFound } = {}) {
+    return this.#op('chatTail', name, { maxLines: maxLines ?? null, allowNotFound: !!allowNotFound });
+  }
+
+  /**
+   * Up to `maxLines` lines just before `cursor`.
+   * @returns {Promise<import('./index.js').ChatChunk>}
+   */
+  before(name, cursor, maxLines) {
+    return this.#op('chatBefore', name, cursor, maxLines);
+  }
+
+  /**
+   * Up to `maxPages` pages of `maxLines` going backwards from `cursor`, newest page first.
+   * @returns {Promise<import('./index.js').ChatChunk[]>}
+   */
+  beforePages(name, cursor, maxLines, maxPages) {
+    return this.#op('chatBeforePages', name, cursor, maxLines, maxPages);
+  }
+
+  /**
+   * Windowed save: replaces everything from `cursor` on with `lines`. Resolves to the new cursor.
+   * @returns {Promise<import('./index.js').Cursor>}
+   */
+  save(name, cursor, header, lines, options) {
+    return this.#op('chatSave', name, cursor, header, lines, options ?? null);
+  }
+
+  /**
+   * Windowed patch: `{append: lines}` or `{rewriteFromIndex, lines}`. Resolves to the new cursor.
+   * @returns {Promise<import('./index.js').Cursor>}
+   */
+  patch(name, cursor, header, op, options) {
+    return this.#op('chatPatch', name, cursor, header, op, options ?? null);
+  }
+
+  /**
+   * Older messages behind the window for a prompt, up to a token budget.
+   * @returns {Promise<import('./index.js').Backfill>}
+   */
+  backfill(name, request) {
+    return this.#op('chatBackfill', name, request);
   }
 }

@@ -1,7 +1,7 @@
 // The package's worker: the engine (Rust, wasm) runs here, off the page's thread, where OPFS
 // sync access handles are allowed. index.js starts it; every message is one call:
 //   page -> worker  { id, op, args }
-//   worker -> page  { id, value } | { id, error: { name, message } } | { view, state }
+//   worker -> page  { id, value } | { id, error: { name, message, kind? } } | { view, state }
 // `state` is a view's state as a JSON string (one string crosses cheaply; the page parses it
 // only when it is read). A view's state is sent at most every STATE_INTERVAL_MS, and always
 // before the answer to a call on that view, so an awaited call sees its own effect.
@@ -11,11 +11,17 @@ const STATE_INTERVAL_MS = 16;
 
 const ready = init();
 let client = null;
+let chats = null; // the client's windowed chat files, made on first use
 const views = new Map(); // view id -> { session, timer, last, dirty }
 
 function need() {
   if (!client) throw new Error('Scrollback is closed');
   return client;
+}
+
+function chat() {
+  chats ??= need().chats();
+  return chats;
 }
 
 function view(viewId) {
@@ -78,8 +84,16 @@ const ops = {
   postMessage: (id, text) => need().postMessage(id, text),
   deleteSession: (id) => need().deleteSession(id),
   counters: () => need().counters(),
+  chatTail: (name, options) => chat().tail(name, options),
+  chatBefore: (name, cursor, maxLines) => chat().before(name, cursor, maxLines),
+  chatBeforePages: (name, cursor, maxLines, maxPages) => chat().beforePages(name, cursor, maxLines, maxPages),
+  chatSave: (name, cursor, header, lines, options) => chat().save(name, cursor, header, lines, options),
+  chatPatch: (name, cursor, header, op, options) => chat().patch(name, cursor, header, op, options),
+  chatBackfill: (name, request) => chat().backfill(name, request),
   close() {
     for (const viewId of [...views.keys()]) closeView(viewId);
+    chats?.free();
+    chats = null;
     client?.free();
     client = null;
   },
@@ -94,7 +108,7 @@ self.onmessage = async ({ data: { id, op, args } }) => {
     self.postMessage({ id, value });
   } catch (err) {
     const error = err instanceof Error
-      ? { name: err.name, message: err.message }
+      ? { name: err.name, message: err.message, ...(typeof err.kind === 'string' && { kind: err.kind }) }
       : { name: 'Error', message: String(err) };
     self.postMessage({ id, error });
   }

@@ -1,5 +1,6 @@
 //! `Client`: one server's cache, transport and engine, as the worker holds it.
 
+use super::chats::{ChatState, Chats};
 use super::error::{anchor, BindingError};
 use super::session::{Live, SessionHandle};
 use crate::chunks::Cache;
@@ -86,6 +87,7 @@ pub struct Client {
     engine: Rc<BrowserEngine>,
     summaries: Rc<RefCell<HashMap<String, SessionSummary>>>,
     tally: Rc<Tally>,
+    chats: Rc<ChatState>,
 }
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
@@ -113,6 +115,7 @@ impl Client {
                 transport.base(),
                 store.name()
             );
+            let chats = ChatState::new(store);
             let cache = Cache::new(Arc::new(store), transport.host(), transport.port()).await;
             let mut config = Config::default();
             if let Some(budget) = options.budget_bytes {
@@ -122,6 +125,7 @@ impl Client {
                 engine: Rc::new(Engine::new(cache, transport, config)),
                 summaries: Rc::default(),
                 tally: Rc::default(),
+                chats,
             }
             .into())
         })
@@ -198,6 +202,12 @@ impl Client {
             summaries.borrow_mut().remove(&id);
             Ok(JsValue::UNDEFINED)
         })
+    }
+
+    /// The windowed chat files (`chats/<name>.jsonl`) in the same storage as the cache. Every
+    /// handle shares one set of per-chat write locks and one backfill page cache.
+    pub fn chats(&self) -> Chats {
+        Chats::new(self.chats.clone())
     }
 
     /// `{requests, bytesDownloaded, pagesLocal, probesPassed, probesFailed}` since `open`:

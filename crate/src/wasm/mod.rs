@@ -3,11 +3,13 @@
 //! One module per JS class, used by the package's worker (`js/worker.js`), which the page-side
 //! API (`js/index.js`) starts and talks to by messages:
 //! - [`client`]: `Client`, one server's cache and transport (the engine);
-//! - [`session`]: `SessionHandle`, one open session.
+//! - [`session`]: `SessionHandle`, one open session;
+//! - [`chats`]: `Chats`, the windowed chat files and prompt backfill in the same storage.
 //!
 //! Errors become real JS `Error`s with readable messages ([`error`]); options arrive as plain
 //! objects (serde-wasm-bindgen); a view's state leaves as one JSON string.
 
+mod chats;
 mod client;
 mod error;
 mod session;

@@ -1,0 +1,308 @@
+//! `Chats`: the windowed chat files (the `window` module) and prompt backfill, over the same
+//! browser storage as the worker's cache.
+//!
+//! A chat is named by the app; it lives at `chats/<name>.jsonl` in the store. The name goes
+//! through the window module's own path rules (no empty, `.` or `..` segment), so a hostile
+//! name is refused rather than used raw. Every window error becomes a JS `Error` named
+//! `ChatError` whose `kind` is [`WindowError::kind`] (`signatureMismatch`, `integrityMismatch`,
+//! ...), so an app can tell a stale cursor from a bad request.
+
+use crate::store::BrowserStore;
+use crate::window::{
+    self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
+    WindowError, WriteOptions,
+};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// The folder chats live in.
+const FOLDER: &str = "chats";
+
+/// The chats of one store and their backfill cache, shared by every `Chats` handle of a client.
+pub(super) struct ChatState {
+    chats: window::Chats<BrowserStore>,
+    backfill: PromptBackfill,
+}
+
+impl ChatState {
+    pub(super) fn new(store: BrowserStore) -> Rc<Self> {
+        Rc::new(ChatState {
+            chats: window::Chats::new(store),
+            backfill: PromptBackfill::new(PromptBackfill::DESKTOP_PAGES),
+        })
+    }
+}
+
+/// The windowed chat files of the worker's storage. Made by `Client.chats()`.
+#[wasm_bindgen]
+pub struct Chats {
+    state: Rc<ChatState>,
+}
+
+impl Chats {
+    pub(super) fn new(state: Rc<ChatState>) -> Chats {
+        Chats { state }
+    }
+
+    /// Runs `work` on the chat called `name`, converting its result and errors for JS.
+    fn with<T, F, Fut>(&self, name: String, work: F) -> js_sys::Promise
+    where
+        T: Serialize,
+        F: FnOnce(Rc<ChatState>, String) -> Fut + 'static,
+        Fut: Future<Output = Result<T, WindowError>> + 'static,
+    {
+        let state = self.state.clone();
+        future_to_promise(async move {
+            let path = format!("{FOLDER}/{name}.jsonl");
+            // Checked here first so a bad name fails before any argument is looked at.
+            state.chats.chat(&path).map_err(chat_error)?;
+            let value = work(state, path).await.map_err(chat_error)?;
+            to_js(&value)
+        })
+    }
+}
+
+/// `tail`'s options.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TailOptions {
+    #[serde(default)]
+    max_lines: Option<usize>,
+    #[serde(default)]
+    allow_not_found: bool,
+}
+
+/// A patch as JS gives it: `{append: lines}` or `{rewriteFromIndex: n, lines}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct JsPatch {
+    #[serde(default)]
+    append: Option<Vec<String>>,
+    #[serde(default)]
+    rewrite_from_index: Option<usize>,
+    #[serde(default)]
+    lines: Option<Vec<String>>,
+}
+
+impl JsPatch {
+    fn into_op(self) -> Result<PatchOp, WindowError> {
+        match self {
+            JsPatch {
+                append: Some(lines),
+                rewrite_from_index: None,
+                lines: None,
+            } => Ok(PatchOp::Append { lines }),
+            JsPatch {
+                append: None,
+                rewrite_from_index: Some(start_index),
+                lines: Some(lines),
+            } => Ok(PatchOp::RewriteFromIndex { start_index, lines }),
+            _ => Err(WindowError::InvalidArgument(
+                "a patch is {append: lines} or {rewriteFromIndex: n, lines}".into(),
+            )),
+        }
+    }
+}
+
+/// `backfill`'s request, as JS gives it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct JsBackfill {
+    window: Vec<String>,
+    cursor: Cursor,
+    has_more_before: bool,
+    budget_tokens: usize,
+    #[serde(default = "default_page_lines")]
+    page_lines: usize,
+    #[serde(default = "default_max_pages")]
+    max_pages: usize,
+    #[serde(default)]
+    max_messages: Option<usize>,
+    #[serde(default)]
+    chars_per_token: Option<usize>,
+}
+
+fn default_page_lines() -> usize {
+    DEFAULT_MAX_LINES
+}
+
+fn default_max_pages() -> usize {
+    PromptBackfill::DESKTOP_PAGES
+}
+
+/// Lines per read when the caller does not say (the seed's window).
+const DEFAULT_MAX_LINES: usize = 50;
+
+/// What `backfill` resolves to.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsBackfillResult {
+    older: Vec<String>,
+    window_tokens: usize,
+    older_tokens: usize,
+    stop: &'static str,
+    /// The stale cursor's error (`{kind, message}`) when `stop` is `staleCursor`.
+    stale: Option<StaleError>,
+    pages_cached: usize,
+    pages_read: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct StaleError {
+    kind: &'static str,
+    message: String,
+}
+
+fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: JsValue) -> Result<T, WindowError> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| WindowError::InvalidArgument(format!("{what}: {e}")))
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsValue::from(js_sys::Error::new(&e.to_string())))
+}
+
+/// A window error as a JS `Error` named `ChatError` with its `kind`.
+fn chat_error(e: WindowError) -> JsValue {
+    let error = js_sys::Error::new(&e.to_string());
+    error.set_name("ChatError");
+    let _ = js_sys::Reflect::set(&error, &"kind".into(), &e.kind().into());
+    error.into()
+}
+
+#[wasm_bindgen]
+impl Chats {
+    /// `{header, lines, cursor, hasMoreBefore}`: the header and the last `maxLines` (default
+    /// 50) lines. `allowNotFound` answers a missing chat as empty instead of `notFound`.
+    pub fn tail(&self, name: String, options: JsValue) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let options: TailOptions = if options.is_undefined() || options.is_null() {
+                TailOptions::default()
+            } else {
+                from_js("tail options", options)?
+            };
+            let max_lines = options.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+            let chat = state.chats.chat(&path)?;
+            chat.tail(max_lines, options.allow_not_found).await
+        })
+    }
+
+    /// `{lines, cursor, hasMoreBefore}`: up to `maxLines` lines just before `cursor`.
+    pub fn before(&self, name: String, cursor: JsValue, max_lines: usize) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let cursor: Cursor = from_js("cursor", cursor)?;
+            state.chats.chat(&path)?.before(cursor, max_lines).await
+        })
+    }
+
+    /// Up to `maxPages` pages going backwards from `cursor`, newest page first.
+    #[wasm_bindgen(js_name = beforePages)]
+    pub fn before_pages(
+        &self,
+        name: String,
+        cursor: JsValue,
+        max_lines: usize,
+        max_pages: usize,
+    ) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let cursor: Cursor = from_js("cursor", cursor)?;
+            let chat = state.chats.chat(&path)?;
+            chat.before_pages(cursor, max_lines, max_pages).await
+        })
+    }
+
+    /// Windowed save: keeps the bytes before `cursor`, writes `header` and `lines` (the whole
+    /// window) from there. Resolves to the new cursor.
+    pub fn save(
+        &self,
+        name: String,
+        cursor: JsValue,
+        header: String,
+        lines: JsValue,
+        options: JsValue,
+    ) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let cursor: Cursor = from_js("cursor", cursor)?;
+            let lines: Vec<String> = from_js("lines", lines)?;
+            let options = write_options(options)?;
+            let chat = state.chats.chat(&path)?;
+            chat.save(cursor, &header, &lines, options).await
+        })
+    }
+
+    /// Windowed patch: `{append: lines}` or `{rewriteFromIndex: n, lines}`, relative to the
+    /// window at `cursor`. Resolves to the new cursor.
+    pub fn patch(
+        &self,
+        name: String,
+        cursor: JsValue,
+        header: String,
+        op: JsValue,
+        options: JsValue,
+    ) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let cursor: Cursor = from_js("cursor", cursor)?;
+            let op = from_js::<JsPatch>("patch", op)?.into_op()?;
+            let options = write_options(options)?;
+            let chat = state.chats.chat(&path)?;
+            chat.patch(cursor, &header, &op, options).await
+        })
+    }
+
+    /// Older messages behind the window for a prompt, up to a token budget:
+    /// `{older, windowTokens, olderTokens, stop, stale, pagesCached, pagesRead}`.
+    pub fn backfill(&self, name: String, request: JsValue) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let r: JsBackfill = from_js("backfill request", request)?;
+            let chat = state.chats.chat(&path)?;
+            let request = BackfillRequest {
+                window: &r.window,
+                cursor: r.cursor,
+                has_more_before: r.has_more_before,
+                budget_tokens: r.budget_tokens,
+                page_lines: r.page_lines,
+                max_pages: r.max_pages,
+                max_messages: r.max_messages.unwrap_or(usize::MAX),
+            };
+            let estimate = r
+                .chars_per_token
+                .map_or_else(CharsPerToken::default, CharsPerToken);
+            let b = state.backfill.collect(&chat, &request, &estimate).await?;
+            let (stop, stale) = match b.stop {
+                BackfillStop::Budget => ("budget", None),
+                BackfillStop::PageCap => ("pageCap", None),
+                BackfillStop::MessageCap => ("messageCap", None),
+                BackfillStop::StartOfChat => ("startOfChat", None),
+                BackfillStop::StaleCursor(e) => (
+                    "staleCursor",
+                    Some(StaleError {
+                        kind: e.kind(),
+                        message: e.to_string(),
+                    }),
+                ),
+            };
+            Ok(JsBackfillResult {
+                older: b.older,
+                window_tokens: b.window_tokens,
+                older_tokens: b.older_tokens,
+                stop,
+                stale,
+                pages_cached: b.pages_cached,
+                pages_read: b.pages_read,
+            })
+        })
+    }
+}
+
+fn write_options(value: JsValue) -> Result<WriteOptions, WindowError> {
+    if value.is_undefined() || value.is_null() {
+        Ok(WriteOptions::default())
+    } else {
+        from_js("write options", value)
+    }
+}

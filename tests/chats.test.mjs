@@ -1,0 +1,127 @@
+// The windowed chat file and prompt backfill through the JS API (`sb.chats()`), in headless
+// Chromium, over real OPFS and real IndexedDB in the package's worker: a chat is written, read
+// as a tail and pages before it, patched (append, rewriteFromIndex), refused with a stale
+// cursor or another chat's header (the file unchanged), read back after a reopen, and
+// backfilled to a token budget (a second backfill served from the page cache).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { launch } from './lib/browser.mjs';
+import { ROOT } from './lib/server.mjs';
+import { serveStatic } from './lib/static.mjs';
+
+let site, browser;
+
+before(async () => {
+  assert.ok(existsSync(path.join(ROOT, 'pkg/index.js')), 'pkg/ is missing: run scripts/wasm.sh build (npm test does)');
+  site = await serveStatic(ROOT);
+  browser = await launch();
+});
+after(async () => { await browser?.close(); await site?.close(); });
+
+const msg = (i) => JSON.stringify({ name: 'user', mes: `message ${String(i).padStart(3, '0')}` });
+const header = (integrity) => JSON.stringify({ user_name: 'u', chat_metadata: { integrity } });
+
+/** Runs the scenario in a fresh page with `storage`; returns what it saw. */
+async function scenario(storage) {
+  const page = await browser.newPage();
+  const log = [];
+  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+  await page.goto(`${site.url}/tests/lib/blank.html`);
+  const lines = Array.from({ length: 30 }, (_, i) => msg(i));
+  const out = await page.evaluate(async ({ storage, lines, head }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    // No transcript server is contacted for chats; the address is only the cache's key.
+    const opts = { server: 'http://127.0.0.1:9', storage };
+    const caught = async (promise) => {
+      try { await promise; return null; } catch (e) {
+        return { isError: e instanceof Error, name: e.name, kind: e.kind, message: e.message };
+      }
+    };
+    let sb = await Scrollback.open(opts);
+    let chats = await sb.chats();
+    const name = 'demo chat';
+    const r = {};
+    r.missing = await chats.tail(name, { allowNotFound: true });
+    r.notFound = await caught(chats.tail(name));
+    const c0 = await chats.save(name, r.missing.cursor, head, lines);
+    r.tail = await chats.tail(name, { maxLines: 10 });
+    r.before = await chats.before(name, r.tail.cursor, 5);
+    r.pages = await chats.beforePages(name, r.tail.cursor, 10, 5);
+    r.appended = await chats.patch(name, r.tail.cursor, head, { append: ['{"mes":"a"}', '{"mes":"b"}'] },
+      { expectedWindowLineCount: 10 });
+    r.afterAppend = await chats.tail(name, { maxLines: 12 });
+    r.rewritten = await chats.patch(name, r.appended, head, { rewriteFromIndex: 10, lines: ['{"mes":"c"}'] });
+    r.afterRewrite = await chats.tail(name, { maxLines: 12 });
+    // The cursor of the first tail is stale by now: refused, file unchanged.
+    r.stale = await caught(chats.patch(name, r.tail.cursor, head, { append: ['{"mes":"lost"}'] }));
+    r.integrity = await caught(chats.patch(name, r.rewritten, header('someone-else'), { append: ['{"mes":"x"}'] }));
+    r.baseline = await caught(chats.patch(name, r.rewritten, head, { append: ['{"mes":"x"}'] },
+      { expectedWindowLineCount: 3 }));
+    r.badOp = await caught(chats.patch(name, r.rewritten, head, { append: [], lines: [] }));
+    r.unsafe = await caught(chats.tail('../transcripts/x', {}));
+    r.afterRefusals = await chats.tail(name, { maxLines: 12 });
+    // Everything is in the storage: a new worker reads it back.
+    sb.close();
+    sb = await Scrollback.open(opts);
+    chats = sb.chats();
+    r.reopened = await chats.tail(name, { maxLines: 5 });
+    const request = {
+      window: r.reopened.lines, cursor: r.reopened.cursor, hasMoreBefore: r.reopened.hasMoreBefore,
+      budgetTokens: r.reopened.lines.reduce((n, l) => n + Math.ceil(l.length / 4), 0) + 7 * Math.ceil(lines[0].length / 4),
+      pageLines: 4,
+    };
+    r.backfill = await chats.backfill(name, request);
+    r.backfillAgain = await chats.backfill(name, request);
+    r.backfillStale = await chats.backfill(name, { ...request, cursor: c0 });
+    r.backfillAll = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
+    sb.close();
+    return r;
+  }, { storage, lines, head: header('chat-1') });
+  await page.close();
+  assert.deepEqual(log, []);
+  return { out, lines };
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`chats in ${storage}: windowed reads, patches, typed refusals and backfill`, async () => {
+    const { out: r, lines } = await scenario(storage);
+    assert.deepEqual(r.missing, { header: null, lines: [], cursor: { offset: 0, size: 0, modifiedMillis: 0 }, hasMoreBefore: false });
+    assert.equal(r.notFound.kind, 'notFound');
+
+    assert.equal(r.tail.header, header('chat-1'));
+    assert.deepEqual(r.tail.lines, lines.slice(20));
+    assert.equal(r.tail.hasMoreBefore, true);
+    assert.deepEqual(r.before.lines, lines.slice(15, 20));
+    assert.deepEqual(r.pages.map((p) => p.lines), [lines.slice(10, 20), lines.slice(0, 10)]);
+    assert.deepEqual(r.pages.map((p) => p.hasMoreBefore), [true, false]);
+
+    assert.deepEqual(r.afterAppend.lines, [...lines.slice(20), '{"mes":"a"}', '{"mes":"b"}']);
+    assert.deepEqual(r.afterAppend.cursor, r.appended, 'the window keeps its start; the cursor is the new version');
+    assert.deepEqual(r.afterRewrite.lines, [...lines.slice(20), '{"mes":"c"}']);
+
+    for (const [e, kind] of [[r.stale, 'signatureMismatch'], [r.integrity, 'integrityMismatch'],
+      [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument']]) {
+      assert.ok(e?.isError, `${kind}: rejected with an Error`);
+      assert.equal(e.name, 'ChatError');
+      assert.equal(e.kind, kind, e.message);
+    }
+    assert.match(r.stale.message, /stale/);
+    assert.deepEqual(r.afterRefusals, r.afterRewrite, 'a refused write changes nothing');
+
+    assert.deepEqual(r.reopened.lines, [...lines.slice(26), '{"mes":"c"}']);
+    const b = r.backfill;
+    assert.deepEqual(b.older, lines.slice(19, 26), 'the 7 lines just before the window');
+    assert.equal(b.stop, 'budget');
+    assert.ok(b.pagesRead >= 2, `pages read: ${b.pagesRead}`);
+    assert.equal(r.backfillAgain.pagesRead, 0, 'the second backfill reads nothing');
+    assert.ok(r.backfillAgain.pagesCached >= 2, `pages cached: ${r.backfillAgain.pagesCached}`);
+    assert.deepEqual(r.backfillAgain.older, b.older);
+    assert.equal(r.backfillStale.stop, 'staleCursor');
+    assert.equal(r.backfillStale.stale.kind, 'signatureMismatch');
+    assert.deepEqual(r.backfillStale.older, []);
+    assert.deepEqual(r.backfillAll.older, lines.slice(0, 26));
+    assert.equal(r.backfillAll.stop, 'startOfChat');
+  });
+}

@@ -30,7 +30,7 @@ async function scenario(storage) {
   page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
   await page.goto(`${site.url}/tests/lib/blank.html`);
   const lines = Array.from({ length: 30 }, (_, i) => msg(i));
-  const out = await page.evaluate(async ({ storage, lines, head }) => {
+  const out = await page.evaluate(async ({ storage, lines, head, other }) => {
     const { Scrollback } = await import('/pkg/index.js');
     // No transcript server is contacted for chats; the address is only the cache's key.
     const opts = { server: 'http://127.0.0.1:9', storage };
@@ -56,7 +56,7 @@ async function scenario(storage) {
     r.afterRewrite = await chats.tail(name, { maxLines: 12 });
     // The cursor of the first tail is stale by now: refused, file unchanged.
     r.stale = await caught(chats.patch(name, r.tail.cursor, head, { append: ['{"mes":"lost"}'] }));
-    r.integrity = await caught(chats.patch(name, r.rewritten, header('someone-else'), { append: ['{"mes":"x"}'] }));
+    r.integrity = await caught(chats.patch(name, r.rewritten, other, { append: ['{"mes":"x"}'] }));
     r.baseline = await caught(chats.patch(name, r.rewritten, head, { append: ['{"mes":"x"}'] },
       { expectedWindowLineCount: 3 }));
     r.badOp = await caught(chats.patch(name, r.rewritten, head, { append: [], lines: [] }));
@@ -78,7 +78,7 @@ async function scenario(storage) {
     r.backfillAll = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
     sb.close();
     return r;
-  }, { storage, lines, head: header('chat-1') });
+  }, { storage, lines, head: header('chat-1'), other: header('chat-2') });
   await page.close();
   assert.deepEqual(log, []);
   return { out, lines };
@@ -99,7 +99,7 @@ for (const storage of ['opfs', 'indexeddb']) {
 
     assert.deepEqual(r.afterAppend.lines, [...lines.slice(20), '{"mes":"a"}', '{"mes":"b"}']);
     assert.deepEqual(r.afterAppend.cursor, r.appended, 'the window keeps its start; the cursor is the new version');
-    assert.deepEqual(r.afterRewrite.lines, [...lines.slice(20), '{"mes":"c"}']);
+    assert.deepEqual(r.afterRewrite.lines, [...lines.slice(19), '{"mes":"c"}'], 'a and b replaced by c');
 
     for (const [e, kind] of [[r.stale, 'signatureMismatch'], [r.integrity, 'integrityMismatch'],
       [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument']]) {

@@ -115,8 +115,9 @@ impl Client {
                 transport.base(),
                 store.name()
             );
-            let chats = ChatState::new(store);
-            let cache = Cache::new(Arc::new(store), transport.host(), transport.port()).await;
+            let store = Arc::new(store);
+            let chats = ChatState::new(store.clone());
+            let cache = Cache::new(store, transport.host(), transport.port()).await;
             let mut config = Config::default();
             if let Some(budget) = options.budget_bytes {
                 config.budget_bytes = budget;

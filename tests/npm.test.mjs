@@ -69,7 +69,7 @@ test('a Vite 7 app bundles the packed package and shows a session from the real 
   await npm(app, 'install', 'vite@7', 'typescript@5', tarball);
   // The types resolve through the package's `exports` and describe the API as used.
   await fs.writeFile(path.join(app, 'check.ts'), `
-import { Scrollback, type SessionState, type Row, type Counters } from 'scrollback';
+import { Scrollback, type SessionState, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind } from 'scrollback';
 const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1 });
 const view = await sb.openSession('id', { onChange(state: SessionState) { state.banner?.toUpperCase(); }, anchor: 3 });
 const rows: Row[] = view.state.rows;
@@ -79,7 +79,17 @@ const c: Counters = await sb.counters();
 c.probesPassed + c.pagesLocal + (await view.cachedSize());
 await view.reload(); await view.reload(12); view.close();
 const list = await sb.sessions(); list[0].permissionMode.trim();
-await sb.postMessage('id', 'text'); await sb.deleteSession('id'); sb.close();
+await sb.postMessage('id', 'text'); await sb.deleteSession('id');
+const chats: Chats = sb.chats();
+const t: ChatTail = await chats.tail('c', { maxLines: 5, allowNotFound: true });
+let cur: Cursor = await chats.patch('c', t.cursor, t.header ?? '{}', { rewriteFromIndex: 1, lines: ['x'] }, { force: true });
+cur = await chats.save('c', cur, '{}', t.lines.concat((await chats.before('c', cur, 3)).lines));
+const bf: Backfill = await chats.backfill('c', { window: t.lines, cursor: cur, hasMoreBefore: t.hasMoreBefore, budgetTokens: 10 });
+if (bf.stop === 'staleCursor') bf.stale?.kind.trim();
+try { await chats.beforePages('c', cur, 5, 2); } catch (e) { const k: ChatErrorKind = (e as ChatError).kind; k.trim(); }
+// @ts-expect-error: a patch is an append or a rewrite
+await chats.patch('c', cur, '{}', { rewriteFromIndex: 1 });
+sb.close();
 // @ts-expect-error: storage is one of four names
 await Scrollback.open({ server: 'x', storage: 'floppy' });
 export { more };

@@ -61,6 +61,8 @@ async function scenario(storage) {
       { expectedWindowLineCount: 3 }));
     r.badOp = await caught(chats.patch(name, r.rewritten, head, { append: [], lines: [] }));
     r.unsafe = await caught(chats.tail('../transcripts/x', {}));
+    r.negative = await caught(chats.before(name, r.rewritten, -1));
+    r.zeroPages = await caught(chats.beforePages(name, r.rewritten, 5, 0));
     r.afterRefusals = await chats.tail(name, { maxLines: 12 });
     // Everything is in the storage: a new worker reads it back.
     sb.close();
@@ -102,7 +104,8 @@ for (const storage of ['opfs', 'indexeddb']) {
     assert.deepEqual(r.afterRewrite.lines, [...lines.slice(19), '{"mes":"c"}'], 'a and b replaced by c');
 
     for (const [e, kind] of [[r.stale, 'signatureMismatch'], [r.integrity, 'integrityMismatch'],
-      [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument']]) {
+      [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument'],
+      [r.negative, 'invalidArgument'], [r.zeroPages, 'invalidArgument']]) {
       assert.ok(e?.isError, `${kind}: rejected with an Error`);
       assert.equal(e.name, 'ChatError');
       assert.equal(e.kind, kind, e.message);

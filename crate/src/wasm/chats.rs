@@ -228,9 +228,10 @@ impl Chats {
     }
 
     /// `{lines, cursor, hasMoreBefore}`: up to `maxLines` lines just before `cursor`.
-    pub fn before(&self, name: String, cursor: JsValue, max_lines: usize) -> js_sys::Promise {
+    pub fn before(&self, name: String, cursor: JsValue, max_lines: JsValue) -> js_sys::Promise {
         self.with(name, move |state, path| async move {
             let cursor: Cursor = from_js("cursor", cursor)?;
+            let max_lines: usize = from_js("maxLines", max_lines)?;
             state.chats.chat(&path)?.before(cursor, max_lines).await
         })
     }
@@ -241,11 +242,13 @@ impl Chats {
         &self,
         name: String,
         cursor: JsValue,
-        max_lines: usize,
-        max_pages: usize,
+        max_lines: JsValue,
+        max_pages: JsValue,
     ) -> js_sys::Promise {
         self.with(name, move |state, path| async move {
             let cursor: Cursor = from_js("cursor", cursor)?;
+            let max_lines: usize = from_js("maxLines", max_lines)?;
+            let max_pages: usize = from_js("maxPages", max_pages)?;
             let chat = state.chats.chat(&path)?;
             chat.before_pages(cursor, max_lines, max_pages).await
         })

@@ -41,15 +41,16 @@ function diff(before, after) {
 }
 
 /** Waits until the server has sent nothing more for `quietMs` (streams may still be open). */
-async function quiet(server, quietMs = 400) {
-  let last = JSON.stringify(await server.stats());
-  for (let i = 0; i < 50; i++) {
+async function quiet(server, quietMs = 300) {
+  const api = (s) => JSON.stringify(API_ROUTES.map((r) => s[r]));
+  let last = await server.stats();
+  for (let i = 0; i < 100; i++) {
     await sleep(quietMs);
-    const now = JSON.stringify(await server.stats());
-    if (now === last) return JSON.parse(now);
+    const now = await server.stats();
+    if (api(now) === api(last)) return now;
     last = now;
   }
-  return JSON.parse(last);
+  return last;
 }
 
 /** The session's newest seq and status, from the list. */
@@ -103,7 +104,7 @@ async function measure(server, contender, id) {
     Object.assign(f, prefix('cold', diff(s0, s1)));
     const back1 = await p.page.evaluate((cap) => window.bench.scrollBack(cap), SCROLL_CAP_MS);
     await p.page.evaluate(() => window.bench.settled());
-    const s2 = await quiet(server);
+    let s2 = await quiet(server);
     f.scrollColdMs = back1.ms; f.scrollColdDone = back1.done; f.scrollColdPages = back1.pages;
     Object.assign(f, prefix('scrollCold', diff(s1, s2)));
     await p.page.close();
@@ -173,7 +174,8 @@ async function sizes() {
   const files = ['pkg/scrollback_bg.wasm', 'pkg/scrollback.js', 'pkg/index.js', 'pkg/worker.js', 'tests/bench/www/handwritten.js'];
   const out = [];
   for (const f of files) {
-    const buf = await fs.readFile(path.join(ROOT, f));
+    const buf = await fs.readFile(path.join(ROOT, f)).catch(() => null);
+    if (!buf) { log(`${f} is missing: run scripts/wasm.sh build`); continue; }
     out.push({ file: f, raw: buf.length, gzip: gzipSync(buf, { level: 9 }).length });
   }
   return out;
@@ -185,7 +187,9 @@ async function main() {
   const results = {};
   for (const contender of CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key))) {
     // A fresh server (and freshly seeded data) per contender: every one starts from the same files.
+    const t0 = Date.now();
     const server = await startServer({ www: path.join(ROOT, 'tests/bench/www') });
+    log(`server for ${contender.label}: seeded and listening in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     try {
       for (const id of SESSIONS) {
         const t = Date.now();

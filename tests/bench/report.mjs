@@ -51,8 +51,8 @@ function verdict(by, key, unit, labels, sessionDone) {
   const ov = by[o][key];
   const notDone = sessionDone(s, key);
   if (notDone) return `**no**: ${notDone}`;
-  // Within 5 % (or 2 ms / 1 kB) counts as a tie: measurement noise on a shared machine.
-  const slack = Math.max(Math.abs(ov) * 0.05, unit === 'ms' ? 2 : unit === 'bytes' ? 1000 : 0);
+  // Within 5 % (or 2 ms / 100 B) counts as a tie: measurement noise on a shared machine.
+  const slack = Math.max(Math.abs(ov) * 0.05, unit === 'ms' ? 2 : unit === 'bytes' ? 100 : 0);
   if (sv < ov - slack) return 'yes';
   if (Math.abs(sv - ov) <= slack) return `tie with ${labels[o]}`;
   return `**no**: ${labels[o]} ${fmt(ov, unit)} vs ${fmt(sv, unit)}`;
@@ -62,7 +62,7 @@ export function table(meta, results) {
   const keys = meta.contenders.map((c) => c.key);
   const labels = Object.fromEntries(meta.contenders.map((c) => [c.key, c.label]));
   const out = [];
-  out.push(`Figures from \`npm run bench\` on ${meta.date.slice(0, 10)}: ${meta.machine}, Chromium ${meta.chromium}, headless, server on loopback.`);
+  out.push(`Figures from \`npm run bench\` on ${meta.date.slice(0, 10)}: ${meta.machine}, Chromium ${meta.chromium}, headless, server on loopback; load average ${meta.load.toFixed(1)} (the machine is shared: times are noisy).`);
   out.push('Requests and bytes are counted at the server (`GET /stats`, API routes only: response bodies as sent, gzip where the server compresses).');
   out.push('Times are from navigation start in the page. Each cell: the figure, then its ratio to no cache. Lower is better.');
   out.push('');

@@ -59,19 +59,17 @@ async function summary(server, id) {
   return list.find((s) => s.id === id);
 }
 
-/** `n` lines a writer appends while the page is closed: a user message and a streamed reply. */
-function newLines(from, n) {
+/**
+ * `n` lines a writer appends while the page is closed: the session's own newest lines (cycled
+ * when it has fewer), renumbered from `from + 1` with fresh timestamps, so the payload is as
+ * compressible as real traffic.
+ */
+async function newLines(server, id, from, n) {
+  const own = (await server.lines(id)).slice(-n);
   const ts = Date.now() / 1000;
-  const out = [];
-  for (let i = 0; i < n; i++) {
-    const seq = from + 1 + i;
-    const event = i === 0
-      ? { type: 'userMessage', text: 'What changed while I was away?' }
-      : i === n - 1 ? { type: 'status', status: 'idle' }
-        : { type: 'assistantText', text: ` word${i}`, messageId: `bench-${from}` };
-    out.push(JSON.stringify({ seq, ts: ts + i * 0.01, event }));
-  }
-  return out;
+  return Array.from({ length: n }, (_, i) => JSON.stringify({
+    seq: from + 1 + i, ts: ts + i * 0.01, event: own[i % own.length].event,
+  }));
 }
 
 async function openPage(context, server, key, id) {
@@ -109,11 +107,12 @@ async function measure(server, contender, id) {
     Object.assign(f, prefix('scrollCold', diff(s1, s2)));
     await p.page.close();
 
-    // Reopen: nothing changed on the server.
+    // Reopen: nothing changed on the server. (The driver's own GET /sessions stays outside
+    // the counted spans.)
+    const newest = (await summary(server, id)).seq;
     s0 = await quiet(server);
     p = await openPage(context, server, key, id);
     f.reopenFirstRowsMs = p.firstRowsMs;
-    const newest = (await summary(server, id)).seq;
     await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
     await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
@@ -127,7 +126,7 @@ async function measure(server, contender, id) {
 
     // 300 new events while closed, then reopen: until the newest is on screen.
     const before = (await summary(server, id)).seq;
-    await server.append(id, newLines(before, NEW_EVENTS));
+    await server.append(id, await newLines(server, id, before, NEW_EVENTS));
     s0 = await quiet(server);
     p = await openPage(context, server, key, id);
     f.catchUpMs = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS);
@@ -183,6 +182,7 @@ async function sizes() {
 
 async function main() {
   const started = Date.now();
+  const load = os.loadavg()[0];
   await fs.mkdir(OUT, { recursive: true });
   const results = {};
   for (const contender of CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key))) {
@@ -204,6 +204,7 @@ async function main() {
   }
   const meta = {
     date: new Date().toISOString(),
+    load: Math.max(load, os.loadavg()[0]),
     machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}`,
     chromium: await (async () => { const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS }); const v = b.version(); await b.close(); return v; })(),
     sizes: await sizes(),

@@ -3,7 +3,8 @@
 // contender and session, the bench page tests/bench/www/index.html driving one contender.
 // Requests and bytes are counted at the server (GET /stats: API routes only, response bodies as
 // sent, compressed; the page's own files and the driver's POST are not counted).
-// Writes tests/out/bench.md, tests/out/bench.json and tests/bench/bench.png; prints the table.
+// Writes tests/out/bench.md, tests/out/bench.json, tests/out/bench.png (and, on a full run, the
+// README's chart tests/bench/bench.png); prints the table.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +23,7 @@ const CONTENDERS = [
 const SESSIONS = process.env.BENCH_SESSIONS?.split(',') ?? ['long', 'fix-build'];
 const ONLY = process.env.BENCH_CONTENDERS?.split(',');
 const NEW_EVENTS = 300;
+// BENCH_SESSIONS, BENCH_CONTENDERS: comma-separated subsets; BENCH_SERVER_LOG=1: print the server's request log.
 const SCROLL_CAP_MS = 90_000;
 const API_ROUTES = ['sessions', 'transcript', 'events'];
 const OUT = path.join(ROOT, 'tests/out');
@@ -199,6 +201,7 @@ async function main() {
         log(`${contender.label} on ${id}: ${((Date.now() - t) / 1000).toFixed(1)} s`, JSON.stringify(results[id].by[contender.key]));
       }
     } finally {
+      if (process.env.BENCH_SERVER_LOG) console.error(server.log()); // each request: method, path, status, bytes
       await server.dispose();
     }
   }
@@ -222,7 +225,8 @@ async function main() {
     await page.setContent(`<body style="margin:0;background:#fff">${svg}</body>`);
     const png = await page.locator('svg').screenshot();
     await fs.writeFile(path.join(OUT, 'bench.png'), png);
-    await fs.writeFile(path.join(ROOT, 'tests/bench/bench.png'), png);
+    // The README's chart is replaced by full runs only, never by a subset.
+    if (!ONLY && !process.env.BENCH_SESSIONS) await fs.writeFile(path.join(ROOT, 'tests/bench/bench.png'), png);
   } finally {
     await browser.close();
   }

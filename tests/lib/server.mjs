@@ -21,14 +21,15 @@ export async function freePort() {
 
 /**
  * Starts the server; resolves once `GET /sessions` answers.
- * @param {{ sandbox?: boolean, data?: string, args?: string[], port?: number }} options
+ * @param {{ sandbox?: boolean, data?: string, args?: string[], port?: number, www?: string }} options
+ *   `www`: the folder served at `/` (default: the demo page, `www/`)
  */
-export async function startServer({ sandbox = true, data, args = [], port } = {}) {
+export async function startServer({ sandbox = true, data, args = [], port, www = path.join(ROOT, 'www') } = {}) {
   const dataDir = data ?? await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-data-'));
   port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
   const argv = ['--data', dataDir, '--addr', `127.0.0.1:${port}`,
-    '--www', path.join(ROOT, 'www'), '--pkg', path.join(ROOT, 'pkg'), ...args];
+    '--www', www, '--pkg', path.join(ROOT, 'pkg'), ...args];
   if (sandbox) argv.push('--sandbox');
   const child = spawn(SERVER_BIN, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';

@@ -1,0 +1,237 @@
+// `npm run bench`: Scrollback against what teams write instead, side by side in one run.
+// The real server (--sandbox) on loopback, headless Chromium with a fresh on-disk profile per
+// contender and session, the bench page tests/bench/www/index.html driving one contender.
+// Requests and bytes are counted at the server (GET /stats: API routes only, response bodies as
+// sent, compressed; the page's own files and the driver's POST are not counted).
+// Writes tests/out/bench.md, tests/out/bench.json, tests/out/bench.png (and, on a full run, the
+// README's chart tests/bench/bench.png); prints the table.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS } from '../lib/browser.mjs';
+import { ROOT, startServer } from '../lib/server.mjs';
+import { table, chart } from './report.mjs';
+
+const CONTENDERS = [
+  { key: 'nocache', label: 'no cache' },
+  { key: 'handwritten', label: 'hand-written cache (one IndexedDB record)' },
+  { key: 'scrollback-opfs', label: 'Scrollback, OPFS' },
+  { key: 'scrollback-idb', label: 'Scrollback, IndexedDB' },
+];
+const SESSIONS = process.env.BENCH_SESSIONS?.split(',') ?? ['long', 'fix-build'];
+const ONLY = process.env.BENCH_CONTENDERS?.split(',');
+const NEW_EVENTS = 300;
+// BENCH_SESSIONS, BENCH_CONTENDERS: comma-separated subsets; BENCH_SERVER_LOG=1: print the server's request log.
+const SCROLL_CAP_MS = 90_000;
+const API_ROUTES = ['sessions', 'transcript', 'events'];
+const OUT = path.join(ROOT, 'tests/out');
+
+const log = (...a) => console.error('[bench]', ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Requests and bytes of the API routes since `before` (a /stats answer). */
+function diff(before, after) {
+  let requests = 0;
+  let bytes = 0;
+  for (const r of API_ROUTES) {
+    requests += after[r].requests - before[r].requests;
+    bytes += after[r].bytes - before[r].bytes;
+  }
+  return { requests, bytes };
+}
+
+/** Waits until the server has sent nothing more for `quietMs` (streams may still be open). */
+async function quiet(server, quietMs = 300) {
+  const api = (s) => JSON.stringify(API_ROUTES.map((r) => s[r]));
+  let last = await server.stats();
+  for (let i = 0; i < 100; i++) {
+    await sleep(quietMs);
+    const now = await server.stats();
+    if (api(now) === api(last)) return now;
+    last = now;
+  }
+  return last;
+}
+
+/** The session's newest seq and status, from the list. */
+async function summary(server, id) {
+  const list = await (await fetch(`${server.url}/sessions`)).json();
+  return list.find((s) => s.id === id);
+}
+
+/**
+ * `n` lines a writer appends while the page is closed: the session's own newest lines (cycled
+ * when it has fewer), renumbered from `from + 1` with fresh timestamps, so the payload is as
+ * compressible as real traffic.
+ */
+async function newLines(server, id, from, n) {
+  const own = (await server.lines(id)).slice(-n);
+  const ts = Date.now() / 1000;
+  return Array.from({ length: n }, (_, i) => JSON.stringify({
+    seq: from + 1 + i, ts: ts + i * 0.01, event: own[i % own.length].event,
+  }));
+}
+
+async function openPage(context, server, key, id) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(`${server.url}/index.html?c=${key}&id=${encodeURIComponent(id)}`);
+  try {
+    const r = await page.evaluate(() => window.bench.open());
+    return { page, ...r };
+  } catch (e) {
+    throw new Error(`${key} ${id}: ${e.message}\n${errors.join('\n')}`);
+  }
+}
+
+/** Every figure for one contender on one session, in a fresh browser profile. */
+async function measure(server, contender, id) {
+  const profile = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-bench-profile-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const f = {};
+  try {
+    const { key } = contender;
+    // First visit, then scroll back through everything.
+    let s0 = await quiet(server);
+    let p = await openPage(context, server, key, id);
+    f.coldFirstRowsMs = p.firstRowsMs;
+    await p.page.evaluate(() => window.bench.settled());
+    let s1 = await quiet(server);
+    Object.assign(f, prefix('cold', diff(s0, s1)));
+    const back1 = await p.page.evaluate((cap) => window.bench.scrollBack(cap), SCROLL_CAP_MS);
+    await p.page.evaluate(() => window.bench.settled());
+    let s2 = await quiet(server);
+    f.scrollColdMs = back1.ms; f.scrollColdDone = back1.done; f.scrollColdPages = back1.pages;
+    Object.assign(f, prefix('scrollCold', diff(s1, s2)));
+    await p.page.close();
+
+    // Reopen: nothing changed on the server. (The driver's own GET /sessions stays outside
+    // the counted spans.)
+    const newest = (await summary(server, id)).seq;
+    s0 = await quiet(server);
+    p = await openPage(context, server, key, id);
+    f.reopenFirstRowsMs = p.firstRowsMs;
+    await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+    await p.page.evaluate(() => window.bench.settled());
+    s1 = await quiet(server);
+    Object.assign(f, prefix('reopen', diff(s0, s1)));
+    const back2 = await p.page.evaluate((cap) => window.bench.scrollBack(cap), SCROLL_CAP_MS);
+    await p.page.evaluate(() => window.bench.settled());
+    s2 = await quiet(server);
+    f.scrollWarmMs = back2.ms; f.scrollWarmDone = back2.done; f.scrollWarmPages = back2.pages;
+    Object.assign(f, prefix('scrollWarm', diff(s1, s2)));
+    await p.page.close();
+
+    // 300 new events while closed, then reopen: until the newest is on screen.
+    const before = (await summary(server, id)).seq;
+    await server.append(id, await newLines(server, id, before, NEW_EVENTS));
+    s0 = await quiet(server);
+    p = await openPage(context, server, key, id);
+    f.catchUpMs = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS);
+    await p.page.evaluate(() => window.bench.settled());
+    s1 = await quiet(server);
+    Object.assign(f, prefix('catchUp', diff(s0, s1)));
+
+    // A reply streams in: the main thread's longest task meanwhile (and the writes it causes).
+    const since = await p.page.evaluate(() => window.bench.now());
+    const res = await fetch(`${server.url}/sessions/${id}/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'Summarize the last hour.' }),
+    });
+    if (!res.ok) throw new Error(`POST messages: ${res.status} ${await res.text()}`);
+    const posted = JSON.parse(await res.text()).seq;
+    let s;
+    for (;;) {
+      s = await summary(server, id);
+      if (s.status === 'idle' && s.seq > posted + 2) break;
+      await sleep(100);
+    }
+    f.replyEvents = s.seq - posted;
+    await p.page.evaluate((seq) => window.bench.waitCursor(seq), s.seq);
+    await p.page.evaluate(() => window.bench.settled());
+    await sleep(300);
+    const lt = await p.page.evaluate((t) => window.bench.longtasks(t), since);
+    f.streamLongestTaskMs = lt.longest;
+    f.streamLongTasks = lt.count;
+    const st = await p.page.evaluate(() => window.bench.storage());
+    f.storageEstimate = st.usage;
+    f.storageOwn = st.own;
+    await p.page.close();
+  } finally {
+    await context.close();
+    await fs.rm(profile, { recursive: true, force: true });
+  }
+  return f;
+}
+
+function prefix(p, { requests, bytes }) {
+  return { [`${p}Requests`]: requests, [`${p}Bytes`]: bytes };
+}
+
+async function sizes() {
+  const files = ['pkg/scrollback_bg.wasm', 'pkg/scrollback.js', 'pkg/index.js', 'pkg/worker.js', 'tests/bench/www/handwritten.js'];
+  const out = [];
+  for (const f of files) {
+    const buf = await fs.readFile(path.join(ROOT, f)).catch(() => null);
+    if (!buf) { log(`${f} is missing: run scripts/wasm.sh build`); continue; }
+    out.push({ file: f, raw: buf.length, gzip: gzipSync(buf, { level: 9 }).length });
+  }
+  return out;
+}
+
+async function main() {
+  const started = Date.now();
+  const load = os.loadavg()[0];
+  await fs.mkdir(OUT, { recursive: true });
+  const results = {};
+  for (const contender of CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key))) {
+    // A fresh server (and freshly seeded data) per contender: every one starts from the same files.
+    const t0 = Date.now();
+    const server = await startServer({ www: path.join(ROOT, 'tests/bench/www') });
+    log(`server for ${contender.label}: seeded and listening in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    try {
+      for (const id of SESSIONS) {
+        const t = Date.now();
+        const events = (await summary(server, id)).seq;
+        (results[id] ??= { events, bytes: (await fs.stat(server.transcriptPath(id))).size, by: {} });
+        results[id].by[contender.key] = await measure(server, contender, id);
+        log(`${contender.label} on ${id}: ${((Date.now() - t) / 1000).toFixed(1)} s`, JSON.stringify(results[id].by[contender.key]));
+      }
+    } finally {
+      if (process.env.BENCH_SERVER_LOG) console.error(server.log()); // each request: method, path, status, bytes
+      await server.dispose();
+    }
+  }
+  const meta = {
+    date: new Date().toISOString(),
+    load: Math.max(load, os.loadavg()[0]),
+    machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}`,
+    chromium: await (async () => { const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS }); const v = b.version(); await b.close(); return v; })(),
+    sizes: await sizes(),
+    contenders: CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key)),
+    seconds: (Date.now() - started) / 1000,
+  };
+  await fs.writeFile(path.join(OUT, 'bench.json'), JSON.stringify({ meta, results }, null, 2));
+  const md = table(meta, results);
+  await fs.writeFile(path.join(OUT, 'bench.md'), md);
+  const svg = chart(meta, results);
+  await fs.writeFile(path.join(OUT, 'bench.svg'), svg);
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  try {
+    const page = await browser.newPage({ viewport: { width: 900, height: 100 } });
+    await page.setContent(`<body style="margin:0;background:#fff">${svg}</body>`);
+    const png = await page.locator('svg').screenshot();
+    await fs.writeFile(path.join(OUT, 'bench.png'), png);
+    // The README's chart is replaced by full runs only, never by a subset.
+    if (!ONLY && !process.env.BENCH_SESSIONS) await fs.writeFile(path.join(ROOT, 'tests/bench/bench.png'), png);
+  } finally {
+    await browser.close();
+  }
+  console.log(md);
+  log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s: tests/out/bench.md, tests/out/bench.json, tests/bench/bench.png`);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

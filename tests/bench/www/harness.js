@@ -1,0 +1,90 @@
+// The bench page: loads one contender (?c=nocache|handwritten|scrollback-opfs|scrollback-idb)
+// for one session (?id=) and exposes `window.bench` for tests/bench/run.mjs to drive.
+// Every contender shows the newest 80 rows as list items, drawn at most once per animation frame,
+// so drawing costs the same everywhere. Times are performance.now() (ms since navigation).
+const q = new URLSearchParams(location.search);
+const contender = q.get('c');
+const id = q.get('id');
+
+const longtasks = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) longtasks.push({ start: e.startTime, duration: e.duration });
+}).observe({ type: 'longtask', buffered: true });
+
+const list = document.getElementById('rows');
+let firstRowsAt = null;
+let pending = null;
+let firstRows;
+const firstRowsShown = new Promise((resolve) => { firstRows = resolve; });
+
+/** Asks for `rows` (oldest first) to be drawn; `describe` turns one into text. */
+function show(rows, describe) {
+  const wasPending = pending !== null;
+  pending = { rows, describe };
+  if (wasPending) return;
+  requestAnimationFrame(() => {
+    const { rows: r, describe: d } = pending;
+    pending = null;
+    list.replaceChildren(...r.slice(-80).map((row) => {
+      const li = document.createElement('li');
+      li.textContent = d(row);
+      return li;
+    }));
+    if (r.length > 0 && firstRowsAt === null) {
+      firstRowsAt = performance.now();
+      firstRows(firstRowsAt);
+    }
+  });
+}
+
+const modules = {
+  nocache: './nocache.js',
+  handwritten: './handwritten.js',
+  'scrollback-opfs': './scrollback.js',
+  'scrollback-idb': './scrollback.js',
+};
+const storage = { 'scrollback-opfs': 'opfs', 'scrollback-idb': 'indexeddb' }[contender];
+
+let app = null;
+const until = (check, timeoutMs, what) => new Promise((resolve, reject) => {
+  const deadline = performance.now() + timeoutMs;
+  const poll = () => {
+    if (check()) resolve(performance.now());
+    else if (performance.now() > deadline) reject(new Error(`timed out waiting for ${what}`));
+    else setTimeout(poll, 2);
+  };
+  poll();
+});
+
+window.bench = {
+  /** Opens the session; resolves once the first rows are drawn. */
+  async open() {
+    const mod = await import(modules[contender]);
+    app = await mod.open({ id, server: location.origin, storage, show });
+    const at = await Promise.race([firstRowsShown,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('no rows drawn in 60 s')), 60_000))]);
+    return { firstRowsMs: at, cursor: app.cursor() };
+  },
+  /** Resolves (performance.now()) once the newest line shown is at least `seq`. */
+  waitCursor: (seq, timeoutMs = 60_000) => until(() => app && app.cursor() >= seq, timeoutMs, `seq ${seq}`),
+  cursor: () => app.cursor(),
+  now: () => performance.now(),
+  /** Loads older history until there is no more (or `capMs` passed). */
+  async scrollBack(capMs) {
+    const t0 = performance.now();
+    const r = await app.scrollBack(t0 + capMs);
+    return { ms: performance.now() - t0, ...r };
+  },
+  /** Waits for the contender's own background work (pending writes) to finish. */
+  settled: () => app.settled(),
+  /** The longest task and how many tasks over 50 ms began at or after `since`. */
+  longtasks(since) {
+    const mine = longtasks.filter((t) => t.start >= since);
+    return { longest: Math.max(0, ...mine.map((t) => t.duration)), count: mine.length };
+  },
+  /** Storage used: the browser's estimate for the origin, and the contender's own count. */
+  async storage() {
+    const { usage } = await navigator.storage.estimate();
+    return { usage, own: await app.storageBytes() };
+  },
+};

@@ -5,7 +5,7 @@ use super::Config;
 use crate::chunks::{Cache, SessionCache};
 use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::Store;
-use crate::transport::{EventStream, StreamItem, Transport, TransportResult};
+use crate::transport::{EventStream, Page, StreamItem, Transport, TransportResult};
 use async_lock::Mutex;
 use futures::channel::mpsc;
 use futures::future::{select, Either};
@@ -314,23 +314,34 @@ impl<S: Store, T: Transport> Session<S, T> {
             limit: Some(1),
             ..TranscriptQuery::default()
         };
+        let page = self.fetch_retrying(inbox, &query).await?;
+        let passed = matches!(page.lines.as_slice(), [line] if line == tail);
+        self.update(Change::State, |v| {
+            v.banner = None;
+            v.verified = passed;
+            match passed {
+                true => v.counters.probes_passed += 1,
+                false => v.counters.probes_failed += 1,
+            }
+        });
+        Ok(passed)
+    }
+
+    /// Fetches a page and counts it, retrying on the reconnect schedule (the banner saying
+    /// why) while it cannot be made.
+    async fn fetch_retrying(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        query: &TranscriptQuery,
+    ) -> Result<Page, Command> {
         loop {
             let answer = self
-                .unless_asked(inbox, self.transport.transcript(&self.id, &query))
+                .unless_asked(inbox, self.transport.transcript(&self.id, query))
                 .await?;
             match answer {
                 Ok(page) => {
                     self.count_request(page.bytes);
-                    let passed = matches!(page.lines.as_slice(), [line] if line == tail);
-                    self.update(Change::State, |v| {
-                        v.banner = None;
-                        v.verified = passed;
-                        match passed {
-                            true => v.counters.probes_passed += 1,
-                            false => v.counters.probes_failed += 1,
-                        }
-                    });
-                    return Ok(passed);
+                    return Ok(page);
                 }
                 Err(e) => self.back_off(inbox, e.to_string()).await?,
             }
@@ -344,34 +355,24 @@ impl<S: Store, T: Transport> Session<S, T> {
             limit: Some(self.config.opening_window),
             ..TranscriptQuery::default()
         };
-        loop {
-            let answer = self
-                .unless_asked(inbox, self.transport.transcript(&self.id, &query))
-                .await?;
-            match answer {
-                Ok(page) => {
-                    self.count_request(page.bytes);
-                    {
-                        let mut cache = self.cache.lock().await;
-                        for line in &page.lines {
-                            cache.append(line).await;
-                        }
-                    }
-                    self.apply_summary();
-                    self.show_newer(&page.lines);
-                    self.update(Change::State, |v| {
-                        v.banner = None;
-                        v.ready = true;
-                        v.verified = true;
-                        if page.lines.is_empty() {
-                            v.more_history = false;
-                        }
-                    });
-                    return Ok(page.lines.last().map_or(0, Line::seq));
-                }
-                Err(e) => self.back_off(inbox, e.to_string()).await?,
+        let page = self.fetch_retrying(inbox, &query).await?;
+        {
+            let mut cache = self.cache.lock().await;
+            for line in &page.lines {
+                cache.append(line).await;
             }
         }
+        self.apply_summary();
+        self.show_newer(&page.lines);
+        self.update(Change::State, |v| {
+            v.banner = None;
+            v.ready = true;
+            v.verified = true;
+            if page.lines.is_empty() {
+                v.more_history = false;
+            }
+        });
+        Ok(page.lines.last().map_or(0, Line::seq))
     }
 
     /// Reaches back to `anchor`: from the cache where the suffix covers it, otherwise raw from

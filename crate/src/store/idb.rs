@@ -21,7 +21,7 @@
 //! deleting it) is reopened empty: lists are empty, `stat` is `None`, reads are `NotFound`.
 
 use super::browser::{error_name, js_error, now_millis, sleep, wait};
-use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use super::{entries_below, segments, Entry, Meta, Store, StoreError, StoreResult};
 use js_sys::{Array, JsString, Promise, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -476,36 +476,13 @@ impl Store for IdbStore {
         let keys = request(dir, tx.meta.get_all_keys_with_key(&range));
         let values = request(dir, tx.meta.get_all_with_key(&range));
         let (keys, values): (Array, Array) = (keys.await?.into(), values.await?.into());
-        let prefix = format!("{dir}/");
-        let mut out: Vec<Entry> = Vec::new();
-        for (k, v) in keys.iter().zip(values.iter()) {
-            let k = k.as_string().unwrap_or_default();
-            let Some(rest) = k.strip_prefix(&prefix) else {
-                continue;
-            };
-            match rest.split_once('/') {
-                Some((name, _)) => {
-                    if out.last().is_none_or(|e| e.name != name) {
-                        out.push(Entry {
-                            name: name.to_string(),
-                            is_dir: true,
-                            size: 0,
-                            modified: 0,
-                        });
-                    }
-                }
-                None => {
-                    let Some(r) = rec_of(&v) else { continue };
-                    out.push(Entry {
-                        name: rest.to_string(),
-                        is_dir: false,
-                        size: r.size,
-                        modified: r.modified,
-                    });
-                }
-            }
-        }
-        Ok(out)
+        let keys = keys.iter().map(|k| k.as_string().unwrap_or_default());
+        Ok(entries_below(dir, keys.zip(values.iter()), |v| {
+            rec_of(v).map(|r| Meta {
+                size: r.size,
+                modified: r.modified,
+            })
+        }))
     }
 
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {

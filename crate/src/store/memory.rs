@@ -1,6 +1,6 @@
 //! An in-memory store: for tests, private windows, and as the reference the others conform to.
 
-use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use super::{entries_below, segments, Entry, Meta, Store, StoreError, StoreResult};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -60,31 +60,15 @@ impl Store for MemoryStore {
     async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
         let prefix = format!("{}/", key(dir)?);
         let blobs = self.blobs.lock().unwrap();
-        let mut out: Vec<Entry> = Vec::new();
-        for (k, v) in blobs.range(prefix.clone()..) {
-            let Some(rest) = k.strip_prefix(&prefix) else {
-                break;
-            };
-            match rest.split_once('/') {
-                Some((name, _)) => {
-                    if out.last().is_none_or(|e| e.name != name) {
-                        out.push(Entry {
-                            name: name.to_string(),
-                            is_dir: true,
-                            size: 0,
-                            modified: 0,
-                        });
-                    }
-                }
-                None => out.push(Entry {
-                    name: rest.to_string(),
-                    is_dir: false,
-                    size: v.bytes.len() as u64,
-                    modified: v.modified,
-                }),
-            }
-        }
-        Ok(out)
+        let below = blobs
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix));
+        Ok(entries_below(dir, below, |b| {
+            Some(Meta {
+                size: b.bytes.len() as u64,
+                modified: b.modified,
+            })
+        }))
     }
 
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {

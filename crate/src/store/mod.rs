@@ -116,3 +116,43 @@ pub fn segments(path: &str) -> StoreResult<Vec<&str>> {
     }
     Ok(segs)
 }
+
+/// A folder's listing from flat keys in sorted order (the memory and IndexedDB backends keep
+/// blobs as `a/b/c` keys): the keys below `dir` with a further `/` name a folder, listed once;
+/// the others are blobs, with the size and stamp `meta` reads (one it cannot read is skipped).
+pub(crate) fn entries_below<K: AsRef<str>, V>(
+    dir: &str,
+    keys: impl IntoIterator<Item = (K, V)>,
+    meta: impl Fn(&V) -> Option<Meta>,
+) -> Vec<Entry> {
+    let prefix = format!("{dir}/");
+    let mut out: Vec<Entry> = Vec::new();
+    for (k, v) in keys {
+        let Some(rest) = k.as_ref().strip_prefix(&prefix) else {
+            continue;
+        };
+        match rest.split_once('/') {
+            Some((name, _)) => {
+                if out.last().is_none_or(|e| e.name != name) {
+                    out.push(Entry {
+                        name: name.to_string(),
+                        is_dir: true,
+                        size: 0,
+                        modified: 0,
+                    });
+                }
+            }
+            None => {
+                if let Some(m) = meta(&v) {
+                    out.push(Entry {
+                        name: rest.to_string(),
+                        is_dir: false,
+                        size: m.size,
+                        modified: m.modified,
+                    });
+                }
+            }
+        }
+    }
+    out
+}

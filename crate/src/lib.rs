@@ -9,10 +9,12 @@
 pub mod chunks;
 pub mod engine;
 pub mod fold;
-pub mod protocol;
 pub mod store;
 pub mod transport;
 pub mod window;
+
+/// The wire, shared with the server: the `scrollback-protocol` crate.
+pub use scrollback_protocol as protocol;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;

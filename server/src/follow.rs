@@ -9,7 +9,7 @@
 use crate::transcript::{self, CatchUp, FileId, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
-use scrollback::protocol::{Line, RESET_EVENT};
+use scrollback_protocol::{Line, RESET_EVENT};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::fs::File;

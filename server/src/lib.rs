@@ -19,7 +19,7 @@ pub mod transcript;
 
 pub use config::Config;
 
-use scrollback::protocol::Line;
+use scrollback_protocol::Line;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io;

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{middleware, Json, Router};
-use scrollback::protocol::{page_json, Line, TranscriptQuery};
+use scrollback_protocol::{page_json, Line, TranscriptQuery};
 use serde_json::json;
 use std::io;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! the session list's summaries, cached per file so listing does not re-read transcripts.
 
 use crate::transcript::{self, reader, FileId};
-use scrollback::protocol::{EventKind, Line, SessionSummary};
+use scrollback_protocol::{EventKind, Line, SessionSummary};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs::File;

@@ -4,7 +4,7 @@
 
 use super::{words, Reply, Rng};
 use crate::App;
-use scrollback::protocol::Line;
+use scrollback_protocol::Line;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io;

@@ -1,6 +1,6 @@
 //! The sandbox's words: a small deterministic random source and the text it strings together.
 
-use scrollback::protocol::clean_append;
+use scrollback_protocol::clean_append;
 use serde_json::{json, Value};
 
 /// SplitMix64: small, fast, and the same sequence on every machine for a seed.

@@ -6,7 +6,7 @@
 pub mod reader;
 
 use reader::BackLines;
-use scrollback::protocol::{coalesce, Line, RowWalk, TranscriptQuery, CATCH_UP_LIMIT, MAX_LIMIT};
+use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery, CATCH_UP_LIMIT, MAX_LIMIT};
 use serde_json::{Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

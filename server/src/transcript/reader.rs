@@ -4,7 +4,7 @@
 //! Every offset handed out is a line start. A last line with no newline yet (a writer mid-line)
 //! is never a line: [`complete_end`] stops before it.
 
-use scrollback::protocol::Line;
+use scrollback_protocol::Line;
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};

@@ -9,7 +9,7 @@
 //! whichever way a page is walked and wherever a page starts: a run cut by `after` or `limit`
 //! is the partial it is, and welds back when the pages meet.
 
-use super::line::{EventKind, Line};
+use crate::line::{EventKind, Line};
 use serde_json::{Map, Value};
 
 /// The field a coalesced line carries so that it can still be compared at a seam:

@@ -1,6 +1,6 @@
 //! The `/transcript` query: parsed by the server, built by the client, validated in one place.
 
-use super::{HISTORY_PAGE, MAX_LIMIT, OPENING_WINDOW};
+use crate::{HISTORY_PAGE, MAX_LIMIT, OPENING_WINDOW};
 use std::fmt::Write as _;
 
 /// `GET /sessions/{id}/transcript?before=&after=&limit=&coalesce=&bytes=`.

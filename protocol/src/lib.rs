@@ -14,6 +14,11 @@ pub use session::SessionSummary;
 /// How far behind `/events?after=N` still catches up event by event; further behind, the
 /// server sends a `reset` frame and then the newest this many raw events.
 pub const CATCH_UP_LIMIT: usize = 200;
+/// How many bytes of lines (their raw JSON text) a reopen's catch-up and `/events?after=N` still
+/// send after the cursor; a client further behind than this gets a reset and pages the gap with
+/// `after`. A byte bound (not a count of events) so that what one catch-up costs is bounded
+/// whatever the events' sizes. Replaces `CATCH_UP_LIMIT` as the catch-up rule.
+pub const CATCH_UP_BYTES: usize = 1 << 20;
 /// Rows in one page of older history (coalesced).
 pub const HISTORY_PAGE: usize = 40;
 /// Raw events in the opening window (a cold open's first page, a warm open's first draw).

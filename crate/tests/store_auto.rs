@@ -24,11 +24,10 @@ async fn sync_handles_work() -> bool {
     let storage: StorageManager = js_sys::Reflect::get(&navigator, &"storage".into())
         .unwrap()
         .unchecked_into();
-    let root: FileSystemDirectoryHandle =
-        match JsFuture::from(storage.get_directory()).await {
-            Ok(d) => d.unchecked_into(),
-            Err(_) => return false,
-        };
+    let root: FileSystemDirectoryHandle = match JsFuture::from(storage.get_directory()).await {
+        Ok(d) => d.unchecked_into(),
+        Err(_) => return false,
+    };
     let name = unique("auto-probe");
     let opts = FileSystemGetFileOptions::new();
     opts.set_create(true);

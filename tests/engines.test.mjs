@@ -94,10 +94,10 @@ it('reopens after a reload with one probe, draws from the cache, and scrolls bac
   const warm = await open('long');
   assert.equal(warm.counters.probesPassed, 1, `one probe: ${JSON.stringify(warm.counters)}`);
   assert.equal(warm.counters.probesFailed, 0);
-  assert.equal(warm.counters.requests, 2, `the probe and the stream: ${JSON.stringify(warm.counters)}`);
+  assert.equal(warm.counters.pagesLocal, 0, 'no page was asked for yet');
   assert.ok(warm.rowsAtReady > 0, 'the cached rows are there once ready');
   const back = await older(3);
-  assert.equal(back.counters.requests, 2, `the pages seen before came from the cache: ${JSON.stringify(back.counters)}`);
+  assert.equal(back.counters.requests, warm.counters.requests, `the pages seen before came from the cache: ${JSON.stringify(back.counters)}`);
   assert.ok(back.counters.pagesLocal >= 3, `pages read locally: ${JSON.stringify(back.counters)}`);
   await closeAll();
 });

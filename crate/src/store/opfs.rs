@@ -583,10 +583,22 @@ impl Store for OpfsStore {
         };
         let opts = FileSystemRemoveOptions::new();
         opts.set_recursive(true);
-        match JsFuture::from(dir.remove_entry_with_options(name, &opts)).await {
-            Ok(_) => Ok(()),
-            Err(e) if missing(&e) => Ok(()),
-            Err(e) => Err(js_error(path, &e)),
+        // Firefox releases a closed sync handle's lock a moment after `close()`: until then a
+        // remove fails with NoModificationAllowedError, so it is retried for a while.
+        let mut waited = 0;
+        loop {
+            match JsFuture::from(dir.remove_entry_with_options(name, &opts)).await {
+                Ok(_) => return Ok(()),
+                Err(e) if missing(&e) => return Ok(()),
+                Err(e)
+                    if error_name(&e) == "NoModificationAllowedError"
+                        && waited < LOCKED_RETRY_MS =>
+                {
+                    sleep(25).await;
+                    waited += 25;
+                }
+                Err(e) => return Err(js_error(path, &e)),
+            }
         }
     }
 

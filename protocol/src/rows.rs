@@ -2,7 +2,7 @@
 //!
 //! There is one rule and this is it. The server uses it to coalesce a page
 //! ([`coalesce`], [`RowWalk`]), the client uses it to count rows over raw cached lines
-//! ([`RowWalk`]), and the display fold uses it to decide what it may fold. Seed 000 warns that a
+//! ([`RowWalk`]), and the display fold uses it to decide what it may fold. design.md (cache decision 5) warns that a
 //! client's copy of the server's rule drifts; here there is no copy.
 //!
 //! The rule is a predicate over two adjacent lines ([`joins`]), so it gives the same answer
@@ -78,7 +78,7 @@ fn same_message(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 /// Whether `newer` continues the row that `older` (the line just before it) is in.
 ///
 /// Only streamed assistant text joins, and only when it is provably the same message rendered
-/// the same way folded or not (seed 001): both are `assistantText`, every field other than
+/// the same way folded or not (design.md, fold rules F1-F3): both are `assistantText`, every field other than
 /// `text` is equal (the same message), `newer` starts at the seq right after the last one
 /// `older` covers, and `newer`'s first delta is a *clean append* ([`clean_append`]) of `older`'s
 /// last delta. Any other event, and any unknown type, ends a run.
@@ -98,7 +98,7 @@ pub fn joins(older: &Line, newer: &Line) -> bool {
     same_message(older.event(), newer.event()) && clean_append(a.last, b.first)
 }
 
-/// Seed 001's predicate: `next` appended to `prev` renders the same whether a client
+/// The clean-append predicate (design.md, fold rule F1): `next` appended to `prev` renders the same whether a client
 /// concatenates deltas or detects replays and overlaps. Both non-empty, not equal, neither a
 /// prefix of the other, and no suffix of `prev` is a prefix of `next`.
 ///
@@ -236,7 +236,7 @@ fn fold_run(run: &[Line]) -> Line {
 mod tests {
     use super::*;
 
-    /// The predicate as seed 001 states it, by brute force: the reference the linear one must
+    /// The predicate as design.md, fold rule F1, states it, by brute force: the reference the linear one must
     /// agree with.
     fn clean_append_by_definition(prev: &str, next: &str) -> bool {
         if prev.is_empty() || next.is_empty() || prev == next {

@@ -1,7 +1,7 @@
 //! The engine over real HTTP against the real server (spawned in-process on a loopback port),
 //! with a real filesystem cache. Requests and bytes are counted by the server (`/stats`).
 //!
-//! Seed 000's measured claims: a warm reopen is one request (the probe); scrolling the whole
+//! The cache's measured claims (docs/design.md, Part A): a warm reopen is one request (the probe); scrolling the whole
 //! cached conversation back is zero requests; a reset after falling 300 events behind costs the
 //! gap and no more (`before=306&after=201`); a file replaced on the server is caught by the
 //! probe and the reopen is cold; a reply streaming when the session is reopened continues at its

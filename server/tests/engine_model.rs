@@ -1,4 +1,4 @@
-//! The engine's randomized model test (seed 000's invariants, checked after every step).
+//! The engine's randomized model test (the cache's invariants I1-I4 of docs/design.md, checked after every step).
 //!
 //! Each run is a server transcript on a real file, read through the server library's own
 //! transcript functions (`window`, `events_after`: the code behind `/transcript` and `/events`),

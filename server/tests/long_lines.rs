@@ -45,6 +45,18 @@ fn page(f: &mut Counting, end: u64, query: &str) -> Vec<Line> {
     window_in(Path::new("test.jsonl"), f, end, &query).unwrap()
 }
 
+/// Asks for a page from a fresh count and checks its seqs and the bytes it read.
+fn page_reading_at_most(f: &mut Counting, end: u64, query: &str, seqs: &[u64], most: usize) {
+    f.read = 0;
+    let lines = page(f, end, query);
+    assert_eq!(
+        lines.iter().map(Line::seq).collect::<Vec<_>>(),
+        seqs,
+        "{query}"
+    );
+    assert!(f.read <= most, "{query}: read {} bytes", f.read);
+}
+
 /// seq 1 a status, seq 2 a 60 MB tool result, seqs 3..=5 short user messages.
 fn with_a_huge_line() -> String {
     let mut text = line(1, serde_json::json!({"type": "status", "status": "idle"}));
@@ -65,42 +77,18 @@ fn with_a_huge_line() -> String {
 #[test]
 fn a_page_of_one_reads_no_line_before_it() {
     let (mut f, end) = file(with_a_huge_line());
-    let lines = page(&mut f, end, "limit=1");
-    assert_eq!(lines.iter().map(Line::seq).collect::<Vec<_>>(), [5]);
-    assert!(
-        f.read <= 8 << 10,
-        "read {} bytes for one short line",
-        f.read
-    );
-
+    page_reading_at_most(&mut f, end, "limit=1", &[5], 8 << 10);
     // Three lines: the walk stops at seq 3 and never reads the 60 MB line before it.
-    f.read = 0;
-    let lines = page(&mut f, end, "limit=3");
-    assert_eq!(lines.iter().map(Line::seq).collect::<Vec<_>>(), [3, 4, 5]);
-    assert!(
-        f.read <= 64 << 10,
-        "read {} bytes for three short lines",
-        f.read
-    );
+    page_reading_at_most(&mut f, end, "limit=3", &[3, 4, 5], 64 << 10);
 }
 
 #[test]
 fn a_budget_does_not_read_a_line_it_cannot_hold() {
     let (mut f, end) = file(with_a_huge_line());
-    let lines = page(&mut f, end, "bytes=1000");
-    assert_eq!(lines.iter().map(Line::seq).collect::<Vec<_>>(), [3, 4, 5]);
-    assert!(
-        f.read <= 256 << 10,
-        "read {} bytes for a 1000-byte budget",
-        f.read
-    );
-
-    // Before seq 3 the huge line is the page (a page always has one line), read once.
-    f.read = 0;
-    let lines = page(&mut f, end, "before=3&limit=1");
-    assert_eq!(lines.iter().map(Line::seq).collect::<Vec<_>>(), [2]);
-    // The bisection may cross the long line a few times, the walk once: linear in it.
-    assert!(f.read <= 4 * (60 << 20), "read {} bytes", f.read);
+    page_reading_at_most(&mut f, end, "bytes=1000", &[3, 4, 5], 256 << 10);
+    // Before seq 3 the huge line is the page (a page always has one line). The bisection may
+    // cross the long line a few times and the walk reads it once: linear in it.
+    page_reading_at_most(&mut f, end, "before=3&limit=1", &[2], 4 * (60 << 20));
 }
 
 #[test]

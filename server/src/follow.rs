@@ -232,6 +232,12 @@ async fn poll(watched: Weak<Watched>) {
 /// client is ahead of the newest line) a reset and the newest window. Reads at most
 /// [`CATCH_UP_BYTES`] of lines, however long the file or its lines.
 pub fn catch_up(path: &Path, after: u64) -> io::Result<Tail> {
+    Ok(catch_up_from_end(path, after)?.0)
+}
+
+/// [`catch_up`], with the bytes just before the end it read to (what a stream compares to see a
+/// rewrite in place), from the same open file.
+pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
@@ -245,23 +251,29 @@ pub fn catch_up(path: &Path, after: u64) -> io::Result<Tail> {
     } else {
         CatchUp::Reset(newest_window(path, &mut file, end)?)
     };
-    Ok(Tail {
+    let tail = Tail {
         catch_up,
         end,
         file: id,
-    })
+    };
+    Ok((tail, tail_bytes(&mut file, end)?))
 }
 
 /// The newest lines (at most [`RESET_LINES`], within [`CATCH_UP_BYTES`]) as a reset.
 pub fn newest(path: &Path) -> io::Result<Tail> {
+    Ok(newest_from_end(path)?.0)
+}
+
+fn newest_from_end(path: &Path) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
-    Ok(Tail {
+    let tail = Tail {
         catch_up: CatchUp::Reset(newest_window(path, &mut file, end)?),
         end,
         file: FileId::of(&meta),
-    })
+    };
+    Ok((tail, tail_bytes(&mut file, end)?))
 }
 
 /// The complete lines in `[from, end)` (`from` a line start), oldest first.
@@ -322,7 +334,7 @@ fn line_event(line: &Line) -> Event {
 /// What was known of the file when it was last read to `end`.
 #[derive(Clone, Default)]
 struct Seen {
-    /// The bytes just before `end` (up to [`TAIL_CHECK`]); `None` until first looked at.
+    /// The bytes just before `end` (up to [`TAIL_CHECK`]).
     tail: Option<Vec<u8>>,
     /// The modification time, taken when the file's length was exactly `end`.
     modified: Option<SystemTime>,
@@ -357,7 +369,7 @@ impl Drop for OpenStream {
 enum Change {
     Same(Seen),
     Grew(Vec<Line>, u64, Seen, bool),
-    Reset(Tail, &'static str),
+    Reset(Tail, Vec<u8>, &'static str),
     Gone,
 }
 
@@ -371,8 +383,8 @@ fn tail_bytes(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
 
 /// What happened to the file since the last look (blocking: run off the async threads).
 fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
-    let reset = |reason| match newest(path) {
-        Ok(tail) => Change::Reset(tail, reason),
+    let reset = |reason| match newest_from_end(path) {
+        Ok((tail, bytes)) => Change::Reset(tail, bytes, reason),
         Err(_) => Change::Gone,
     };
     let Ok(mut file) = File::open(path) else {
@@ -426,12 +438,15 @@ fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
         return reset("replaced");
     };
     let more = at < len;
+    // Read to the length the modification time goes with: a later change of it alone is a
+    // rewrite.
+    let modified = if more { None } else { meta.modified().ok() };
     Change::Grew(
         lines,
         at,
         Seen {
             tail: Some(tail),
-            modified: None,
+            modified,
         },
         more,
     )
@@ -484,27 +499,29 @@ impl Follow {
                     self.more = more;
                     self.queue(CatchUp::Lines(lines), "");
                 }
-                Change::Reset(tail, reason) => self.restart(tail, reason),
+                Change::Reset(tail, bytes, reason) => self.restart(tail, bytes, reason),
             }
         }
     }
 
-    fn restart(&mut self, tail: Tail, reason: &str) {
+    fn restart(&mut self, tail: Tail, bytes: Vec<u8>, reason: &str) {
         self.id = tail.file;
         self.end = tail.end;
-        self.seen = Seen::default();
-        // Look again at once, to note what the new file's end holds.
-        self.more = true;
+        self.seen = Seen {
+            tail: Some(bytes),
+            modified: None,
+        };
         self.queue(tail.catch_up, reason);
     }
 }
 
-/// The event stream for a client that holds everything up to `after`, starting with `tail`
-/// (from [`catch_up`], read after `watched` was taken so no change falls between them).
+/// The event stream for a client that holds everything up to `after`, starting with `tail` and
+/// the bytes before its end (from [`catch_up_from_end`], read after `watched` was taken so no
+/// change falls between them).
 pub fn events(
     path: PathBuf,
     after: u64,
-    tail: Tail,
+    (tail, end_bytes): (Tail, Vec<u8>),
     watched: Arc<Watched>,
     shutdown: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
@@ -519,7 +536,10 @@ pub fn events(
         path,
         id: tail.file,
         end: tail.end,
-        seen: Seen::default(),
+        seen: Seen {
+            tail: Some(end_bytes),
+            modified: None,
+        },
         last_seq: after,
         more: false,
         pending: VecDeque::new(),

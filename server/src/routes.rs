@@ -148,7 +148,7 @@ async fn events(
     // Watched before the catch-up is read, so no change falls between them.
     let watched = app.watchers.watch(&path);
     let p = path.clone();
-    let tail = blocking(move || follow::catch_up(&p, after)).await?;
+    let tail = blocking(move || follow::catch_up_from_end(&p, after)).await?;
     let stream = follow::events(path, after, tail, watched, app.shutdown.clone());
     Ok(follow::response(stream).into_response())
 }

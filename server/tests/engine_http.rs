@@ -322,10 +322,13 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             }
             env.append("gap", json!({"type": "status", "status": "idle"}));
             env.append("gap", json!({"type": "usageDelta", "context": 1234}));
+            // About 5.2 KB each: the 200 fit in CATCH_UP_BYTES (the reset window), the whole
+            // gap does not (so the reopen is a reset).
+            let pad = "x".repeat(5_150);
             for i in 306..=505 {
                 env.append(
                     "gap",
-                    json!({"type": "userMessage", "text": format!("later {i}")}),
+                    json!({"type": "userMessage", "text": format!("later {i} {pad}")}),
                 );
             }
             let all = env.lines("gap");

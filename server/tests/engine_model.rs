@@ -1,7 +1,7 @@
 //! The engine's randomized model test (the cache's invariants I1-I4 of docs/design.md, checked after every step).
 //!
 //! Each run is a server transcript on a real file, read through the server library's own
-//! transcript functions (`window`, `events_after`: the code behind `/transcript` and `/events`),
+//! transcript functions (`window`, `follow::catch_up`: the code behind `/transcript` and `/events`),
 //! and one client: the real engine over a real `MemoryStore`. Steps interleave server appends
 //! and long replies, opens (some at a saved anchor), closes, page-backs, absences long enough for
 //! a reset, network loss, file replacement, crashes mid-append (a torn tail written into the
@@ -324,7 +324,7 @@ impl Transport for InProcess {
     async fn events(&self, id: &str, after: u64) -> TransportResult<InProcessStream> {
         self.check_up()?;
         let path = self.0.path(id);
-        let tail = transcript::events_after(&path, after).map_err(io_error)?;
+        let tail = scrollback_server::follow::catch_up(&path, after).map_err(io_error)?;
         let mut queue = VecDeque::new();
         let lines = match tail.catch_up {
             CatchUp::Lines(lines) => lines,

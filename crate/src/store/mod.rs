@@ -17,6 +17,7 @@ mod idb;
 mod memory;
 #[cfg(target_arch = "wasm32")]
 mod opfs;
+mod role;
 #[cfg(target_arch = "wasm32")]
 mod writer;
 
@@ -27,6 +28,7 @@ pub use fs::FsStore;
 #[cfg(target_arch = "wasm32")]
 pub use idb::IdbStore;
 pub use memory::MemoryStore;
+pub use role::{WriterRole, Writers};
 #[cfg(target_arch = "wasm32")]
 pub use opfs::OpfsStore;
 #[cfg(target_arch = "wasm32")]
@@ -103,6 +105,15 @@ pub trait Store {
     /// writer role. Backends that write through answer `Ok` at once.
     async fn flush(&self) -> StoreResult<()> {
         Ok(())
+    }
+    /// The writer role for `key` (one writer per session across tabs: a session's cache
+    /// folder), held until the [`WriterRole`] is dropped or its holder goes away. With `wait`
+    /// false, `None` at once when another holds it; with `wait`, resolves once it is free. A
+    /// store that nothing else shares grants it at once (the default); the browser's stores use
+    /// Web Locks, [`MemoryStore`] an in-process lock.
+    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
+        let _ = (key, wait);
+        Some(WriterRole::unshared())
     }
 }
 

@@ -89,7 +89,11 @@ async fn a_wrong_token_is_refused_with_the_servers_message() {
     // `EventSource` hides the status; the transport learns it, so the stream's refusal is
     // classified as the native transport's is (an authentication error, not a retry).
     let err = wrong.events("long", 0).await.unwrap_err();
-    assert_eq!(err.status(), Some(401), "the stream's refusal keeps its status: {err}");
+    assert_eq!(
+        err.status(),
+        Some(401),
+        "the stream's refusal keeps its status: {err}"
+    );
     assert_eq!(Retry::classify(&err), Retry::Unauthorized);
 }
 

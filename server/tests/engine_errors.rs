@@ -217,8 +217,13 @@ impl Opened {
         }
         panic!(
             "timed out waiting for {what}: {:?}",
-            self.session
-                .with_view(|v| (v.ready, v.live, v.cursor, v.banner.clone(), v.error.clone()))
+            self.session.with_view(|v| (
+                v.ready,
+                v.live,
+                v.cursor,
+                v.banner.clone(),
+                v.error.clone()
+            ))
         );
     }
 
@@ -256,15 +261,14 @@ fn a_session_deleted_on_the_server_is_purged_said_and_not_asked_again() {
             .await;
         let view = again.session.view();
         let error = view.error.clone().unwrap();
-        assert_eq!(
-            (error.kind, error.status),
-            ("gone", Some(404)),
-            "{error:?}"
-        );
+        assert_eq!((error.kind, error.status), ("gone", Some(404)), "{error:?}");
         assert_eq!(error.message, "unknown session", "the server's own words");
         assert_eq!(view.counters.requests, 1, "the probe, and no retry");
         assert!(env.sleeps().is_empty(), "nothing waited to retry");
-        assert!(view.transcript.rows().is_empty(), "nothing of it stays shown");
+        assert!(
+            view.transcript.rows().is_empty(),
+            "nothing of it stays shown"
+        );
         assert_eq!(view.banner, None);
         assert_eq!(
             client.cache().session_size("welcome").await,
@@ -391,7 +395,10 @@ fn server_errors_and_a_proxys_404_page_back_off_exponentially_with_jitter_up_to_
             );
         }
         assert!(
-            banners.borrow().iter().any(|b| b.contains("502") && b.contains("retrying in")),
+            banners
+                .borrow()
+                .iter()
+                .any(|b| b.contains("502") && b.contains("retrying in")),
             "the banner says so: {:?}",
             banners.borrow()
         );

@@ -271,7 +271,9 @@ struct InProcess(Rc<World>);
 
 fn io_error(e: std::io::Error) -> TransportError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => TransportError::from_answer(404, r#"{"error":"no such session"}"#, None),
+        std::io::ErrorKind::NotFound => {
+            TransportError::from_answer(404, r#"{"error":"no such session"}"#, None)
+        }
         _ => TransportError::Network(e.to_string()),
     }
 }

@@ -86,7 +86,11 @@ async fn check_chunks(store: &MemoryStore, dir: &str, transport: &HttpTransport,
         };
         let server = transport.transcript(id, &query).await.unwrap().lines;
         let raw = |ls: &[Line]| ls.iter().map(|l| l.raw().to_string()).collect::<Vec<_>>();
-        assert_eq!(raw(&lines), raw(&server), "{path} is the server's [{first}, {end})");
+        assert_eq!(
+            raw(&lines),
+            raw(&server),
+            "{path} is the server's [{first}, {end})"
+        );
         covered.push((first, end));
     }
     covered.sort();
@@ -117,7 +121,11 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
             reconnect_delay_ms: 50,
             ..Config::default()
         };
-        let engine = Engine::new(cache, HttpTransport::new(&server.url(), None).unwrap(), config);
+        let engine = Engine::new(
+            cache,
+            HttpTransport::new(&server.url(), None).unwrap(),
+            config,
+        );
 
         let a = open(&engine, "welcome").await;
         wait(&a.session, "the first tab live", |v| v.live).await;
@@ -133,9 +141,15 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
         let file = data.join("welcome").join("transcript.jsonl");
         let posted = file_lines(&file).last().unwrap().seq();
         // Half-way through the reply: both tabs show the same rows, then the writer goes.
-        wait(&a.session, "the reply streaming", |v| v.cursor >= posted + 10).await;
+        wait(&a.session, "the reply streaming", |v| {
+            v.cursor >= posted + 10
+        })
+        .await;
         let at = a.session.view().cursor;
-        wait(&b.session, "the reader at the same line", |v| v.cursor >= at).await;
+        wait(&b.session, "the reader at the same line", |v| {
+            v.cursor >= at
+        })
+        .await;
         a.session.close();
         a.run.await.unwrap();
         let shown_a = rows(&a.session);
@@ -155,12 +169,17 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let newest = file_lines(&file).last().unwrap().seq();
-        wait(&b.session, "the reader at the reply's end", |v| v.cursor == newest).await;
+        wait(&b.session, "the reader at the reply's end", |v| {
+            v.cursor == newest
+        })
+        .await;
         let shown_b = rows(&b.session);
         // What the first tab showed is what the second showed up to the same line: the second's
         // rows up to the writer's cursor draw the same (the reply's row grew since).
         let cut = shown_a.trim_end_matches(']').to_string();
-        let common = cut.rsplit_once(r#"{"kind""#).map_or(cut.as_str(), |(head, _)| head);
+        let common = cut
+            .rsplit_once(r#"{"kind""#)
+            .map_or(cut.as_str(), |(head, _)| head);
         assert!(
             shown_b.starts_with(common),
             "both tabs showed the same rows (first tab at {cursor_a})"

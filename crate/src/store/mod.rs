@@ -28,9 +28,9 @@ pub use fs::FsStore;
 #[cfg(target_arch = "wasm32")]
 pub use idb::IdbStore;
 pub use memory::MemoryStore;
-pub use role::{WriterRole, Writers};
 #[cfg(target_arch = "wasm32")]
 pub use opfs::OpfsStore;
+pub use role::{WriterRole, Writers};
 #[cfg(target_arch = "wasm32")]
 pub use writer::WriterLock;
 

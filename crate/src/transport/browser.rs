@@ -7,8 +7,7 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError,
-    TransportResult,
+    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
 use futures::channel::mpsc;

@@ -276,7 +276,9 @@ fn server_error(body: &str) -> Option<String> {
     struct ErrorBody {
         error: String,
     }
-    serde_json::from_str::<ErrorBody>(body).ok().map(|e| e.error)
+    serde_json::from_str::<ErrorBody>(body)
+        .ok()
+        .map(|e| e.error)
 }
 
 /// The `{"error": "..."}` text of an error body, or the body itself shortened.
@@ -324,30 +326,47 @@ mod tests {
         let json = |status| TransportError::from_answer(status, r#"{"error":"x"}"#, None);
         let page = |status| TransportError::from_answer(status, "<html>not found</html>", None);
         assert_eq!(Retry::classify(&json(404)), Retry::Gone);
-        assert_eq!(Retry::classify(&page(404)), Retry::After(0), "a proxy's 404");
+        assert_eq!(
+            Retry::classify(&page(404)),
+            Retry::After(0),
+            "a proxy's 404"
+        );
         assert_eq!(Retry::classify(&json(401)), Retry::Unauthorized);
         assert_eq!(Retry::classify(&page(403)), Retry::Unauthorized);
         assert_eq!(Retry::classify(&json(400)), Retry::Refused);
         assert_eq!(Retry::classify(&json(408)), Retry::After(0));
         assert_eq!(Retry::classify(&json(429)), Retry::After(0));
         assert_eq!(Retry::classify(&page(502)), Retry::After(0));
-        assert_eq!(Retry::classify(&TransportError::BadId("..".into())), Retry::Refused);
+        assert_eq!(
+            Retry::classify(&TransportError::BadId("..".into())),
+            Retry::Refused
+        );
 
         let mut b = Backoff::new(1000, 8000, 42);
         let delays: Vec<u32> = (0..6)
-            .map(|_| match b.decide(&TransportError::Network("down".into())) {
-                Retry::After(ms) => ms,
-                other => panic!("{other:?}"),
-            })
+            .map(
+                |_| match b.decide(&TransportError::Network("down".into())) {
+                    Retry::After(ms) => ms,
+                    other => panic!("{other:?}"),
+                },
+            )
             .collect();
         for (i, d) in delays.iter().enumerate() {
             let full = (1000u32 << i).min(8000);
-            assert!((full / 2..=full).contains(d), "retry {i}: {d} not in [{}, {full}]", full / 2);
+            assert!(
+                (full / 2..=full).contains(d),
+                "retry {i}: {d} not in [{}, {full}]",
+                full / 2
+            );
         }
         b.reset();
         assert!(matches!(b.decide(&page(503)), Retry::After(ms) if ms <= 1000));
         let throttled = TransportError::from_answer(429, "{}", Some("7"));
-        assert_eq!(b.decide(&throttled), Retry::After(7000), "Retry-After is honoured");
+        assert_eq!(
+            b.decide(&throttled),
+            Retry::After(7000),
+            "Retry-After is honoured"
+        );
         let huge = TransportError::from_answer(503, "", Some("999999"));
         assert_eq!(b.decide(&huge), Retry::After(MAX_RETRY_AFTER_MS));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);

@@ -2,8 +2,7 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError,
-    TransportResult,
+    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
 use eventsource_stream::{EventStreamError, Eventsource};

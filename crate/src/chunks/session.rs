@@ -107,12 +107,13 @@ impl<S: Store> SessionCache<S> {
         self.reader
     }
 
-    /// Makes what was written durable and visible to other tabs ([`Store::flush`]): before the
-    /// writer role is given up.
-    pub async fn flush(&self) {
+    /// Makes what was written durable and visible to other tabs ([`Store::flush`]) and lets go
+    /// of the session's blobs ([`Store::hand_over`]): before the writer role is given up.
+    pub async fn hand_over(&self) {
         if let Err(e) = self.store.flush().await {
             log::info!("scrollback: flushing the cache of {:?}: {e}", self.id);
         }
+        self.store.hand_over(&self.dir).await;
     }
 
     /// Opens the session: touches it (for the budget's recency), lists its chunks and repairs

@@ -310,7 +310,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     async fn give_up_role(&self) {
         self.waiting.borrow_mut().take();
         if self.writes() {
-            self.cache.lock().await.flush().await;
+            self.cache.lock().await.hand_over().await;
         }
         self.role.borrow_mut().take();
     }

@@ -150,6 +150,11 @@ impl Store for BrowserStore {
             _ => super::writer::web_writer(key, wait).await,
         }
     }
+    async fn hand_over(&self, key: &str) {
+        if let BrowserStore::Opfs(s) = self {
+            s.close_handles_below(key);
+        }
+    }
 }
 
 /// The global object's `navigator`, in a page or a worker.

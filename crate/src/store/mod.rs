@@ -115,6 +115,12 @@ pub trait Store {
         let _ = (key, wait);
         Some(WriterRole::unshared())
     }
+    /// The writer role for `key` is being given up: lets go of whatever this store holds open
+    /// below `key`, so the next writer can write there (OPFS closes its sync access handles,
+    /// which lock their files). Called after [`Store::flush`]; a no-op by default.
+    async fn hand_over(&self, key: &str) {
+        let _ = key;
+    }
 }
 
 /// Splits and checks a path: no empty segment, no `.` or `..`, no `\` or NUL.

@@ -615,21 +615,22 @@ async fn the_token_travels_on_every_request_and_the_stream() {
             s.wait("the streamed event", |v| v.cursor == newest).await;
             s.close().await;
 
-            // A session opened without the token shows why on the banner and keeps trying.
+            // A session opened without the token stops with an authentication error (retrying
+            // cannot fix a token), instead of retrying forever.
             let summary = client.sessions().await.unwrap().remove(0);
             let session = Rc::new(denied.open(summary, None).unwrap());
             let r = session.clone();
             let run = tokio::task::spawn_local(async move { r.run().await });
             let opened = Opened { session, run };
-            opened
-                .wait("the banner", |v| {
-                    v.banner.as_deref().is_some_and(|b| b.contains("401"))
-                })
-                .await;
-            // The cached rows stay shown while the probe cannot be made.
-            opened
-                .session
-                .with_view(|v| assert!(v.ready && !v.verified && v.cursor == newest));
+            opened.wait("the error", |v| v.error.is_some()).await;
+            opened.session.with_view(|v| {
+                let error = v.error.as_ref().unwrap();
+                assert_eq!((error.kind, error.status), ("unauthorized", Some(401)));
+                assert_eq!(error.message, "missing or wrong token");
+                assert_eq!(v.banner, None);
+                // The cached rows stay shown (nothing is purged for a wrong token).
+                assert!(v.ready && !v.verified && v.cursor == newest);
+            });
             opened.close().await;
             env.server.shutdown().await.unwrap();
         })

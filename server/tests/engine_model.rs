@@ -271,10 +271,9 @@ struct InProcess(Rc<World>);
 
 fn io_error(e: std::io::Error) -> TransportError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => TransportError::Http {
-            status: 404,
-            message: "no such session".into(),
-        },
+        std::io::ErrorKind::NotFound => {
+            TransportError::from_answer(404, r#"{"error":"no such session"}"#, None)
+        }
         _ => TransportError::Network(e.to_string()),
     }
 }
@@ -298,9 +297,9 @@ impl Transport for InProcess {
 
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.check_up()?;
-        query.validate().map_err(|e| TransportError::Http {
-            status: 400,
-            message: e.to_string(),
+        query.validate().map_err(|e| {
+            let body = serde_json::json!({ "error": e.to_string() }).to_string();
+            TransportError::from_answer(400, &body, None)
         })?;
         let lines = transcript::window(&self.0.path(id), query).map_err(io_error)?;
         let bytes = page_json(&lines).len() as u64;
@@ -308,17 +307,19 @@ impl Transport for InProcess {
     }
 
     async fn delete(&self, _: &str) -> TransportResult<()> {
-        Err(TransportError::Http {
-            status: 405,
-            message: "not in the model".into(),
-        })
+        Err(TransportError::from_answer(
+            405,
+            r#"{"error":"not in the model"}"#,
+            None,
+        ))
     }
 
     async fn post_message(&self, _: &str, _: &str) -> TransportResult<()> {
-        Err(TransportError::Http {
-            status: 405,
-            message: "not in the model".into(),
-        })
+        Err(TransportError::from_answer(
+            405,
+            r#"{"error":"not in the model"}"#,
+            None,
+        ))
     }
 
     async fn events(&self, id: &str, after: u64) -> TransportResult<InProcessStream> {

@@ -1,6 +1,9 @@
 // Types of Scrollback's JS API (js/index.js).
 
-/** Where the cache keeps its data. `auto`: OPFS when the browser has it, else IndexedDB. */
+/**
+ * Where the cache keeps its data. `auto`: OPFS when a sync access handle opens here (Chromium,
+ * Firefox, Safari), else IndexedDB (WebKitGTK, so a Tauri app on Linux), else memory.
+ */
 export type Storage = 'auto' | 'opfs' | 'indexeddb' | 'memory';
 
 /** Options of {@link Scrollback.open}. */
@@ -296,6 +299,8 @@ export declare class Scrollback {
   private constructor();
   /** Starts the worker and opens the cache for `options.server`. */
   static open(options: ScrollbackOptions): Promise<Scrollback>;
+  /** The storage the cache opened on; with `auto`, the one that worked here. */
+  readonly storage: Exclude<Storage, 'auto'>;
   /** The server's sessions; sessions the server no longer has are pruned from the cache. */
   sessions(): Promise<SessionSummary[]>;
   /** Opens a session view. */

@@ -26,6 +26,7 @@ function rebuild({ name, message, kind, status }) {
  */
 export class Scrollback {
   #worker;
+  #storage = null;
   #calls = new Map();
   #nextCall = 1;
   #views = new Map();
@@ -46,7 +47,7 @@ export class Scrollback {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback' });
     const sb = new Scrollback(worker);
     try {
-      await sb.#call('open', { ...options });
+      sb.#storage = await sb.#call('open', { ...options });
     } catch (err) {
       sb.close();
       throw err;
@@ -176,6 +177,14 @@ export class Scrollback {
    */
   chats() {
     return new Chats((op, ...args) => this.#call(op, ...args));
+  }
+
+  /**
+   * The storage the cache opened on: 'opfs', 'indexeddb' or 'memory'. With `storage: 'auto'`,
+   * the one that worked here (WebKitGTK's OPFS has no sync access handles: IndexedDB).
+   */
+  get storage() {
+    return this.#storage;
   }
 
   /** Closes every view and stops the worker. */

@@ -70,6 +70,7 @@ const ops = {
   async open(options) {
     if (client) throw new Error('Scrollback is already open');
     client = await Client.open(options);
+    return client.storage;
   },
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {

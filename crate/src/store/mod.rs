@@ -22,7 +22,7 @@ mod role;
 mod writer;
 
 #[cfg(target_arch = "wasm32")]
-pub use browser::{open_store, request_persistence, Backend, BrowserStore};
+pub use browser::{ask_persistence, open_store, request_persistence, Backend, BrowserStore};
 #[cfg(not(target_arch = "wasm32"))]
 pub use fs::FsStore;
 #[cfg(target_arch = "wasm32")]

@@ -222,8 +222,43 @@ export interface SessionState {
   cursor: number;
   /** Whether the stream is connected. */
   live: boolean;
+  /**
+   * Why the session stopped, when retrying cannot help: `gone` (the server has no such session;
+   * its cache was purged), `unauthorized` (401/403: the token is missing or wrong), `refused`
+   * (another 4xx). Nothing more is asked until `reload()`. Network errors and 5xx are retried
+   * with backoff instead, and show in `banner`.
+   */
+  error: SessionError | null;
+  /**
+   * Whether this tab writes the session's cache: one writer per session per origin; the other
+   * tabs show the same rows read-only and take over when the writer's tab closes.
+   */
+  writer: boolean;
   /** This session's own counts since it was opened. */
   counters: SessionCounters;
+}
+
+/** The class of a server or network error, by what retrying does about it. */
+export type ServerErrorKind = 'unavailable' | 'gone' | 'unauthorized' | 'refused';
+
+/** Why a session stopped (see {@link SessionState.error}). */
+export interface SessionError {
+  kind: Exclude<ServerErrorKind, 'unavailable'>;
+  /** The HTTP status, when the server answered. */
+  status: number | null;
+  /** The server's own explanation. */
+  message: string;
+}
+
+/**
+ * What a call that reached for the server rejects with: an `Error` named `ScrollbackError`,
+ * with the error's class and, when the server answered, its HTTP status (401 for a wrong token,
+ * 404 for a session the server does not have).
+ */
+export interface ScrollbackError extends Error {
+  name: 'ScrollbackError';
+  kind?: ServerErrorKind;
+  status?: number;
 }
 
 /** What one open session has cost and saved. */

@@ -8,14 +8,16 @@ const frame = typeof requestAnimationFrame === 'function'
   : (fn) => setTimeout(fn, 16);
 
 /**
- * An error from the worker, rebuilt as a real `Error` with its name and message (and, for a
- * chat's `ChatError`, its `kind`).
+ * An error from the worker, rebuilt as a real `Error` with its name and message, its `kind`
+ * (a chat's check, or the class of a server error) and, when the server answered, its HTTP
+ * `status`.
  */
-function rebuild({ name, message, kind }) {
+function rebuild({ name, message, kind, status }) {
   const Ctor = { TypeError, RangeError }[name] ?? Error;
   const err = new Ctor(message);
   if (err.name !== name) err.name = name;
   if (kind !== undefined) err.kind = kind;
+  if (status !== undefined) err.status = status;
   return err;
 }
 

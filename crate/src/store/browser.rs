@@ -6,7 +6,9 @@
 //! else memory; an application can ask for one by name instead ([`Backend::parse`]: `"opfs"`,
 //! `"indexeddb"`, `"memory"`). [`BrowserStore::name`] says which one it got.
 
-use super::{Entry, IdbStore, MemoryStore, Meta, OpfsStore, Store, StoreError, StoreResult};
+use super::{
+    Entry, IdbStore, MemoryStore, Meta, OpfsStore, Store, StoreError, StoreResult, WriterRole,
+};
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -161,6 +163,19 @@ impl Store for BrowserStore {
     }
     async fn flush(&self) -> StoreResult<()> {
         delegate!(self, s => s.flush().await)
+    }
+    /// OPFS and IndexedDB are shared by every tab of the origin: the role is a Web Lock. Memory
+    /// is this worker's own.
+    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
+        match self {
+            BrowserStore::Memory(s) => s.writer(key, wait).await,
+            _ => super::writer::web_writer(key, wait).await,
+        }
+    }
+    async fn hand_over(&self, key: &str) {
+        if let BrowserStore::Opfs(s) = self {
+            s.close_handles_below(key);
+        }
     }
 }
 

@@ -162,6 +162,19 @@ impl OpfsStore {
         }
     }
 
+    /// Closes the sync handles of the blobs below folder `dir` (a session's chunks), so
+    /// another context can open them: when this tab gives up that session's writer role.
+    pub fn close_handles_below(&self, dir: &str) {
+        let prefix = format!("{dir}/");
+        self.open.borrow_mut().retain(|path, o| {
+            let below = path.starts_with(&prefix);
+            if below {
+                o.handle.close();
+            }
+            !below
+        });
+    }
+
     /// The number of sync handles open now.
     pub fn open_handles(&self) -> usize {
         self.open.borrow().len()

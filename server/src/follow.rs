@@ -351,7 +351,7 @@ struct Follow {
     pending: VecDeque<Event>,
     shutdown: watch::Receiver<bool>,
     changes: watch::Receiver<u64>,
-    _watched: Arc<Watched>,
+    watched_folder: Arc<Watched>,
     _open: OpenStream,
 }
 
@@ -482,7 +482,7 @@ impl Follow {
                     _ = self.shutdown.changed() => return None,
                 }
             }
-            if let Some(shared) = self._watched.shared.upgrade() {
+            if let Some(shared) = self.watched_folder.shared.upgrade() {
                 shared.looks.fetch_add(1, Ordering::Relaxed);
             }
             let (path, id, end, seen) = (self.path.clone(), self.id, self.end, self.seen.clone());
@@ -545,7 +545,7 @@ pub fn events(
         pending: VecDeque::new(),
         shutdown,
         changes,
-        _watched: watched,
+        watched_folder: watched,
         _open: OpenStream(shared),
     };
     let reason = match &tail.catch_up {

@@ -53,6 +53,7 @@ pub fn descriptor_cap() -> usize {
             }
             limit.rlim_cur
         };
+        #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
         let soft = soft as u64;
         soft.saturating_sub(RESERVED_FDS).max(soft / 2).max(8) as usize
     }

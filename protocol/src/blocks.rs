@@ -344,6 +344,13 @@ impl SeqSeek {
         }
     }
 
+    /// The lower bound so far: every readable line ending at or before it has a seq below the
+    /// one sought. Once [`Seek::Done`], the exact split is a line start in `[low, done]`: a
+    /// caller that needs it exact walks forward from here (at most a block, or one long line).
+    pub fn low(&self) -> u64 {
+        self.lo
+    }
+
     /// The next probe, or the boundary found.
     pub fn step(&self) -> Seek {
         if self.cap.saturating_sub(self.lo) <= BLOCK as u64 {

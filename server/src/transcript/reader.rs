@@ -118,11 +118,10 @@ pub fn line_at<F: Read + io::Seek>(
         .map(|(_, bytes, next)| (bytes, next)))
 }
 
-/// A line start that splits the complete region `[0, end)` by seq, to within a block: every
-/// readable line ending at or before it has a seq below `seq`, every one starting at or after
-/// it has a seq of `seq` or more. Bisects by byte offset (seqs grow along the file), so it
-/// reads a few lines, not the file; a backward walk from it skips the few lines at or above
-/// `seq` it meets first.
+/// A line start that splits the complete region `[0, end)` by seq: every readable line before
+/// it has a seq below `seq`, every one at or after it has a seq of `seq` or more. Bisects by
+/// byte offset with the protocol's [`SeqSeek`] (seqs grow along the file), then walks forward
+/// over the last block to the exact split, so it reads a few lines, not the file.
 pub fn offset_of_seq<F: Read + io::Seek>(
     path: &Path,
     file: &mut F,
@@ -130,9 +129,9 @@ pub fn offset_of_seq<F: Read + io::Seek>(
     seq: u64,
 ) -> io::Result<u64> {
     let mut seek = SeqSeek::new(0, end, seq);
-    loop {
+    let hi = loop {
         let (from, until) = match seek.step() {
-            Seek::Done(at) => return Ok(at),
+            Seek::Done(at) => break at,
             Seek::Probe { from, until } => (from, until),
         };
         let mut lines = Forward::new(&mut *file, from, until);
@@ -148,7 +147,15 @@ pub fn offset_of_seq<F: Read + io::Seek>(
             }
         }
         seek.answer(probed);
+    };
+    // Within a block (or one long line): walk forwards to the first line at or above `seq`.
+    let mut lines = Forward::new(file, seek.low(), hi);
+    while let Some((offset, bytes, _)) = lines.next_line()? {
+        if parse(path, offset, &bytes).is_some_and(|l| l.seq() >= seq) {
+            return Ok(offset);
+        }
     }
+    Ok(hi)
 }
 
 /// Parses one line of the file; anything unreadable (blank, not JSON, no event, not UTF-8) is

@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod config;
 pub mod follow;
+pub mod pkg;
 pub mod routes;
 pub mod sandbox;
 pub mod session;

@@ -1,7 +1,7 @@
 // The bench page: loads one contender (?c=nocache|handwritten|scrollback-opfs|scrollback-idb)
 // for one session (?id=) and exposes `window.bench` for tests/bench/run.mjs to drive.
-// Every contender shows the newest 80 rows as list items, drawn at most once per animation frame,
-// so drawing costs the same everywhere. Times are performance.now() (ms since navigation).
+// Every contender shows the newest 80 rows as list items (200 characters each at most), drawn at
+// most once per animation frame, so drawing costs the same everywhere. Times are performance.now() (ms since navigation).
 const q = new URLSearchParams(location.search);
 const contender = q.get('c');
 const id = q.get('id');
@@ -27,7 +27,10 @@ function show(rows, describe) {
     pending = null;
     list.replaceChildren(...r.slice(-80).map((row) => {
       const li = document.createElement('li');
-      li.textContent = d(row);
+      // At most 200 characters each: a row of Scrollback can hold a whole assistant message
+      // (tens of kB in the long session) where the others draw one delta a line, and laying out
+      // megabytes of text would time the browser's layout, not the contender.
+      li.textContent = d(row).slice(0, 200);
       return li;
     }));
     if (r.length > 0 && firstRowsAt === null) {

@@ -1,7 +1,7 @@
 // The package's worker: the engine (Rust, wasm) runs here, off the page's thread, where OPFS
 // sync access handles are allowed. index.js starts it; every message is one call:
 //   page -> worker  { id, op, args }
-//   worker -> page  { id, value } | { id, error: { name, message, kind? } } | { view, patch }
+//   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, patch }
 // `patch` is what changed in a view since the last one, as a JSON string (one string crosses
 // cheaply): `{reset?, removed?, rows?, state?}` (crate/src/wasm/session.rs, applied by
 // index.js), so a streamed delta posts the row it grew, not every row loaded. A view's patch is
@@ -80,6 +80,7 @@ const ops = {
     if (client) throw new Error('Scrollback is already open');
     client = await Client.open(options);
     performance.mark('scrollback:open');
+    return client.storage;
   },
   /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */
   marks: () => Object.fromEntries(performance.getEntriesByType('mark')
@@ -129,7 +130,12 @@ self.onmessage = async ({ data: { id, op, args } }) => {
     self.postMessage({ id, value });
   } catch (err) {
     const error = err instanceof Error
-      ? { name: err.name, message: err.message, ...(typeof err.kind === 'string' && { kind: err.kind }) }
+      ? {
+        name: err.name,
+        message: err.message,
+        ...(typeof err.kind === 'string' && { kind: err.kind }),
+        ...(typeof err.status === 'number' && { status: err.status }),
+      }
       : { name: 'Error', message: String(err) };
     self.postMessage({ id, error });
   }

@@ -31,9 +31,29 @@ export interface SessionSummary {
 }
 
 /** Options of {@link Scrollback.openSession}. */
+/**
+ * What changed since the last `onChange` (or since `openSession` resolved), so a UI can patch
+ * what it drew: rows are named by their `seq`, fields by their name in {@link SessionState}.
+ */
+export interface SessionChange {
+  /** Every row may have changed (a reset, a failed check, a reload): redraw all of `rows`. */
+  reset: boolean;
+  /** Rows that are new (streamed in, or an older page), by seq, ascending. */
+  added: number[];
+  /** Rows already drawn whose content changed (an assistant message grew, a tool call got its result, a command its new state), by seq. */
+  updated: number[];
+  /** Rows no longer in `rows` (a loose result or command update taken in by an older row), by seq. */
+  removed: number[];
+  /** The other fields of the state that changed (`status`, `live`, `counters`, ...). */
+  state: (keyof SessionState)[];
+}
+
 export interface OpenSessionOptions {
-  /** Called with the new state after changes, at most once per animation frame. */
-  onChange?: (state: SessionState) => void;
+  /**
+   * Called with the new state and what changed, at most once per animation frame. The state is
+   * a new object whenever anything changed; its `rows` array is a new one when rows changed.
+   */
+  onChange?: (state: SessionState, change: SessionChange) => void;
   /** A seq saved at the reader's position: history is loaded back to it. */
   anchor?: number;
 }
@@ -311,6 +331,11 @@ export declare class Scrollback {
   deleteSession(id: string): Promise<void>;
   /** What the cache has saved and cost so far. */
   counters(): Promise<Counters>;
+  /**
+   * The worker's start-up marks, as this page's `performance.now()` times: `start` (the worker
+   * began), `module` (the wasm module was compiled and ready), `open` (the store was open).
+   */
+  marks(): Promise<{ start: number; module?: number; open?: number }>;
   /** The windowed chat files and prompt backfill, in the same worker and storage. */
   chats(): Chats;
   /** Closes every view and stops the worker. */

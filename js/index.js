@@ -1,7 +1,9 @@
 // Scrollback's page-side API. The engine runs in a module worker this file starts (worker.js);
 // here every method is a message to it and back, so nothing the page does waits on storage.
-// A session view's state is pushed by the worker and handed to `onChange` at most once per
-// animation frame; `view.state` is always the newest.
+// A session view's changes are pushed by the worker as patches (rows added or changed by seq,
+// rows removed, the other fields that changed), applied here at once, and handed to `onChange`
+// with what changed at most once per animation frame; `view.state` is always the newest,
+// complete state.
 
 const frame = typeof requestAnimationFrame === 'function'
   ? (fn) => requestAnimationFrame(fn)
@@ -77,7 +79,7 @@ export class Scrollback {
     if (data.view !== undefined) {
       const view = this.#views.get(data.view);
       if (!view) return;
-      view._push(data.state);
+      view._apply(data.patch);
       this.#dirty.add(view);
       if (!this.#frameAsked) {
         this.#frameAsked = true;
@@ -135,7 +137,8 @@ export class Scrollback {
     });
     this.#views.set(viewId, view);
     try {
-      view._push(await this.#call('openSession', viewId, id, anchor ?? null));
+      view._apply(await this.#call('openSession', viewId, id, anchor ?? null));
+      view._taken();
     } catch (err) {
       this.#views.delete(viewId);
       throw err;
@@ -160,6 +163,16 @@ export class Scrollback {
    */
   deleteSession(id) {
     return this.#call('deleteSession', id);
+  }
+
+  /**
+   * The worker's start-up marks, as `performance.now()` times of this page: `start` (the
+   * worker began), `module` (the wasm module was ready), `open` (the store was open).
+   * @returns {Promise<Record<string, number>>}
+   */
+  async marks() {
+    const marks = await this.#call('marks');
+    return Object.fromEntries(Object.entries(marks).map(([k, at]) => [k, at - performance.timeOrigin]));
   }
 
   /**
@@ -200,11 +213,14 @@ export class Scrollback {
 }
 
 /**
- * One open session. Its state changes are pushed to `onChange`; `state` is the newest.
+ * One open session. Its changes are pushed to `onChange(state, change)`; `state` is the newest.
  */
 export class SessionView {
-  #json = null;
+  #rows = [];
+  #rowsShared = false; // whether #rows was handed out in a state (then it is copied, not changed)
+  #fields = {};
   #state = null;
+  #change = emptyChange();
   #onChange;
   #call;
   #closed;
@@ -218,24 +234,94 @@ export class SessionView {
     this.#closed = closed;
   }
 
-  /** @private */
-  _push(json) {
-    this.#json = json;
+  /** @private Applies a patch from the worker (a JSON string; see worker.js). */
+  _apply(json) {
+    if (typeof json !== 'string') return;
+    const patch = JSON.parse(json);
+    const change = this.#change;
+    if (patch.reset) {
+      Object.assign(change, emptyChange(), { reset: true });
+      this.#rows = patch.rows ?? [];
+      this.#rowsShared = false;
+      this.#fields = {};
+    } else if (patch.removed || patch.rows) {
+      if (this.#rowsShared) {
+        this.#rows = this.#rows.slice();
+        this.#rowsShared = false;
+      }
+      if (patch.removed) this.#remove(patch.removed, change);
+      if (patch.rows) this.#upsert(patch.rows, change);
+    }
+    if (patch.state) {
+      Object.assign(this.#fields, patch.state);
+      for (const k of Object.keys(patch.state)) change.state.add(k);
+    }
+    this.#state = null;
+  }
+
+  #remove(seqs, change) {
+    const gone = new Set(seqs);
+    this.#rows = this.#rows.filter((r) => !gone.has(r.seq));
+    if (change.reset) return;
+    for (const seq of seqs) {
+      if (change.added.delete(seq)) continue;
+      change.updated.delete(seq);
+      change.removed.add(seq);
+    }
+  }
+
+  #upsert(rows, change) {
+    const have = this.#rows;
+    const inserts = [];
+    for (const row of rows) {
+      const last = have.length ? have[have.length - 1].seq : -Infinity;
+      if (row.seq > last && inserts.length === 0) {
+        have.push(row);
+        if (!change.reset) change.added.add(row.seq);
+        continue;
+      }
+      const i = indexOf(have, row.seq);
+      if (i >= 0) {
+        have[i] = row;
+        if (!change.reset && !change.added.has(row.seq)) change.updated.add(row.seq);
+      } else {
+        inserts.push(row);
+        if (!change.reset) change.added.add(row.seq);
+      }
+    }
+    if (inserts.length) this.#rows = merge(have, inserts);
+    if (!change.reset) for (const row of rows) change.removed.delete(row.seq);
+  }
+
+  /** @private The state was read whole: later changes are relative to it. */
+  _taken() {
+    this.#change = emptyChange();
   }
 
   /** @private */
   _deliver() {
-    if (this.#onChange && this.#call) this.#onChange(this.state);
+    if (!this.#onChange || !this.#call) return;
+    const c = this.#change;
+    this.#change = emptyChange();
+    const change = {
+      reset: c.reset,
+      added: [...c.added].sort((a, b) => a - b),
+      updated: [...c.updated].sort((a, b) => a - b),
+      removed: [...c.removed].sort((a, b) => a - b),
+      state: [...c.state],
+    };
+    this.#onChange(this.state, change);
   }
 
   /**
-   * The session's newest state: rows, status, banner, moreHistory, ready, ...
+   * The session's newest state: rows, status, banner, moreHistory, ready, ... A new object
+   * after each change (its `rows` array too when rows changed); never changed once handed out.
    * @returns {import('./index.js').SessionState}
    */
   get state() {
-    if (this.#json !== null) {
-      this.#state = JSON.parse(this.#json);
-      this.#json = null;
+    if (this.#state === null) {
+      this.#rowsShared = true;
+      this.#state = { ...this.#fields, rows: this.#rows };
     }
     return this.#state;
   }
@@ -270,12 +356,50 @@ export class SessionView {
     return this.#op('reload', anchor ?? null);
   }
 
+  /**
+   * @private The worker's whole state of this view, parsed, taken just after it sent its
+   * changes: what `state` must equal once they are applied (for tests).
+   */
+  async _snapshot() {
+    return JSON.parse(await this.#op('snapshot'));
+  }
+
   /** Stops following the session; `onChange` is not called again. */
   close() {
     if (!this.#call) return;
     this.#call = null;
     this.#closed();
   }
+}
+
+function emptyChange() {
+  return { reset: false, added: new Set(), updated: new Set(), removed: new Set(), state: new Set() };
+}
+
+/** The index of the row at `seq` in `rows` (in seq order), or -1. */
+function indexOf(rows, seq) {
+  let lo = 0;
+  let hi = rows.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const s = rows[mid].seq;
+    if (s === seq) return mid;
+    if (s < seq) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/** Two lists of rows in seq order, merged. */
+function merge(a, b) {
+  const out = new Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) out[k++] = a[i].seq < b[j].seq ? a[i++] : b[j++];
+  while (i < a.length) out[k++] = a[i++];
+  while (j < b.length) out[k++] = b[j++];
+  return out;
 }
 
 function chatName(name) {

@@ -1,15 +1,23 @@
 // The package's worker: the engine (Rust, wasm) runs here, off the page's thread, where OPFS
 // sync access handles are allowed. index.js starts it; every message is one call:
 //   page -> worker  { id, op, args }
-//   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, state }
-// `state` is a view's state as a JSON string (one string crosses cheaply; the page parses it
-// only when it is read). A view's state is sent at most every STATE_INTERVAL_MS, and always
-// before the answer to a call on that view, so an awaited call sees its own effect.
+//   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, patch }
+// `patch` is what changed in a view since the last one, as a JSON string (one string crosses
+// cheaply): `{reset?, removed?, rows?, state?}` (crate/src/wasm/session.rs, applied by
+// index.js), so a streamed delta posts the row it grew, not every row loaded. A view's patch is
+// sent at most every STATE_INTERVAL_MS, and always before the answer to a call on that view, so
+// an awaited call sees its own effect.
+//
+// Start-up: the module is compiled while it downloads (instantiateStreaming on the fetch of a
+// URL, which also lets the browser cache the compiled code), and it starts at once, before the
+// page's first message arrives. The worker leaves performance marks (`scrollback:module`,
+// `scrollback:open`) and answers `marks` with them, for the bench's timeline.
 import init, { Client } from './scrollback.js';
 
 const STATE_INTERVAL_MS = 16;
 
-const ready = init();
+const ready = init({ module_or_path: new URL('./scrollback_bg.wasm', import.meta.url) })
+  .then(() => performance.mark('scrollback:module'));
 let client = null;
 let chats = null; // the client's windowed chat files, made on first use
 const views = new Map(); // view id -> { session, timer, last, dirty }
@@ -37,7 +45,8 @@ function flush(viewId) {
   v.timer = null;
   v.dirty = false;
   v.last = performance.now();
-  self.postMessage({ view: viewId, state: v.session.stateJson() });
+  const patch = v.session.changesJson();
+  if (patch !== undefined) self.postMessage({ view: viewId, patch });
 }
 
 function changed(viewId) {
@@ -70,17 +79,29 @@ const ops = {
   async open(options) {
     if (client) throw new Error('Scrollback is already open');
     client = await Client.open(options);
+    performance.mark('scrollback:open');
     return client.storage;
   },
+  /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */
+  marks: () => Object.fromEntries(performance.getEntriesByType('mark')
+    .filter((m) => m.name.startsWith('scrollback:'))
+    .map((m) => [m.name.slice(11), performance.timeOrigin + m.startTime])
+    .concat([['start', performance.timeOrigin]])),
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {
     const session = await need().openSession(id, anchor, () => changed(viewId));
     views.set(viewId, { session, timer: null, last: 0, dirty: false });
-    return session.stateJson();
+    return session.changesJson();
   },
   loadOlder: (viewId) => onView(viewId, (s) => s.loadOlder()),
   cachedSize: (viewId) => onView(viewId, (s) => s.cachedSize()),
   reload: (viewId, anchor) => onView(viewId, (s) => s.reload(anchor)),
+  /** The whole state, after sending what changed: the page's patched state must equal it. */
+  snapshot(viewId) {
+    view(viewId).dirty = true;
+    flush(viewId);
+    return view(viewId).session.stateJson();
+  },
   closeView,
   postMessage: (id, text) => need().postMessage(id, text),
   deleteSession: (id) => need().deleteSession(id),

@@ -74,7 +74,7 @@ let current = null;  // its id
 let loadingOlder = false;
 let pendingAnchor = null; // a seq to bring back to the top after a reload
 let reloading = false;    // between Reload and the purge: the old rows are not drawn again
-const rendered = new Map(); // seq -> { node, sig }
+const rendered = new Map(); // seq -> the row's node
 
 function topVisibleSeq() {
   const top = ui.transcript.getBoundingClientRect().top;
@@ -84,37 +84,67 @@ function topVisibleSeq() {
   return null;
 }
 
-function renderRows(rows) {
+/** The index of the row at `seq` in `rows` (in seq order), or -1. */
+function rowIndex(rows, seq) {
+  let lo = 0; let hi = rows.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid].seq === seq) return mid;
+    if (rows[mid].seq < seq) lo = mid + 1; else hi = mid - 1;
+  }
+  return -1;
+}
+
+/** Draws every row anew (the first draw, a reset, a reload). */
+function drawAll(rows) {
+  rendered.clear();
+  ui.rows.replaceChildren(...rows.map((row) => {
+    const node = renderRow(row);
+    rendered.set(row.seq, node);
+    return node;
+  }));
+}
+
+/**
+ * Patches what is drawn by `change` (rows removed, added, updated by seq): a streamed delta
+ * redraws the one row it grew. Falls back to drawing all when the patch does not add up.
+ */
+function patchRows(rows, change) {
+  for (const seq of change.removed) { rendered.get(seq)?.remove(); rendered.delete(seq); }
+  for (const seq of change.updated) {
+    const i = rowIndex(rows, seq);
+    const old = rendered.get(seq);
+    if (i < 0 || !old) continue;
+    const node = renderRow(rows[i]);
+    old.replaceWith(node);
+    rendered.set(seq, node);
+  }
+  // Newest first, so the row after each one added is already drawn.
+  for (const seq of [...change.added].reverse()) {
+    const i = rowIndex(rows, seq);
+    if (i < 0) continue;
+    const node = renderRow(rows[i]);
+    rendered.get(seq)?.remove();
+    rendered.set(seq, node);
+    const next = i + 1 < rows.length ? rendered.get(rows[i + 1].seq) : null;
+    ui.rows.insertBefore(node, next ?? null);
+  }
+  if (ui.rows.children.length !== rows.length) drawAll(rows);
+}
+
+function renderRows(rows, change) {
   const box = ui.transcript;
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const anchorSeq = atBottom ? null : topVisibleSeq();
-  const anchorNode = anchorSeq === null ? null : rendered.get(anchorSeq)?.node;
+  const anchorNode = anchorSeq === null ? null : rendered.get(anchorSeq);
   const anchorTop = anchorNode?.getBoundingClientRect().top;
 
-  const keep = new Set();
-  let next = ui.rows.firstChild;
-  for (const row of rows) {
-    const sig = JSON.stringify(row);
-    let entry = rendered.get(row.seq);
-    if (!entry || entry.sig !== sig) {
-      const node = renderRow(row);
-      if (entry) {
-        if (next === entry.node) next = node;
-        entry.node.replaceWith(node);
-      }
-      entry = { node, sig };
-      rendered.set(row.seq, entry);
-    }
-    keep.add(row.seq);
-    if (entry.node !== next) ui.rows.insertBefore(entry.node, next);
-    else next = next.nextSibling;
-  }
-  while (next) { const gone = next; next = next.nextSibling; gone.remove(); }
-  for (const seq of [...rendered.keys()]) if (!keep.has(seq)) rendered.delete(seq);
+  if (!change || change.reset) drawAll(rows);
+  else patchRows(rows, change);
 
   if (pendingAnchor !== null && rows.length && view?.state.ready) {
     const target = [...rows].reverse().find((r) => r.seq <= pendingAnchor) ?? rows[0];
-    rendered.get(target.seq)?.node.scrollIntoView({ block: 'start' });
+    rendered.get(target.seq)?.scrollIntoView({ block: 'start' });
     if (rows[0].seq <= pendingAnchor) pendingAnchor = null;
   } else if (atBottom) {
     box.scrollTop = box.scrollHeight;
@@ -123,7 +153,8 @@ function renderRows(rows) {
   }
 }
 
-function renderState(state) {
+/** Draws the state; `change` (from onChange) says which rows to patch, else all are drawn. */
+function renderState(state, change) {
   if (reloading) return;
   ui.meta.textContent = [state.status, state.model, state.permissionMode,
     state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
@@ -141,7 +172,7 @@ function renderState(state) {
     );
   }
   ui.edge.textContent = !state.ready ? 'Loading…' : state.moreHistory ? '' : 'Start of the conversation';
-  renderRows(state.rows ?? []);
+  renderRows(state.rows ?? [], change);
   ui.pending.replaceChildren(
     ...(state.queued ?? []).map((q) => el('li', null, `waiting: ${q.text}`)),
     ...(state.waitingCommands ?? []).map((c) => el('li', null, `running: ${c.command}`)),
@@ -178,7 +209,7 @@ async function openSession(id, summary) {
   ui.banner.hidden = true;
   markCurrent();
   try {
-    const opened = await sb.openSession(id, { onChange: (state) => { if (view === opened) renderState(state); } });
+    const opened = await sb.openSession(id, { onChange: (state, change) => { if (view === opened) renderState(state, change); } });
     if (current !== id) { opened.close(); return; }
     view = opened;
     renderState(view.state);

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod config;
 pub mod follow;
 pub mod listen;
+pub mod pkg;
 pub mod routes;
 pub mod sandbox;
 pub mod session;

@@ -394,7 +394,14 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
     }
     match &app.config.www {
         Some(www) => match ServeDir::new(www).oneshot(req).await {
-            Ok(response) => response.into_response(),
+            // The page is revalidated on every load (a 304 when unchanged).
+            Ok(mut response) => {
+                response.headers_mut().insert(
+                    header::CACHE_CONTROL,
+                    header::HeaderValue::from_static("no-cache"),
+                );
+                response.into_response()
+            }
             Err(e) => match e {},
         },
         None => error(StatusCode::NOT_FOUND, "no such route"),
@@ -413,7 +420,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/stats", get(stats_route))
         .fallback(fallback);
     if let Some(pkg) = &app.config.pkg {
-        router = router.nest_service("/pkg", ServeDir::new(pkg));
+        router = router.nest_service("/pkg", crate::pkg::router(pkg.clone()));
     }
     let mut router = router.with_state(app.clone());
     if let Some(token) = &app.config.token {

@@ -1,26 +1,41 @@
 // The bench's Markdown table and SVG chart, from run.mjs's results. Lower is better everywhere.
 
-/** The figures, in table order: [key, label, unit]. */
+/**
+ * The figures, in table order: [key, label, unit, goal]. A goal (issue #14's Must show) is
+ * checked for each Scrollback backend: `{ vs, max, abs }` means at most `max` times `vs`'s figure
+ * ('nocache', 'handwritten') or at most `abs`, whichever is larger.
+ */
 export const FIGURES = [
-  ['reopenRequests', 'Reopen: requests', 'n'],
-  ['reopenBytes', 'Reopen: bytes downloaded', 'bytes'],
-  ['reopenFirstRowsMs', 'Reopen: time to first rows on screen', 'ms'],
-  ['coldFirstRowsMs', 'First visit: time to first rows on screen', 'ms'],
+  ['reopenRequests', 'Reopen: requests', 'n', { vs: 'nocache', max: 1, cap: 2 }],
+  ['reopenBytes', 'Reopen: bytes downloaded', 'bytes', { vs: 'nocache', max: 0.5 }],
+  ['reopenFirstRowsMs', 'Reopen: time to first rows on screen (from navigation)', 'ms', { vs: 'nocache', max: 1 }],
+  ['reopenFromOpenMs', 'Reopen: time to first rows on screen (from the open call)', 'ms'],
+  ['coldFirstRowsMs', 'First visit: time to first rows on screen (from navigation)', 'ms', { vs: 'nocache', max: 1.25 }],
   ['coldBytes', 'First visit: bytes until settled', 'bytes'],
-  ['scrollWarmMs', 'Scroll back through everything (after a reopen): time', 'ms'],
-  ['scrollWarmRequests', 'Scroll back through everything (after a reopen): requests', 'n'],
+  ['scrollWarmMs', 'Scroll back through everything (after a reopen): time', 'ms', { vs: 'nocache', max: 0.25, abs: 5 }],
+  ['scrollWarmRequests', 'Scroll back through everything (after a reopen): requests', 'n', { abs: 0 }],
   ['scrollWarmBytes', 'Scroll back through everything (after a reopen): bytes', 'bytes'],
   ['scrollColdMs', 'Scroll back through everything (first visit): time', 'ms'],
   ['scrollColdRequests', 'Scroll back through everything (first visit): requests', 'n'],
-  ['catchUpBytes', 'Catch up after 300 new events: bytes', 'bytes'],
-  ['catchUpMs', 'Catch up after 300 new events: time to the newest on screen', 'ms'],
-  ['catchUpRequests', 'Catch up after 300 new events: requests', 'n'],
-  ['streamLongestTaskMs', 'Longest main-thread task while a reply streams in', 'ms'],
+  ['catchUpBytes', 'Catch up after 300 new events: bytes', 'bytes', { vs: 'handwritten', max: 1.05 }],
+  ['catchUpMs', 'Catch up after 300 new events: time to the newest on screen', 'ms', { vs: 'nocache', max: 1 }],
+  ['catchUpRequests', 'Catch up after 300 new events: requests', 'n', { vs: 'nocache', max: 1 }],
+  ['streamLongestTaskMs', 'Longest main-thread task while a reply streams in, every row loaded', 'ms', { abs: 50 }],
+  ['patch20Median', 'Bytes posted to the page per patch while a reply streams, some rows loaded (median)', 'bytes'],
+  ['patchAllMedian', 'Bytes posted to the page per patch while a reply streams, every row loaded (median)', 'bytes', { flat: 'patch20Median' }],
   ['storageEstimate', 'Storage used (navigator.storage.estimate)', 'bytes'],
   ['storageOwn', "Storage used (the contender's own count)", 'bytes'],
+  ['slowReopenRequests', 'Slow link: reopen: requests', 'n', { vs: 'nocache', max: 1, cap: 2 }],
+  ['slowReopenBytes', 'Slow link: reopen: bytes', 'bytes', { vs: 'nocache', max: 0.5 }],
+  ['slowReopenFirstRowsMs', 'Slow link: reopen: time to first rows (from the open call)', 'ms', { vs: 'nocache', max: 0.5 }],
+  ['slowColdFirstRowsMs', 'Slow link: first visit: time to first rows (from the open call; Scrollback downloads its module)', 'ms'],
+  ['slowCatchUpMs', 'Slow link: catch up after 300 new events: time to the newest (from the open call)', 'ms', { vs: 'nocache', max: 1.1 }],
+  ['slowCatchUpBytes', 'Slow link: catch up after 300 new events: bytes', 'bytes'],
+  ['slowCatchUpRequests', 'Slow link: catch up after 300 new events: requests', 'n', { vs: 'nocache', max: 1 }],
 ];
 
 const SCROLLBACK = ['scrollback-opfs', 'scrollback-idb'];
+const ALTERNATIVES = ['nocache', 'handwritten'];
 
 export function fmt(v, unit) {
   if (v === undefined || v === null || Number.isNaN(v)) return 'n/a';
@@ -39,23 +54,50 @@ function ratio(v, base) {
   return `×${r >= 10 ? r.toFixed(0) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(1)}`;
 }
 
-/** Whether Scrollback's better backend beats every alternative on this figure. */
-function verdict(by, key, unit, labels, sessionDone) {
-  const sb = SCROLLBACK.filter((k) => by[k] && by[k][key] !== undefined);
-  const others = Object.keys(by).filter((k) => !SCROLLBACK.includes(k) && by[k][key] !== undefined);
-  if (!sb.length || !others.length) return '';
-  const best = (keys) => keys.reduce((a, k) => (by[k][key] < by[a][key] ? k : a));
-  const s = best(sb);
-  const o = best(others);
-  const sv = by[s][key];
-  const ov = by[o][key];
-  const notDone = sessionDone(s, key);
-  if (notDone) return `**no**: ${notDone}`;
-  // Within 5 % (or 2 ms / 100 B) counts as a tie: measurement noise on a shared machine.
-  const slack = Math.max(Math.abs(ov) * 0.05, unit === 'ms' ? 2 : unit === 'bytes' ? 100 : 0);
-  if (sv < ov - slack) return 'yes';
-  if (Math.abs(sv - ov) <= slack) return `tie with ${labels[o]}`;
-  return `**no**: ${labels[o]} ${fmt(ov, unit)} vs ${fmt(sv, unit)}`;
+/** The most a Scrollback figure may be under `goal`, from the alternatives' figures `by`. */
+function limit(goal, by, key) {
+  if (goal.flat) {
+    return null; // checked per backend against its own figure
+  }
+  let most = goal.abs ?? -Infinity;
+  if (goal.vs) {
+    const base = by[goal.vs]?.[key];
+    if (base === undefined) return undefined;
+    most = Math.max(most, base * goal.max);
+  }
+  if (goal.cap !== undefined) most = Math.min(most, goal.cap);
+  return most;
+}
+
+function goalText(goal) {
+  if (goal.flat) return 'flat: ≤ 1.1× the figure with some rows loaded';
+  const parts = [];
+  if (goal.vs) parts.push(`≤ ${goal.max}× ${goal.vs === 'nocache' ? 'no cache' : 'hand-written'}`);
+  if (goal.abs !== undefined) parts.push(goal.vs ? `(or ${goal.abs})` : `≤ ${goal.abs}`);
+  if (goal.cap !== undefined) parts.push(`and ≤ ${goal.cap}`);
+  return parts.join(' ');
+}
+
+/** Each Scrollback backend against the goal: `met` / `**MISS**`, joined. */
+function check(by, key, unit, goal, labels, unfinished) {
+  if (!goal) return '';
+  const out = [];
+  for (const k of SCROLLBACK) {
+    const v = by[k]?.[key];
+    if (v === undefined) continue;
+    const name = labels[k].replace('Scrollback, ', '');
+    let ok;
+    if (goal.flat) {
+      const base = by[k][goal.flat];
+      ok = base !== undefined && v <= base * 1.1 + 16;
+    } else {
+      const most = limit(goal, by, key);
+      if (most === undefined) continue;
+      ok = v <= most && !unfinished(k, key);
+    }
+    out.push(`${name} ${ok ? 'met' : '**MISS**'}`);
+  }
+  return out.length ? `${goalText(goal)}: ${out.join(', ')}` : '';
 }
 
 export function table(meta, results) {
@@ -64,29 +106,44 @@ export function table(meta, results) {
   const out = [];
   out.push(`Figures from \`npm run bench\` on ${meta.date.slice(0, 10)}: ${meta.machine}, Chromium ${meta.chromium}, headless, server on loopback; load average ${meta.load.toFixed(1)} (the machine is shared: times are noisy).`);
   out.push('Requests and bytes are counted at the server (`GET /stats`, API routes only: response bodies as sent, gzip where the server compresses).');
-  out.push('Times are from navigation start in the page. Each cell: the figure, then its ratio to no cache. Lower is better.');
+  out.push('Loopback times are from navigation start in the page unless the row says otherwise; slow-link times are from the app\'s first call (the contender\'s `open`).');
+  if (meta.slow) {
+    const w = meta.slow.worker;
+    out.push(`The slow link: Chromium's \`Network.emulateNetworkConditions\`, ${meta.slow.latency} ms latency, ${(meta.slow.downloadThroughput * 8 / 1e6).toFixed(1)} Mbit/s down, ${(meta.slow.uploadThroughput * 8 / 1e3).toFixed(0)} kbit/s up, on the page (a dedicated worker's request: ${w ? `${Math.round(w.loopbackMs)} ms on loopback, ${Math.round(w.slowMs)} ms on the slow link, so workers are throttled too` : 'not checked'}).`);
+  }
+  out.push('Each cell: the figure, then its ratio to the better alternative (no cache or hand-written, whichever is lower). The goal column checks each Scrollback backend against issue #14\'s Must show. Lower is better.');
   out.push('');
   for (const [id, r] of Object.entries(results)) {
     out.push(`### Session \`${id}\`: ${r.events} events, ${fmt(r.bytes, 'bytes')}`);
     out.push('');
-    out.push(`| figure | ${keys.map((k) => labels[k]).join(' | ')} | Scrollback ahead? |`);
+    out.push(`| figure | ${keys.map((k) => labels[k]).join(' | ')} | goal (#14) |`);
     out.push(`| --- | ${keys.map(() => '---:').join(' | ')} | --- |`);
-    const sessionDone = (k, key) => {
-      if (key.startsWith('scrollWarm') && r.by[k].scrollWarmDone === false) return 'did not reach the start within the cap';
-      if (key.startsWith('scrollCold') && r.by[k].scrollColdDone === false) return 'did not reach the start within the cap';
+    const unfinished = (k, key) => {
+      if (key.startsWith('scrollWarm') && r.by[k]?.scrollWarmDone === false) return 'did not reach the start within the cap';
+      if (key.startsWith('scrollCold') && r.by[k]?.scrollColdDone === false) return 'did not reach the start within the cap';
       return null;
     };
-    for (const [key, label, unit] of FIGURES) {
-      const base = r.by.nocache?.[key];
+    for (const [key, label, unit, goal] of FIGURES) {
+      if (!keys.some((k) => r.by[k]?.[key] !== undefined)) continue;
+      const alts = ALTERNATIVES.map((k) => r.by[k]?.[key]).filter((v) => v !== undefined);
+      const base = alts.length ? Math.min(...alts) : undefined;
       const cells = keys.map((k) => {
         const v = r.by[k]?.[key];
         let cell = fmt(v, unit);
-        if (k !== 'nocache' && base !== undefined && v !== undefined) cell += ` (${ratio(v, base)})`;
-        if (sessionDone(k, key)) cell += ' (unfinished)';
+        if (base !== undefined && v !== undefined && !ALTERNATIVES.includes(k)) cell += ` (${ratio(v, base)})`;
+        if (unfinished(k, key)) cell += ' (unfinished)';
         return cell;
       });
-      out.push(`| ${label} | ${cells.join(' | ')} | ${verdict(r.by, key, unit, labels, sessionDone)} |`);
+      out.push(`| ${label} | ${cells.join(' | ')} | ${check(r.by, key, unit, goal, labels, unfinished)} |`);
     }
+    const timeline = (k, t) => (t ? `worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows ${fmt(t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
+    for (const [field, where] of [['timeline', 'loopback'], ['slowTimeline', 'slow link']]) {
+      const rows = SCROLLBACK.filter((k) => r.by[k]?.[field]).map((k) => `${labels[k].replace('Scrollback, ', '')}: ${timeline(k, r.by[k][field])}`);
+      if (rows.length) out.push(`| Scrollback reopen timeline, ${where} (ms after the open call) | ${keys.map((k) => (SCROLLBACK.includes(k) && r.by[k]?.[field] ? timeline(k, r.by[k][field]) : '')).join(' | ')} | |`);
+    }
+    const rowsNote = SCROLLBACK.filter((k) => r.by[k]?.patchRows20 !== undefined)
+      .map((k) => `${labels[k]}: ${r.by[k].patch20Count ?? 0} patches with ${r.by[k].patchRows20} rows loaded (largest ${fmt(r.by[k].patch20Max, 'bytes')}), ${r.by[k].patchAllCount ?? 0} with all ${r.by[k].patchRowsAll} rows (largest ${fmt(r.by[k].patchAllMax, 'bytes')})`);
+    if (rowsNote.length) { out.push(''); out.push(`Patches: ${rowsNote.join('; ')}.`); }
     out.push('');
   }
   out.push('Package sizes:');
@@ -141,4 +198,31 @@ export function chart(meta, results) {
   });
   parts.push('</svg>');
   return parts.join('\n');
+}
+
+const START = '<!-- bench table: generated by `npm run bench:readme` from tests/out/bench.json -->';
+const END = '<!-- end of bench table -->';
+
+/** README.md with the table between its markers replaced by `md`. */
+export function withTable(readme, md) {
+  const a = readme.indexOf(START);
+  const b = readme.indexOf(END);
+  if (a < 0 || b < a) throw new Error(`README.md has no bench table markers (${START} ... ${END})`);
+  return `${readme.slice(0, a + START.length)}\n\n${md}\n${readme.slice(b)}`;
+}
+
+// `node tests/bench/report.mjs --readme`: the README's table regenerated from the last run.
+if (process.argv[1] && import.meta.url === (await import('node:url')).pathToFileURL(process.argv[1]).href) {
+  const fs = await import('node:fs/promises');
+  const { fileURLToPath } = await import('node:url');
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const { meta, results } = JSON.parse(await fs.readFile(`${root}tests/out/bench.json`, 'utf8'));
+  const md = table(meta, results);
+  if (process.argv.includes('--readme')) {
+    const readme = `${root}README.md`;
+    await fs.writeFile(readme, withTable(await fs.readFile(readme, 'utf8'), md));
+    console.error('README.md: Performance table regenerated from tests/out/bench.json');
+  } else {
+    console.log(md);
+  }
 }

@@ -25,6 +25,9 @@ const ONLY = process.env.BENCH_CONTENDERS?.split(',');
 const NEW_EVENTS = 300;
 // BENCH_SESSIONS, BENCH_CONTENDERS: comma-separated subsets; BENCH_SERVER_LOG=1: print the server's request log.
 const SCROLL_CAP_MS = 90_000;
+// The emulated slow link (Chromium's Network.emulateNetworkConditions; bytes per second).
+const SLOW = { offline: false, latency: 150, downloadThroughput: 1.6e6 / 8, uploadThroughput: 750e3 / 8 };
+const SLOW_LINK = process.env.BENCH_SLOW !== '0'; // BENCH_SLOW=0: loopback only
 const API_ROUTES = ['sessions', 'transcript', 'events'];
 const OUT = path.join(ROOT, 'tests/out');
 
@@ -74,12 +77,20 @@ async function newLines(server, id, from, n) {
   }));
 }
 
-async function openPage(context, server, key, id) {
+/** Throttles `page` (and the dedicated workers it starts, whose requests Chromium counts as the page's). */
+async function slowLink(context, page) {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', SLOW);
+}
+
+async function openPage(context, server, key, id, { slow = false } = {}) {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(`${server.url}/index.html?c=${key}&id=${encodeURIComponent(id)}`);
+  if (slow) await slowLink(context, page);
+  await page.goto(`${server.url}/index.html?c=${key}&id=${encodeURIComponent(id)}&v=${server.pkgVersion}`);
   try {
     const r = await page.evaluate(() => window.bench.open());
     return { page, ...r };
@@ -99,6 +110,7 @@ async function measure(server, contender, id) {
     let s0 = await quiet(server);
     let p = await openPage(context, server, key, id);
     f.coldFirstRowsMs = p.firstRowsMs;
+    f.coldFromOpenMs = p.fromOpenMs;
     await p.page.evaluate(() => window.bench.settled());
     let s1 = await quiet(server);
     Object.assign(f, prefix('cold', diff(s0, s1)));
@@ -115,7 +127,9 @@ async function measure(server, contender, id) {
     s0 = await quiet(server);
     p = await openPage(context, server, key, id);
     f.reopenFirstRowsMs = p.firstRowsMs;
+    f.reopenFromOpenMs = p.fromOpenMs;
     await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+    f.timeline = await p.page.evaluate(() => window.bench.timeline());
     await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
     Object.assign(f, prefix('reopen', diff(s0, s1)));
@@ -136,26 +150,21 @@ async function measure(server, contender, id) {
     s1 = await quiet(server);
     Object.assign(f, prefix('catchUp', diff(s0, s1)));
 
-    // A reply streams in: the main thread's longest task meanwhile (and the writes it causes).
-    const since = await p.page.evaluate(() => window.bench.now());
-    const res = await fetch(`${server.url}/sessions/${id}/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'Summarize the last hour.' }),
-    });
-    if (!res.ok) throw new Error(`POST messages: ${res.status} ${await res.text()}`);
-    const posted = JSON.parse(await res.text()).seq;
-    let s;
-    for (;;) {
-      s = await summary(server, id);
-      if (s.status === 'idle' && s.seq > posted + 2) break;
-      await sleep(100);
-    }
-    f.replyEvents = s.seq - posted;
-    await p.page.evaluate((seq) => window.bench.waitCursor(seq), s.seq);
+    // A reply streams in with a few rows loaded (Scrollback: at least 20), then again with
+    // every row loaded: the bytes of each patch the worker posts, and the main thread's longest
+    // task during the second reply (and the writes it causes).
+    const rows20 = await p.page.evaluate(() => window.bench.loadRows(20));
+    const reply1 = await reply(server, p.page, id);
+    f.patchRows20 = rows20;
+    Object.assign(f, prefix2('patch20', reply1.patches));
+    await p.page.evaluate((cap) => window.bench.scrollBack(cap), SCROLL_CAP_MS);
     await p.page.evaluate(() => window.bench.settled());
-    await sleep(300);
-    const lt = await p.page.evaluate((t) => window.bench.longtasks(t), since);
-    f.streamLongestTaskMs = lt.longest;
-    f.streamLongTasks = lt.count;
+    const reply2 = await reply(server, p.page, id);
+    f.replyEvents = reply2.events;
+    f.patchRowsAll = await p.page.evaluate(() => window.bench.rows());
+    Object.assign(f, prefix2('patchAll', reply2.patches));
+    f.streamLongestTaskMs = reply2.longest;
+    f.streamLongTasks = reply2.count;
     const st = await p.page.evaluate(() => window.bench.storage());
     f.storageEstimate = st.usage;
     f.storageOwn = st.own;
@@ -165,6 +174,100 @@ async function measure(server, contender, id) {
     await fs.rm(profile, { recursive: true, force: true });
   }
   return f;
+}
+
+/** Posts a message and waits for the sandbox's reply on screen; what the page saw meanwhile. */
+async function reply(server, page, id) {
+  const since = await page.evaluate(() => window.bench.now());
+  const res = await fetch(`${server.url}/sessions/${id}/messages`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'Summarize the last hour.' }),
+  });
+  if (!res.ok) throw new Error(`POST messages: ${res.status} ${await res.text()}`);
+  const posted = JSON.parse(await res.text()).seq;
+  let s;
+  for (;;) {
+    s = await summary(server, id);
+    if (s.status === 'idle' && s.seq > posted + 2) break;
+    await sleep(100);
+  }
+  await page.evaluate((seq) => window.bench.waitCursor(seq), s.seq);
+  await page.evaluate(() => window.bench.settled());
+  await sleep(300);
+  const lt = await page.evaluate((t) => window.bench.longtasks(t), since);
+  const patches = await page.evaluate((t) => window.bench.patches(t), since);
+  return { events: s.seq - posted, longest: lt.longest, count: lt.count, patches };
+}
+
+/** The median and largest patch, in bytes. */
+function prefix2(p, sizes) {
+  if (!sizes || !sizes.length) return {};
+  const sorted = [...sizes].sort((a, b) => a - b);
+  return { [`${p}Median`]: sorted[sorted.length >> 1], [`${p}Max`]: sorted[sorted.length - 1], [`${p}Count`]: sizes.length };
+}
+
+/**
+ * The figures on the emulated slow link, in a fresh profile: first visit, reopen, catch-up after
+ * 300 new events. Times are from the app's first call (the contender's `open`).
+ */
+async function measureSlow(server, contender, id) {
+  const profile = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-bench-profile-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const f = {};
+  const { key } = contender;
+  const open = (opts) => openPage(context, server, key, id, { slow: true, ...opts });
+  try {
+    let s0 = await quiet(server);
+    let p = await open();
+    f.slowColdFirstRowsMs = p.fromOpenMs;
+    await p.page.evaluate(() => window.bench.settled());
+    let s1 = await quiet(server);
+    Object.assign(f, prefix('slowCold', diff(s0, s1)));
+    await p.page.close();
+
+    const newest = (await summary(server, id)).seq;
+    s0 = await quiet(server);
+    p = await open();
+    f.slowReopenFirstRowsMs = p.fromOpenMs;
+    await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+    f.slowTimeline = await p.page.evaluate(() => window.bench.timeline());
+    await p.page.evaluate(() => window.bench.settled());
+    s1 = await quiet(server);
+    Object.assign(f, prefix('slowReopen', diff(s0, s1)));
+    await p.page.close();
+
+    const before = (await summary(server, id)).seq;
+    await server.append(id, await newLines(server, id, before, NEW_EVENTS));
+    s0 = await quiet(server);
+    p = await open();
+    f.slowCatchUpMs = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS) - p.openAt;
+    await p.page.evaluate(() => window.bench.settled());
+    s1 = await quiet(server);
+    Object.assign(f, prefix('slowCatchUp', diff(s0, s1)));
+    await p.page.close();
+  } finally {
+    await context.close();
+    await fs.rm(profile, { recursive: true, force: true });
+  }
+  return f;
+}
+
+/** A dedicated worker's request time, on loopback and on the slow link: the link must slow it. */
+async function workerThrottleCheck(server) {
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  try {
+    const context = await browser.newContext();
+    const time = async (slow) => {
+      const page = await context.newPage();
+      if (slow) await slowLink(context, page);
+      await page.goto(`${server.url}/index.html`);
+      const ms = await page.evaluate(() => window.bench.workerFetchMs());
+      await page.close();
+      return ms;
+    };
+    return { loopbackMs: await time(false), slowMs: await time(true) };
+  } finally {
+    await browser.close();
+  }
 }
 
 function prefix(p, { requests, bytes }) {
@@ -187,10 +290,17 @@ async function main() {
   const load = os.loadavg()[0];
   await fs.mkdir(OUT, { recursive: true });
   const results = {};
+  let throttle = null;
   for (const contender of CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key))) {
     // A fresh server (and freshly seeded data) per contender: every one starts from the same files.
     const t0 = Date.now();
     const server = await startServer({ www: path.join(ROOT, 'tests/bench/www') });
+    server.pkgVersion = (await (await fetch(`${server.url}/pkg/version`)).text()).trim();
+    if (SLOW_LINK && !throttle) {
+      throttle = await workerThrottleCheck(server);
+      log(`a worker's request: ${throttle.loopbackMs.toFixed(0)} ms on loopback, ${throttle.slowMs.toFixed(0)} ms on the slow link`);
+      if (!(throttle.slowMs >= SLOW.latency)) throw new Error('the slow link does not throttle the worker\'s requests');
+    }
     log(`server for ${contender.label}: seeded and listening in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     try {
       for (const id of SESSIONS) {
@@ -198,6 +308,7 @@ async function main() {
         const events = (await summary(server, id)).seq;
         (results[id] ??= { events, bytes: (await fs.stat(server.transcriptPath(id))).size, by: {} });
         results[id].by[contender.key] = await measure(server, contender, id);
+        if (SLOW_LINK) Object.assign(results[id].by[contender.key], await measureSlow(server, contender, id));
         log(`${contender.label} on ${id}: ${((Date.now() - t) / 1000).toFixed(1)} s`, JSON.stringify(results[id].by[contender.key]));
       }
     } finally {
@@ -212,6 +323,7 @@ async function main() {
     chromium: await (async () => { const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS }); const v = b.version(); await b.close(); return v; })(),
     sizes: await sizes(),
     contenders: CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key)),
+    slow: SLOW_LINK ? { ...SLOW, worker: throttle } : null,
     seconds: (Date.now() - started) / 1000,
   };
   await fs.writeFile(path.join(OUT, 'bench.json'), JSON.stringify({ meta, results }, null, 2));

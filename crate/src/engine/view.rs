@@ -119,3 +119,69 @@ pub enum Change<'a> {
     /// Only state changed: the banner, `ready`, `moreHistory`, the summary's fields, counters.
     State,
 }
+
+/// A [`View`] without its rows: every other field, serialized as the view serializes them. The
+/// worker sends these apart from the rows, and only the ones that changed (`js/worker.js`). A
+/// field added to [`View`] is added here too (the test below checks the two agree).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fields<'a> {
+    /// [`View::id`].
+    pub id: &'a str,
+    /// [`View::state`], flattened.
+    #[serde(flatten)]
+    pub state: &'a SessionState,
+    /// [`View::banner`].
+    pub banner: &'a Option<String>,
+    /// [`View::more_history`].
+    pub more_history: bool,
+    /// [`View::ready`].
+    pub ready: bool,
+    /// [`View::verified`].
+    pub verified: bool,
+    /// [`View::oldest`].
+    pub oldest: Option<u64>,
+    /// [`View::cursor`].
+    pub cursor: u64,
+    /// [`View::live`].
+    pub live: bool,
+    /// [`View::error`].
+    pub error: &'a Option<SessionError>,
+    /// [`View::writer`].
+    pub writer: bool,
+    /// [`View::counters`].
+    pub counters: Counters,
+}
+
+impl View {
+    /// Every field but the rows.
+    pub fn fields(&self) -> Fields<'_> {
+        Fields {
+            id: &self.id,
+            state: &self.state,
+            banner: &self.banner,
+            more_history: self.more_history,
+            ready: self.ready,
+            verified: self.verified,
+            oldest: self.oldest,
+            cursor: self.cursor,
+            live: self.live,
+            error: &self.error,
+            writer: self.writer,
+            counters: self.counters,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_the_view_without_its_rows() {
+        let view = View::new("s");
+        let mut whole = serde_json::to_value(&view).unwrap();
+        whole.as_object_mut().unwrap().remove("rows");
+        assert_eq!(serde_json::to_value(view.fields()).unwrap(), whole);
+    }
+}

@@ -258,6 +258,14 @@ impl OpfsStore {
         Ok(Some(handle))
     }
 
+    /// What this store knows of a blob it holds open (nobody else changes it meanwhile).
+    fn open_meta(&self, path: &str) -> Option<Meta> {
+        self.open.borrow().get(path).map(|o| Meta {
+            size: o.size,
+            modified: o.modified,
+        })
+    }
+
     fn cached(&self, path: &str) -> Option<SyncHandle> {
         let used = self.bump();
         let mut open = self.open.borrow_mut();
@@ -397,6 +405,21 @@ async fn child_dir(parent: &Dir, name: &str, create: bool, path: &str) -> StoreR
     }
 }
 
+/// A blob's size and time from the answer of its `getFile()`; `None` when it is gone.
+fn file_meta(file: Result<JsValue, JsValue>, path: &str) -> StoreResult<Option<Meta>> {
+    match file {
+        Ok(f) => {
+            let f: File = f.unchecked_into();
+            Ok(Some(Meta {
+                size: f.size() as u64,
+                modified: f.last_modified() as u64,
+            }))
+        }
+        Err(e) if missing(&e) => Ok(None),
+        Err(e) => Err(js_error(path, &e)),
+    }
+}
+
 /// Opens a sync handle, retrying for a while when another context still holds the file.
 async fn open_sync(file: &FileHandle, path: &str) -> StoreResult<SyncHandle> {
     let mut waited = 0;
@@ -422,6 +445,9 @@ impl Store for OpfsStore {
         };
         let it = d.entries();
         let mut out = Vec::new();
+        // Files whose size and time are being read: each `getFile()` starts at once, from the
+        // handle the listing gave (no walk from the root per file), and all run together.
+        let mut pending = Vec::new();
         loop {
             let next = match it.next() {
                 Ok(p) => JsFuture::from(p).await,
@@ -451,7 +477,20 @@ impl Store for OpfsStore {
                 continue;
             }
             let path = format!("{dir}/{name}");
-            let Some(meta) = self.stat(&path).await? else {
+            if let Some(meta) = self.open_meta(&path) {
+                out.push(Entry {
+                    name,
+                    is_dir: false,
+                    size: meta.size,
+                    modified: meta.modified,
+                });
+                continue;
+            }
+            let file: &FileHandle = handle.unchecked_ref();
+            pending.push((name, path, JsFuture::from(file.get_file())));
+        }
+        for (name, path, file) in pending {
+            let Some(meta) = file_meta(file.await, &path)? else {
                 continue; // removed since it was listed
             };
             out.push(Entry {
@@ -465,26 +504,13 @@ impl Store for OpfsStore {
     }
 
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        if let Some(o) = self.open.borrow().get(path) {
-            return Ok(Some(Meta {
-                size: o.size,
-                modified: o.modified,
-            }));
+        if let Some(meta) = self.open_meta(path) {
+            return Ok(Some(meta));
         }
         let Some((_, file)) = self.file(path, false).await? else {
             return Ok(None);
         };
-        match JsFuture::from(file.get_file()).await {
-            Ok(f) => {
-                let f: File = f.unchecked_into();
-                Ok(Some(Meta {
-                    size: f.size() as u64,
-                    modified: f.last_modified() as u64,
-                }))
-            }
-            Err(e) if missing(&e) => Ok(None),
-            Err(e) => Err(js_error(path, &e)),
-        }
+        file_meta(JsFuture::from(file.get_file()).await, path)
     }
 
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {

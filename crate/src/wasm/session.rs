@@ -2,11 +2,16 @@
 
 use super::client::Tally;
 use super::error::{anchor, BindingError};
-use crate::engine::{Change, Session};
+use crate::engine::{Change, Session, View};
+use crate::fold::Row;
 use crate::store::BrowserStore;
 use crate::transport::BrowserTransport;
 use futures::channel::oneshot;
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::cell::{Cell, RefCell};
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
@@ -21,13 +26,120 @@ pub(super) struct Live {
 }
 
 /// One open session. Its `run` is driven by the worker's event loop from `start` until
-/// `close`; the page learns of changes through the `on_change` callback and reads the state
-/// with `stateJson`.
+/// `close`; the page learns of changes through the `on_change` callback and takes them with
+/// `changesJson`.
 #[wasm_bindgen]
 pub struct SessionHandle {
     live: Rc<Live>,
     tally: Rc<Tally>,
     closed: Cell<bool>,
+    sent: RefCell<Sent>,
+}
+
+/// What the page holds of a view: each row's seq and revision, and every other field as last
+/// sent. `changesJson` sends what differs from it, so a streamed delta costs the bytes of the
+/// row it grew, never of the rows loaded.
+#[derive(Default)]
+struct Sent {
+    /// Whether anything was sent yet (the first patch is a reset).
+    any: bool,
+    /// `(seq, revision)` of each row, oldest first.
+    rows: Vec<(u64, u64)>,
+    /// The other fields, as JSON.
+    fields: Map<String, Value>,
+}
+
+/// A number that changes whenever a row's content does: rows only grow (an assistant
+/// message's last seq), get a result (a tool call) or take a later state (a command, hashed:
+/// commands are few and small). Other rows never change once made.
+fn revision(row: &Row) -> u64 {
+    match row {
+        Row::Assistant { last_seq, .. } => *last_seq,
+        Row::Tool { result, .. } => result.as_ref().map_or(0, |r| r.seq),
+        Row::Command {
+            command,
+            done,
+            output,
+            ..
+        } => {
+            let mut h = DefaultHasher::new();
+            (command, done, output).hash(&mut h);
+            h.finish()
+        }
+        _ => 0,
+    }
+}
+
+/// The patch that takes the page from `sent` to `view` (and records it as sent): `null` when
+/// nothing changed, else `{reset?, removed?, rows?, state?}` where `reset` means the rows are
+/// `rows` alone, `removed` lists the seqs of rows gone, `rows` the rows added or changed
+/// (oldest first, each replacing the row at its seq), and `state` the other fields that changed.
+#[derive(Serialize)]
+struct Patch<'a> {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    reset: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    removed: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rows: Vec<&'a Row>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    state: Map<String, Value>,
+}
+
+fn patch<'a>(sent: &mut Sent, view: &'a View) -> Option<Patch<'a>> {
+    let now = view.transcript.rows();
+    let mut out = Patch {
+        reset: !sent.any,
+        removed: Vec::new(),
+        rows: Vec::new(),
+        state: Map::new(),
+    };
+    // Both lists are in seq order: one merge walk finds rows added, changed and gone.
+    let mut revs = Vec::with_capacity(now.len());
+    let mut old = sent.rows.iter().peekable();
+    let mut kept = 0usize;
+    for row in now {
+        let (seq, rev) = (row.seq(), revision(row));
+        while let Some(&&(s, _)) = old.peek() {
+            if s >= seq {
+                break;
+            }
+            out.removed.push(s);
+            old.next();
+        }
+        match old.peek() {
+            Some(&&(s, r)) if s == seq => {
+                old.next();
+                kept += 1;
+                if r != rev {
+                    out.rows.push(row);
+                }
+            }
+            _ => out.rows.push(row),
+        }
+        revs.push((seq, rev));
+    }
+    out.removed.extend(old.map(|&(s, _)| s));
+    if sent.any && kept == 0 && !sent.rows.is_empty() {
+        // Nothing kept: say so rather than list every seq gone.
+        out.reset = true;
+    }
+    if out.reset {
+        out.removed.clear();
+        out.rows = now.iter().collect();
+    }
+    sent.rows = revs;
+    if let Ok(Value::Object(fields)) = serde_json::to_value(view.fields()) {
+        for (k, v) in fields {
+            if out.reset || sent.fields.get(&k) != Some(&v) {
+                out.state.insert(k.clone(), v.clone());
+                sent.fields.insert(k, v);
+            }
+        }
+    }
+    let empty = !out.reset && out.removed.is_empty() && out.rows.is_empty() && out.state.is_empty();
+    sent.any = true;
+    (!empty).then_some(out)
 }
 
 impl SessionHandle {
@@ -59,14 +171,15 @@ impl SessionHandle {
             live,
             tally,
             closed: Cell::new(false),
+            sent: RefCell::new(Sent::default()),
         }
     }
 }
 
 #[wasm_bindgen]
 impl SessionHandle {
-    /// The state as JSON: `{rows, status, model, permissionMode, banner, moreHistory, ready,
-    /// contextTokens, queued, waitingCommands, ...}`.
+    /// The whole state as JSON, as the first patch carries it: for checks that the patches
+    /// add up to it (the page applies patches; see `changesJson`).
     #[wasm_bindgen(js_name = stateJson)]
     pub fn state_json(&self) -> String {
         self.live.session.with_view(|view| {
@@ -74,6 +187,21 @@ impl SessionHandle {
                 log::error!("scrollback: cannot serialize a session's state: {e}");
                 String::from("null")
             })
+        })
+    }
+
+    /// What changed since the last call, as a JSON patch (see `Patch`: `{reset?, removed?,
+    /// rows?, state?}`), or `undefined` when nothing did. The first call's patch is a reset
+    /// carrying the whole state: `{rows, status, model, permissionMode, banner, moreHistory,
+    /// ready, contextTokens, queued, waitingCommands, ...}`.
+    #[wasm_bindgen(js_name = changesJson)]
+    pub fn changes_json(&self) -> Option<String> {
+        let mut sent = self.sent.borrow_mut();
+        self.live.session.with_view(|view| {
+            let patch = patch(&mut sent, view)?;
+            serde_json::to_string(&patch)
+                .map_err(|e| log::error!("scrollback: cannot serialize a session's changes: {e}"))
+                .ok()
         })
     }
 

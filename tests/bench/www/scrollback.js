@@ -1,15 +1,42 @@
-// Contender "Scrollback": the package as an app uses it (pkg/index.js, served at /pkg/).
-import { Scrollback } from '/pkg/index.js';
+// Contender "Scrollback": the package as an app uses it, loaded as a bundler would serve it:
+// from the server's versioned path (/pkg/<version>/, Cache-Control: immutable; ?v= names the
+// version), so a reopen takes the worker and the module from the HTTP cache.
+const version = new URLSearchParams(location.search).get('v');
+
+// The patches the worker posts to the page, counted as they arrive: [time, bytes].
+const patches = [];
+const PageWorker = globalThis.Worker;
+globalThis.Worker = class extends PageWorker {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', ({ data }) => {
+      if (typeof data?.patch === 'string') patches.push([performance.now(), data.patch.length]);
+    });
+  }
+};
+const { Scrollback } = await import(version ? `/pkg/${version}/index.js` : '/pkg/index.js');
 
 const describe = (r) => `${r.kind} ${r.text ?? ''}`;
 
 export async function open({ id, server, storage, show }) {
+  const t0 = performance.now();
+  const at = {};
   const sb = await Scrollback.open({ server, storage });
-  const draw = (state) => { if (state.ready && state.rows.length) show(state.rows, describe); };
+  const draw = (state) => {
+    if (state.ready && state.rows.length) show(state.rows, describe);
+    if (state.verified) at.verified ??= performance.now();
+    if (state.live) at.live ??= performance.now();
+  };
   const view = await sb.openSession(id, { onChange: draw });
   draw(view.state);
   return {
     cursor: () => view.state.cursor,
+    rows: () => view.state.rows.length,
+    /** Loads older pages until `n` rows are loaded (or no more). */
+    async loadRows(n) {
+      while (view.state.rows.length < n && (await view.loadOlder()));
+      return view.state.rows.length;
+    },
     async scrollBack(deadline) {
       let pages = 0;
       while (performance.now() < deadline) {
@@ -20,5 +47,17 @@ export async function open({ id, server, storage, show }) {
     },
     settled: async () => {},
     storageBytes: () => view.cachedSize(),
+    /** The bytes of each patch posted since `since` (performance.now()). */
+    patches: (since) => patches.filter(([t]) => t >= since).map(([, n]) => n),
+    /** ms after the open call: the worker started, the module ready, the store open, verified, live. */
+    async timeline() {
+      const deadline = performance.now() + 30_000;
+      while ((at.verified === undefined || at.live === undefined) && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const m = await sb.marks();
+      const rel = (t) => (t === undefined ? undefined : t - t0);
+      return { worker: rel(m.start), module: rel(m.module), store: rel(m.open), verified: rel(at.verified), live: rel(at.live) };
+    },
   };
 }

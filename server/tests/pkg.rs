@@ -1,0 +1,70 @@
+//! The package at `/pkg/` served as a bundler serves its output: under `/pkg/<version>/` for
+//! good (`immutable`), the plain paths revalidated (`no-cache`), a version that is not the
+//! current one refused, and no way out of the folder through the versioned path.
+
+mod server_support;
+
+use server_support::Fixture;
+
+#[tokio::test]
+async fn the_package_is_served_immutable_under_its_version() {
+    let www = tempfile::tempdir().unwrap();
+    let pkg = tempfile::tempdir().unwrap();
+    std::fs::write(www.path().join("index.html"), "<!doctype html>").unwrap();
+    std::fs::write(pkg.path().join("index.js"), "export {}").unwrap();
+    std::fs::write(pkg.path().join("scrollback_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let (w, p) = (www.path().to_owned(), pkg.path().to_owned());
+    let f = Fixture::with(|c| {
+        c.www = Some(w);
+        c.pkg = Some(p);
+    })
+    .await;
+    let cache = |r: &reqwest::Response| {
+        r.headers()
+            .get("cache-control")
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+
+    let version = f.get("/pkg/version").await;
+    assert_eq!(version.status(), 200);
+    assert_eq!(cache(&version).as_deref(), Some("no-cache"));
+    let version = version.text().await.unwrap();
+    assert_eq!(version.len(), 16, "{version}");
+
+    for file in ["index.js", "scrollback_bg.wasm"] {
+        let r = f.get(&format!("/pkg/{version}/{file}")).await;
+        assert_eq!(r.status(), 200, "{file}");
+        assert!(cache(&r).unwrap().contains("immutable"), "{file}");
+        let plain = f.get(&format!("/pkg/{file}")).await;
+        assert_eq!(plain.status(), 200, "{file}");
+        assert_eq!(cache(&plain).as_deref(), Some("no-cache"), "{file}");
+    }
+    let wasm = f.get(&format!("/pkg/{version}/scrollback_bg.wasm")).await;
+    assert!(wasm.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/wasm"));
+    assert_eq!(cache(&f.get("/").await).as_deref(), Some("no-cache"));
+
+    // A rebuild changes the version; the old one is not served as if it were the new.
+    std::fs::write(pkg.path().join("index.js"), "export const rebuilt = 1;").unwrap();
+    let newer = f.get("/pkg/version").await.text().await.unwrap();
+    assert_ne!(newer, version);
+    assert_eq!(
+        f.get(&format!("/pkg/{version}/index.js")).await.status(),
+        404
+    );
+    assert_eq!(f.get(&format!("/pkg/{newer}/index.js")).await.status(), 200);
+    assert_eq!(
+        f.get(&format!("/pkg/{newer}/missing.js")).await.status(),
+        404
+    );
+    assert_eq!(
+        f.get(&format!("/pkg/{newer}/%2E%2E/%2E%2E/etc/passwd"))
+            .await
+            .status()
+            .as_u16()
+            / 100,
+        4
+    );
+}

@@ -1,11 +1,13 @@
 //! The wire, shared by client and server: a transcript line, the row rule, the `/transcript`
 //! query and the protocol's constants. No I/O.
 
+mod catch_up;
 mod line;
 mod query;
 mod rows;
 mod session;
 
+pub use catch_up::{catch_up_json, parse_catch_up, CatchUpAnswer, CatchUpQuery, CatchUpState};
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
 pub use query::{QueryError, TranscriptQuery};
 pub use rows::{clean_append, coalesce, joins, last_seq, RowWalk, FOLDED};

@@ -11,9 +11,11 @@
 use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Transcript;
-use scrollback::protocol::{last_seq, parse_page, Line, SessionSummary, TranscriptQuery};
+use scrollback::protocol::{
+    last_seq, parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery,
+};
 use scrollback::store::FsStore;
-use scrollback::transport::{HttpTransport, Page, Transport, TransportResult};
+use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
 use scrollback_server::transcript;
 use scrollback_server::{spawn, Server};
 use serde_json::{json, Value};
@@ -38,6 +40,12 @@ impl Transport for Recording {
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.queries.borrow_mut().push(query.to_query_string());
         self.inner.transcript(id, query).await
+    }
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        self.queries
+            .borrow_mut()
+            .push(format!("catchup:{}", query.to_query_string()));
+        self.inner.catch_up(id, query).await
     }
     async fn delete(&self, id: &str) -> TransportResult<()> {
         self.inner.delete(id).await

@@ -3,9 +3,11 @@
 use super::view::{Change, Counters, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
-use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use crate::protocol::{CatchUpQuery, CatchUpState, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::Store;
-use crate::transport::{EventStream, Page, StreamItem, Transport, TransportResult};
+use crate::transport::{
+    CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportResult,
+};
 use async_lock::Mutex;
 use futures::channel::mpsc;
 use futures::future::{select, Either};
@@ -20,6 +22,9 @@ use std::rc::Rc;
 enum Command {
     Reload(Option<u64>),
     Close,
+    /// The server's file is not the one cached (replaced, or shorter than the cache): the
+    /// cache is already purged and the screen cleared; open again, cold.
+    Reopen,
 }
 
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
@@ -38,7 +43,7 @@ type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 /// after a reset or reload changed what is shown is stored but not shown.
 pub struct Session<S: Store, T: Transport> {
     id: String,
-    summary: SessionSummary,
+    summary: RefCell<SessionSummary>,
     anchor: Option<u64>,
     server: Rc<Cache<S>>,
     cache: Mutex<SessionCache<S>>,
@@ -48,6 +53,9 @@ pub struct Session<S: Store, T: Transport> {
     listener: RefCell<Option<Listener>>,
     /// Bumped by every reload and every clear, so a page in flight knows it is stale.
     epoch: Cell<u64>,
+    /// Bumped by every purge, so a page fetched before it (perhaps of another file) is not
+    /// stored after it.
+    purges: Cell<u64>,
     loading_older: Cell<bool>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
@@ -66,7 +74,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         Session {
             id: summary.id.clone(),
             view: RefCell::new(View::new(&summary.id)),
-            summary,
+            summary: RefCell::new(summary),
             anchor,
             server,
             cache: Mutex::new(cache),
@@ -74,6 +82,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             config,
             listener: RefCell::new(None),
             epoch: Cell::new(0),
+            purges: Cell::new(0),
             loading_older: Cell::new(false),
             commands,
             inbox: RefCell::new(Some(inbox)),
@@ -200,8 +209,14 @@ impl<S: Store, T: Transport> Session<S, T> {
     /// Status, model and permission mode from the summary: the newer measurement than a
     /// replayed cache (seed 000, decision 7).
     fn apply_summary(&self) {
-        let summary = &self.summary;
-        self.update(Change::State, |v| v.state.apply_summary(summary));
+        let summary = self.summary.borrow().clone();
+        self.update(Change::State, |v| v.state.apply_summary(&summary));
+    }
+
+    /// Throws the session's cache away; a page in flight is then not stored.
+    async fn purge(&self) {
+        self.purges.set(self.purges.get() + 1);
+        self.cache.lock().await.purge().await;
     }
 
     // ---- the running session ---------------------------------------------------------------
@@ -221,7 +236,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         let mut anchor = self.anchor;
         loop {
             let command = match self.open(&mut inbox, anchor).await {
-                Ok(cursor) => self.follow(&mut inbox, cursor).await,
+                Ok(newest) => self.follow(&mut inbox, newest).await,
                 Err(command) => command,
             };
             self.update(Change::State, |v| v.live = false);
@@ -229,10 +244,12 @@ impl<S: Store, T: Transport> Session<S, T> {
                 Command::Close => break,
                 Command::Reload(at) => {
                     anchor = at;
-                    self.cache.lock().await.purge().await;
+                    self.purge().await;
                     self.clear(false);
                     self.set_banner(None);
                 }
+                // The old file's seqs mean nothing in the new one: open at the newest.
+                Command::Reopen => anchor = None,
             }
         }
         *self.inbox.borrow_mut() = Some(inbox);
@@ -269,7 +286,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         anchor: Option<u64>,
-    ) -> Result<u64, Command> {
+    ) -> Result<Option<Line>, Command> {
         let cached = {
             let mut cache = self.cache.lock().await;
             cache.open().await;
@@ -278,44 +295,55 @@ impl<S: Store, T: Transport> Session<S, T> {
                 .await
                 .unwrap_or_default()
         };
-        let mut cursor = None;
+        let mut newest = None;
         if let Some(tail) = cached.last().cloned() {
             self.show_newer(&cached);
             self.apply_summary();
             self.update(Change::State, |v| v.ready = true);
-            if self.probe(inbox, &tail).await? {
-                cursor = Some(tail.seq());
-            } else {
-                self.cache.lock().await.purge().await;
-                self.clear(false);
-            }
+            newest = self.catch_up(inbox, tail).await?;
         }
-        let cursor = match cursor {
-            Some(cursor) => cursor,
+        let newest = match newest {
+            Some(line) => Some(line),
             None => self.cold(inbox).await?,
         };
         self.server
             .enforce_budget(self.config.budget_bytes, &self.id)
             .await;
         self.restore(inbox, anchor).await?;
-        Ok(cursor)
+        Ok(newest)
     }
 
-    /// The probe: is the cached tail still the server's line at that seq? Parsed equality
-    /// (`Line`'s `PartialEq`: seq, ts to the last bit, the whole event). Retries on the
-    /// reconnect schedule while it cannot be made; the cached rows stay shown meanwhile.
-    async fn probe(
+    /// The check and the catch-up, in one request: is the server's line at the cached tail's
+    /// seq still the cached tail (parsed equality: `Line`'s `PartialEq`, seq, ts to the last bit,
+    /// the whole event), and what follows it. Retries on the reconnect schedule while it cannot
+    /// be made; the rows shown stay meanwhile. The answer's summary becomes the session's.
+    ///
+    /// Caught up: the lines after the tail are cached and shown. Behind (the gap passes the
+    /// catch-up bound): the screen resets to the newest window and the cache keeps what it has,
+    /// with a gap that older pages fill with `after`. Replaced or ahead (the tail is not the
+    /// server's, or the server has no line there): the cache is purged, the screen cleared, and
+    /// `None` answered (the caller opens cold). Otherwise the newest line now held.
+    async fn catch_up(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
-        tail: &Line,
-    ) -> Result<bool, Command> {
-        let query = TranscriptQuery {
-            before: Some(tail.seq() + 1),
-            limit: Some(1),
-            ..TranscriptQuery::default()
+        tail: Line,
+    ) -> Result<Option<Line>, Command> {
+        let query = CatchUpQuery::new(tail.seq(), self.config.opening_window);
+        let CatchUp { answer, bytes } = loop {
+            let answer = self
+                .unless_asked(inbox, self.transport.catch_up(&self.id, &query))
+                .await?;
+            match answer {
+                Ok(answer) => break answer,
+                Err(e) => self.back_off(inbox, e.to_string()).await?,
+            }
         };
-        let page = self.fetch_retrying(inbox, &query).await?;
-        let passed = matches!(page.lines.as_slice(), [line] if line == tail);
+        self.count_request(bytes);
+        if answer.summary.id == self.id {
+            *self.summary.borrow_mut() = answer.summary;
+        }
+        let passed =
+            answer.state != CatchUpState::Ahead && answer.lines.first() == Some(&tail);
         self.update(Change::State, |v| {
             v.banner = None;
             v.verified = passed;
@@ -324,7 +352,31 @@ impl<S: Store, T: Transport> Session<S, T> {
                 false => v.counters.probes_failed += 1,
             }
         });
-        Ok(passed)
+        if !passed {
+            self.purge().await;
+            self.clear(false);
+            return Ok(None);
+        }
+        let after: Vec<Line> = answer
+            .lines
+            .into_iter()
+            .skip(1)
+            .filter(|l| l.seq() > tail.seq())
+            .collect();
+        if after.first().is_some_and(|l| l.seq() > tail.seq() + 1) {
+            // A gap: the screen shows the newest window, the cache keeps what it holds.
+            self.view.borrow_mut().counters.resets += 1;
+            self.clear(true);
+        }
+        {
+            let mut cache = self.cache.lock().await;
+            for line in &after {
+                cache.append(line).await;
+            }
+        }
+        self.show_newer(&after);
+        self.apply_summary();
+        Ok(Some(after.last().cloned().unwrap_or(tail)))
     }
 
     /// Fetches a page and counts it, retrying on the reconnect schedule (the banner saying
@@ -350,7 +402,10 @@ impl<S: Store, T: Transport> Session<S, T> {
 
     /// A cold open: the newest window, raw, appended to the (empty) cache line by line, so the
     /// open chunk is the one thing that grows (seed 000, "what building it changed").
-    async fn cold(&self, inbox: &mut mpsc::UnboundedReceiver<Command>) -> Result<u64, Command> {
+    async fn cold(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<Option<Line>, Command> {
         let query = TranscriptQuery {
             limit: Some(self.config.opening_window),
             ..TranscriptQuery::default()
@@ -372,7 +427,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                 v.more_history = false;
             }
         });
-        Ok(page.lines.last().map_or(0, Line::seq))
+        Ok(page.lines.last().cloned())
     }
 
     /// Reaches back to `anchor`: from the cache where the suffix covers it, otherwise raw from
@@ -412,7 +467,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         limit: usize,
         rows: bool,
     ) -> Result<TransportResult<bool>, Command> {
-        let epoch = self.epoch.get();
+        let (epoch, purges) = (self.epoch.get(), self.purges.get());
         let (local, gap_after) = {
             let mut cache = self.cache.lock().await;
             match cache.page(before, limit, rows).await {
@@ -460,11 +515,13 @@ impl<S: Store, T: Transport> Session<S, T> {
             }
             break page;
         };
-        self.cache
-            .lock()
-            .await
-            .store_page(&page.lines, before, rows)
-            .await;
+        if self.purges.get() == purges {
+            self.cache
+                .lock()
+                .await
+                .store_page(&page.lines, before, rows)
+                .await;
+        }
         if self.epoch.get() != epoch || self.view.borrow().oldest != Some(before) {
             return Ok(Ok(false));
         }
@@ -495,14 +552,30 @@ impl<S: Store, T: Transport> Session<S, T> {
         }
     }
 
-    /// Follows the stream from `cursor` until a command arrives: every event appended to the
-    /// cache and shown once; reconnects on the schedule after an error.
+    /// Follows the stream from the newest line held until a command arrives: every event
+    /// appended to the cache and shown once. After an error it reconnects on the schedule, and
+    /// checks and catches up first (one request), so a file replaced while the stream was down
+    /// is caught before anything of it is appended. A reset frame that says the file is not the
+    /// one cached (`replaced`, `ahead`) purges the cache and reopens cold; `behind` keeps the
+    /// cache (a gap).
     async fn follow(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
-        mut cursor: u64,
+        mut newest: Option<Line>,
     ) -> Command {
+        let mut reconnect = false;
         loop {
+            if reconnect {
+                if let Some(tail) = newest.clone() {
+                    newest = match self.catch_up(inbox, tail).await {
+                        Ok(Some(line)) => Some(line),
+                        Ok(None) => return Command::Reopen,
+                        Err(command) => return command,
+                    };
+                }
+            }
+            reconnect = true;
+            let cursor = newest.as_ref().map_or(0, Line::seq);
             let connected = match self
                 .unless_asked(inbox, self.transport.events(&self.id, cursor))
                 .await
@@ -516,7 +589,10 @@ impl<S: Store, T: Transport> Session<S, T> {
                     self.update(Change::State, |v| {
                         v.live = true;
                         v.banner = None;
+                        // Holding nothing, whatever the stream sends is the server's.
+                        v.verified |= cursor == 0;
                     });
+                    let mut cursor = cursor;
                     let error = loop {
                         let item = match self.unless_asked(inbox, stream.next()).await {
                             Ok(item) => item,
@@ -525,9 +601,15 @@ impl<S: Store, T: Transport> Session<S, T> {
                         match item {
                             None => break "the server closed the stream".to_string(),
                             Some(Err(e)) => break e.to_string(),
-                            Some(Ok(StreamItem::Reset)) => {
+                            Some(Ok(StreamItem::Reset(reason))) => {
                                 self.view.borrow_mut().counters.resets += 1;
+                                if reason != ResetReason::Behind {
+                                    self.purge().await;
+                                    self.clear(false);
+                                    return Command::Reopen;
+                                }
                                 self.clear(true);
+                                cursor = 0;
                             }
                             Some(Ok(StreamItem::Line(line))) => {
                                 if line.seq() <= cursor {
@@ -541,14 +623,21 @@ impl<S: Store, T: Transport> Session<S, T> {
                                     view.counters.bytes += line.raw().len() as u64;
                                 }
                                 self.show_newer(std::slice::from_ref(&line));
+                                newest = Some(line);
                             }
                         }
                     };
-                    self.update(Change::State, |v| v.live = false);
                     error
                 }
                 Err(e) => e.to_string(),
             };
+            // Not following the file, what is shown is unchecked again: the file may be
+            // replaced meanwhile, so older pages come from the cache only until the reconnect's
+            // check passes.
+            self.update(Change::State, |v| {
+                v.live = false;
+                v.verified = false;
+            });
             if let Err(command) = self.back_off(inbox, error).await {
                 return command;
             }

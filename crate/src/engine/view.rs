@@ -45,9 +45,11 @@ pub struct View {
     pub more_history: bool,
     /// Whether the first rows are shown (from the cache or the opening window).
     pub ready: bool,
-    /// Whether what is shown is known to be the server's: the probe passed, or the lines came
-    /// from the server in this open. Until then, cached rows are shown as they were cached, and
-    /// older pages come from the cache only.
+    /// Whether what is shown is known to be the server's now: the check of the cached tail
+    /// passed (or the lines came from the server in this open) and the stream has followed the
+    /// file since. Until then (and again while the stream is down, when the file could be
+    /// replaced unseen), cached rows are shown as they were cached, and older pages come from
+    /// the cache only.
     pub verified: bool,
     /// The seq of the oldest line shown, if any: the `before` of the next older page.
     pub oldest: Option<u64>,

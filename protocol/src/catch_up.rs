@@ -153,7 +153,11 @@ mod tests {
         assert_eq!(answer.state, CatchUpState::Behind);
         assert_eq!(answer.summary, summary);
         assert_eq!(answer.lines, lines);
-        assert!(answer.lines.iter().zip(&lines).all(|(a, b)| a.raw() == b.raw()));
+        assert!(answer
+            .lines
+            .iter()
+            .zip(&lines)
+            .all(|(a, b)| a.raw() == b.raw()));
     }
 
     #[test]
@@ -165,8 +169,16 @@ mod tests {
         assert_eq!(CatchUpQuery::parse("cursor=5&limit=3").unwrap().limit, 3);
         assert_eq!(CatchUpQuery::parse("").unwrap_err().param, "cursor");
         assert_eq!(CatchUpQuery::parse("cursor=0").unwrap_err().param, "cursor");
-        assert_eq!(CatchUpQuery::parse("cursor=1&limit=99999").unwrap_err().param, "limit");
-        assert_eq!(CatchUpQuery::parse("cursor=1&cursor=2").unwrap_err().param, "cursor");
+        assert_eq!(
+            CatchUpQuery::parse("cursor=1&limit=99999")
+                .unwrap_err()
+                .param,
+            "limit"
+        );
+        assert_eq!(
+            CatchUpQuery::parse("cursor=1&cursor=2").unwrap_err().param,
+            "cursor"
+        );
         assert_eq!(CatchUpQuery::parse("cursor=x").unwrap_err().param, "cursor");
     }
 }

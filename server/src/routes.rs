@@ -272,7 +272,10 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = req.uri().path();
     if let Some(rest) = path.strip_prefix("/sessions/") {
         let parts: Vec<&str> = rest.split('/').collect();
-        let route = matches!(parts.last(), Some(&("transcript" | "events" | "messages" | "catchup")));
+        let route = matches!(
+            parts.last(),
+            Some(&("transcript" | "events" | "messages" | "catchup"))
+        );
         if parts.len() > 2 && route {
             return error(
                 StatusCode::BAD_REQUEST,

@@ -1,18 +1,20 @@
 //! The engine over real HTTP against the real server (spawned in-process on a loopback port),
 //! with a real filesystem cache. Requests and bytes are counted by the server (`/stats`).
 //!
-//! Seed 000's measured claims: a warm reopen is one request (the probe); scrolling the whole
-//! cached conversation back is zero requests; a reset after falling 300 events behind costs the
-//! gap and no more (`before=306&after=201`); a file replaced on the server is caught by the
-//! probe and the reopen is cold; a reply streaming when the session is reopened continues at its
-//! next delta with nothing skipped or doubled. Also: the list prunes the cache, delete purges
-//! it, and the token travels on every request and the stream.
+//! Seed 000's measured claims, with issue #14's reopen: a warm reopen is one check (which
+//! carries the catch-up and the summary) and the stream, and no `GET /sessions`; a catch-up
+//! after N events is that same one request for any N up to `CATCH_UP_BYTES`; scrolling the
+//! whole cached conversation back is zero requests; a gap past the catch-up bound costs the gap
+//! and no more (`after=201`); a file replaced on the server is caught by the check and the
+//! reopen is cold; a reply streaming when the session is reopened continues at its next delta
+//! with nothing skipped or doubled. Also: the list prunes the cache, delete purges it, and the
+//! token travels on every request and the stream.
 
 use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Transcript;
 use scrollback::protocol::{
-    last_seq, parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery,
+    last_seq, parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, CATCH_UP_BYTES,
 };
 use scrollback::store::FsStore;
 use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
@@ -250,7 +252,7 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
             assert_shows_server(&cold.session, &all);
             cold.close().await;
 
-            // Reopen, as after an app restart: one request, for one line.
+            // Reopen, as after an app restart: one check, for one line.
             let (e0, w0) = (env.stats("events").await, env.stats("transcript").await);
             let client = env.client(None).await;
             let warm = open(&client, "long").await;
@@ -258,12 +260,15 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
             warm.live().await;
             let (e1, w1) = (env.stats("events").await, env.stats("transcript").await);
             assert_eq!(w1.0 - w0.0, 1, "a warm reopen is one transcript request");
-            assert!(w1.1 - w0.1 < 1024, "the probe is under 1 KB: {} bytes", w1.1 - w0.1);
+            assert!(w1.1 - w0.1 < 1024, "the check is under 1 KB: {} bytes", w1.1 - w0.1);
             assert_eq!(e1.0 - e0.0, 1, "and one stream, which has nothing to send");
-            let probe = format!("before={}&limit=1", all.len() + 1);
-            assert_eq!(client.transport().queries.borrow().as_slice(), [probe]);
+            let check = format!("catchup:cursor={}&limit=80", all.len());
+            assert_eq!(client.transport().queries.borrow().as_slice(), [check]);
             let c = warm.session.counters();
-            assert_eq!((c.probes_passed, c.probes_failed, c.events), (1, 0, 0));
+            assert_eq!(
+                (c.probes_passed, c.probes_failed, c.events, c.caught_up),
+                (1, 0, 0, 0)
+            );
 
             // The whole conversation back, from the cache.
             warm.scroll_to_start().await;
@@ -289,7 +294,7 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
 }
 
 #[tokio::test]
-async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
+async fn a_gap_past_the_catch_up_bound_costs_the_gap_and_no_more() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, None).await;
@@ -317,7 +322,8 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             first.scroll_to_start().await;
             first.close().await;
 
-            // Away for 304 events: four rows (202..305), then 200 more (306..505).
+            // Away for 304 events: four rows (202..305), then 200 long messages (306..505) that
+            // together pass the catch-up bound (`CATCH_UP_BYTES`).
             env.append(
                 "gap",
                 json!({"type": "userMessage", "text": "write it out"}),
@@ -330,59 +336,55 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             }
             env.append("gap", json!({"type": "status", "status": "idle"}));
             env.append("gap", json!({"type": "usageDelta", "context": 1234}));
+            let long = "x".repeat(CATCH_UP_BYTES / 200 + 100);
             for i in 306..=505 {
                 env.append(
                     "gap",
-                    json!({"type": "userMessage", "text": format!("later {i}")}),
+                    json!({"type": "userMessage", "text": format!("later {i} {long}")}),
                 );
             }
             let all = env.lines("gap");
 
             let client = env.client(None).await;
+            let t0 = env.stats("transcript").await;
             let back = open(&client, "gap").await;
             back.wait("the reset window", |v| {
-                v.cursor == 505 && v.oldest == Some(306)
+                v.cursor == 505 && v.oldest == Some(426)
             })
             .await;
+            back.live().await;
+            let t1 = env.stats("transcript").await;
             assert_eq!(back.session.counters().resets, 1);
-            let before = env.stats("transcript").await;
-            client.transport().queries.borrow_mut().clear();
-            assert!(back.session.older().await.unwrap());
-            let after = env.stats("transcript").await;
             assert_eq!(
-                client.transport().queries.borrow().as_slice(),
-                ["before=306&after=201&limit=40&coalesce=true&bytes=65536"],
+                t1.0 - t0.0,
+                1,
+                "one check answers: the gap is too large, here is the newest window"
+            );
+            client.transport().queries.borrow_mut().clear();
+
+            // Paging back through the gap asks for the gap only, down to where the cache ends.
+            let g0 = env.stats("transcript").await;
+            while back.session.with_view(|v| v.oldest) > Some(202) {
+                assert!(back.session.older().await.unwrap());
+            }
+            let g1 = env.stats("transcript").await;
+            let gap_bytes = g1.1 - g0.1;
+            let queries = client.transport().queries.borrow().clone();
+            assert_eq!(
+                queries[0], "before=426&after=201&limit=40&coalesce=true&bytes=65536",
                 "the page asks for the gap only"
             );
-            assert_eq!(after.0 - before.0, 1);
-            let gap_bytes = after.1 - before.1;
-            let rows = back
-                .session
-                .with_view(|v| (v.oldest, v.transcript.rows().len()));
+            assert!(
+                queries.iter().all(|q| q.contains("&after=201&")),
+                "every gap page stops where the cache ends: {queries:?}"
+            );
             assert_eq!(
-                rows.0,
+                back.session.with_view(|v| v.oldest),
                 Some(202),
-                "the gap page starts where the cache ends"
+                "the gap pages end where the cache ends"
             );
 
-            // What an unbounded page would have cost (both counted on the wire by the server).
-            let u0 = env.stats("transcript").await;
-            let unbounded = env
-                .http
-                .get(format!(
-                    "{}/sessions/gap/transcript?before=306&limit=40&coalesce=true",
-                    env.server.url()
-                ))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            let unbounded_bytes = env.stats("transcript").await.1 - u0.1;
-            let unbounded_lines = parse_page(&unbounded).unwrap();
-            assert!(unbounded_lines[0].seq() < 202);
-            assert!(unbounded_bytes > gap_bytes);
+            // The server's side of the gap's last page: four coalesced rows for 202..305.
             let page = {
                 let q = TranscriptQuery {
                     before: Some(306),
@@ -401,6 +403,19 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             assert_eq!(page.lines.len(), 4, "four coalesced rows");
             assert_eq!(page.lines[0].seq(), 202);
             assert_eq!(last_seq(page.lines.last().unwrap()), 305);
+            let unbounded = env
+                .http
+                .get(format!(
+                    "{}/sessions/gap/transcript?before=306&limit=40&coalesce=true",
+                    env.server.url()
+                ))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(parse_page(&unbounded).unwrap()[0].seq() < 202);
 
             // The gap closed: the rest of the history is local.
             let s0 = env.stats("transcript").await;
@@ -413,9 +428,10 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             );
             assert_shows_server(&back.session, &all);
             println!(
-                "reset gap: 1 request of {gap_bytes} bytes on the wire for seqs 202..305 (4 rows); \
-                 an unbounded page: {unbounded_bytes} bytes reaching back to seq {}",
-                unbounded_lines[0].seq()
+                "gap past the catch-up bound: the check {} bytes on the wire (newest window); \
+                 the gap 202..425: {} requests, {gap_bytes} bytes on the wire",
+                t1.1 - t0.1,
+                g1.0 - g0.0,
             );
             back.close().await;
             env.server.shutdown().await.unwrap();
@@ -467,11 +483,11 @@ async fn a_file_replaced_on_the_server_is_caught_by_the_probe() {
             let t1 = env.stats("transcript").await;
             let c = again.session.counters();
             assert_eq!((c.probes_passed, c.probes_failed), (0, 1));
-            assert_eq!(t1.0 - t0.0, 2, "the probe, then the cold opening window");
+            assert_eq!(t1.0 - t0.0, 2, "the check, then the cold opening window");
             assert_eq!(
                 client.transport().queries.borrow().as_slice(),
                 [
-                    format!("before={}&limit=1", cached_len + 1),
+                    format!("catchup:cursor={cached_len}&limit=80"),
                     "limit=80".to_string()
                 ]
             );
@@ -536,7 +552,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
             let c = second.session.counters();
             assert_eq!(c.probes_passed, 1);
             assert_eq!(
-                c.events,
+                c.caught_up + c.events,
                 newest - cursor,
                 "every event after the cached cursor arrived once: nothing skipped or doubled"
             );

@@ -29,14 +29,13 @@ use scrollback::chunks::names::parse_chunk_name;
 use scrollback::chunks::Cache;
 use scrollback::engine::{Change, Config, Engine, Session};
 use scrollback::fold::Transcript;
+use scrollback::protocol::{catch_up_json, parse_catch_up, CatchUpQuery};
 use scrollback::protocol::{
     coalesce, last_seq, page_json, Line, SessionSummary, TranscriptQuery, FOLDED, MAX_LIMIT,
 };
 use scrollback::store::{MemoryStore, Store};
-use scrollback::protocol::{catch_up_json, parse_catch_up, CatchUpQuery};
 use scrollback::transport::{
-    CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportError,
-    TransportResult,
+    CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use scrollback_server::transcript::{self, CatchUp as Backlog, FileId};
 use serde_json::{json, Map, Value};

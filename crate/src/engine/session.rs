@@ -3,10 +3,12 @@
 use super::view::{Change, Counters, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
-use crate::protocol::{CatchUpQuery, CatchUpState, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use crate::protocol::{
+    CatchUpQuery, CatchUpState, Line, SessionSummary, TranscriptQuery, MAX_LIMIT,
+};
 use crate::store::Store;
 use crate::transport::{
-    CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportResult,
+    CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use async_lock::Mutex;
 use futures::channel::mpsc;
@@ -43,7 +45,8 @@ type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 /// after a reset or reload changed what is shown is stored but not shown.
 pub struct Session<S: Store, T: Transport> {
     id: String,
-    summary: RefCell<SessionSummary>,
+    /// The newest summary known: the list's or the remembered one, then each check's.
+    summary: RefCell<Option<SessionSummary>>,
     anchor: Option<u64>,
     server: Rc<Cache<S>>,
     cache: Mutex<SessionCache<S>>,
@@ -66,14 +69,15 @@ impl<S: Store, T: Transport> Session<S, T> {
         server: Rc<Cache<S>>,
         cache: SessionCache<S>,
         transport: Rc<T>,
-        summary: SessionSummary,
+        id: String,
+        summary: Option<SessionSummary>,
         anchor: Option<u64>,
         config: Config,
     ) -> Self {
         let (commands, inbox) = mpsc::unbounded();
         Session {
-            id: summary.id.clone(),
-            view: RefCell::new(View::new(&summary.id)),
+            view: RefCell::new(View::new(&id)),
+            id,
             summary: RefCell::new(summary),
             anchor,
             server,
@@ -209,7 +213,9 @@ impl<S: Store, T: Transport> Session<S, T> {
     /// Status, model and permission mode from the summary: the newer measurement than a
     /// replayed cache (seed 000, decision 7).
     fn apply_summary(&self) {
-        let summary = self.summary.borrow().clone();
+        let Some(summary) = self.summary.borrow().clone() else {
+            return; // nothing newer than the lines themselves is known yet
+        };
         self.update(Change::State, |v| v.state.apply_summary(&summary));
     }
 
@@ -266,6 +272,21 @@ impl<S: Store, T: Transport> Session<S, T> {
         match select(inbox.next(), pin!(work)).await {
             Either::Left((command, _)) => Err(command.unwrap_or(Command::Close)),
             Either::Right((out, _)) => Ok(out),
+        }
+    }
+
+    /// The banner for a check or opening fetch that failed: when the server cannot be reached,
+    /// it says so, and whether what is shown is the cache's or nothing can be (a session never
+    /// cached here needs the network).
+    fn unreachable(&self, e: &TransportError) -> String {
+        if !matches!(e, TransportError::Network(_)) {
+            return e.to_string();
+        }
+        match self.view.borrow().ready {
+            true => format!("Cannot reach the server: showing what is cached, retrying ({e})"),
+            false => format!(
+                "Cannot reach the server: this session is not cached here and needs the network, retrying ({e})"
+            ),
         }
     }
 
@@ -335,15 +356,14 @@ impl<S: Store, T: Transport> Session<S, T> {
                 .await?;
             match answer {
                 Ok(answer) => break answer,
-                Err(e) => self.back_off(inbox, e.to_string()).await?,
+                Err(e) => self.back_off(inbox, self.unreachable(&e)).await?,
             }
         };
         self.count_request(bytes);
         if answer.summary.id == self.id {
-            *self.summary.borrow_mut() = answer.summary;
+            *self.summary.borrow_mut() = Some(answer.summary);
         }
-        let passed =
-            answer.state != CatchUpState::Ahead && answer.lines.first() == Some(&tail);
+        let passed = answer.state != CatchUpState::Ahead && answer.lines.first() == Some(&tail);
         self.update(Change::State, |v| {
             v.banner = None;
             v.verified = passed;
@@ -374,6 +394,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                 cache.append(line).await;
             }
         }
+        self.view.borrow_mut().counters.caught_up += after.len() as u64;
         self.show_newer(&after);
         self.apply_summary();
         Ok(Some(after.last().cloned().unwrap_or(tail)))
@@ -395,7 +416,7 @@ impl<S: Store, T: Transport> Session<S, T> {
                     self.count_request(page.bytes);
                     return Ok(page);
                 }
-                Err(e) => self.back_off(inbox, e.to_string()).await?,
+                Err(e) => self.back_off(inbox, self.unreachable(&e)).await?,
             }
         }
     }

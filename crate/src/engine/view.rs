@@ -8,19 +8,22 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
-    /// Requests sent: transcript pages (probes included) and stream connections.
+    /// Requests sent: transcript pages, checks (each with its catch-up) and stream connections.
     pub requests: u64,
     /// Bytes received: page bodies, and the line text of stream events.
     pub bytes: u64,
     /// Older pages served from the cache with no request.
     pub local_pages: u64,
-    /// Probes whose answer matched the cached tail.
+    /// Checks (the reopen's, a reconnect's) whose answer matched the cached tail.
     pub probes_passed: u64,
-    /// Probes whose answer did not (the cache was purged and the open went cold).
+    /// Checks whose answer did not, or found no line there (the cache was purged, the open went
+    /// cold).
     pub probes_failed: u64,
     /// Stream events received and shown.
     pub events: u64,
-    /// Reset frames received.
+    /// Lines received with the check (the reopen's or a reconnect's catch-up) and shown.
+    pub caught_up: u64,
+    /// Resets: reset frames received, and checks that found a gap too large to catch up.
     pub resets: u64,
 }
 

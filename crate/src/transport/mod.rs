@@ -222,7 +222,10 @@ mod tests {
         let r = ResetReason::from_data;
         assert_eq!(r(r#"{"reason":"behind","first":9}"#), ResetReason::Behind);
         assert_eq!(r(r#"{"reason":"ahead","first":1}"#), ResetReason::Ahead);
-        assert_eq!(r(r#"{"reason":"replaced","first":1}"#), ResetReason::Replaced);
+        assert_eq!(
+            r(r#"{"reason":"replaced","first":1}"#),
+            ResetReason::Replaced
+        );
         assert_eq!(r(""), ResetReason::Replaced);
         assert_eq!(r(r#"{"reason":"new"}"#), ResetReason::Replaced);
     }

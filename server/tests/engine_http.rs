@@ -656,3 +656,296 @@ async fn the_token_travels_on_every_request_and_the_stream() {
         })
         .await;
 }
+
+/// Opens `id` as an app that never listed sessions would: by id alone, no `GET /sessions`.
+async fn open_unlisted(client: &Client, id: &str) -> Opened {
+    let session = Rc::new(client.open_id(id, None).await.unwrap());
+    let s = session.clone();
+    let run = tokio::task::spawn_local(async move { s.run().await });
+    Opened { session, run }
+}
+
+/// Every chunk the client's cache holds for `id` is exactly what the server answers for that
+/// chunk's coverage (raw chunks line for line, row chunks coalesced).
+async fn assert_chunks_are_servers(env: &Env, client: &Client, id: &str) -> usize {
+    use scrollback::chunks::coverage::Kind;
+    use scrollback::chunks::names::parse_chunk_name;
+    use scrollback::store::Store;
+    let store = FsStore::new(&env.cache);
+    let dir = format!("{}/{id}", client.cache().dir());
+    let mut n = 0;
+    for entry in store.list(&dir).await.unwrap_or_default() {
+        let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
+            continue;
+        };
+        let bytes = store
+            .read(&format!("{dir}/{}", entry.name), 0, usize::MAX)
+            .await
+            .unwrap();
+        let lines: Vec<Line> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| Line::parse(l).unwrap())
+            .collect();
+        let Some(last) = lines.last() else { continue };
+        let end = end.unwrap_or(last_seq(last) + 1);
+        let q = TranscriptQuery {
+            before: Some(end),
+            after: Some(first - 1),
+            limit: Some(10_000),
+            coalesce: kind == Kind::Rows,
+            bytes: None,
+        };
+        let served = transcript::window(&env.path(id), &q).unwrap();
+        assert_eq!(
+            lines.iter().map(Line::raw).collect::<Vec<_>>(),
+            served.iter().map(Line::raw).collect::<Vec<_>>(),
+            "chunk {} is not the server's [{first}, {end})",
+            entry.name
+        );
+        n += 1;
+    }
+    n
+}
+
+#[tokio::test]
+async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            long_session(&env, "c", 500);
+            let first = open(&env.client(None).await, "c").await;
+            first.live().await;
+            first.close().await;
+            let mut figures = Vec::new();
+            // 2,000 events of about 250 bytes pass nothing: all well inside CATCH_UP_BYTES.
+            for n in [1usize, 300, 2000] {
+                for i in 0..n {
+                    let event = match i % 4 {
+                        0 => {
+                            let text = format!("question {i} {}", "q".repeat(200));
+                            json!({"type": "userMessage", "text": text})
+                        }
+                        1 => json!({"type": "status", "status": "working"}),
+                        2 => json!({"type": "assistantText", "text": format!(" answer {i}")}),
+                        _ => json!({"type": "usageDelta", "context": i}),
+                    };
+                    env.append("c", event);
+                }
+                env.append(
+                    "c",
+                    json!({"type": "settings", "model": format!("model-{n}"), "permissionMode": "ask"}),
+                );
+                env.append("c", json!({"type": "status", "status": "idle"}));
+                let all = env.lines("c");
+                let newest = all.len() as u64;
+                let (l0, t0, e0) = (
+                    env.stats("sessions").await,
+                    env.stats("transcript").await,
+                    env.stats("events").await,
+                );
+                let client = env.client(None).await;
+                let again = open_unlisted(&client, "c").await;
+                again.wait("the newest line", |v| v.cursor == newest).await;
+                again.live().await;
+                let (l1, t1, e1) = (
+                    env.stats("sessions").await,
+                    env.stats("transcript").await,
+                    env.stats("events").await,
+                );
+                assert_eq!(l1.0 - l0.0, 0, "no GET /sessions: the check brings the summary");
+                assert_eq!(t1.0 - t0.0, 1, "{n} events behind: one transcript request");
+                assert_eq!(e1.0 - e0.0, 1, "and the stream, from the newest");
+                let c = again.session.counters();
+                assert_eq!((c.caught_up, c.events, c.resets), (n as u64 + 2, 0, 0));
+                assert_eq!(
+                    client.transport().queries.borrow().as_slice(),
+                    [format!("catchup:cursor={}&limit=80", newest - n as u64 - 2)]
+                );
+                again.session.with_view(|v| {
+                    assert_eq!(v.state.status, "idle");
+                    assert_eq!(v.state.model, format!("model-{n}"), "the summary's model");
+                });
+                assert_shows_server(&again.session, &all);
+                again.close().await;
+                assert!(assert_chunks_are_servers(&env, &client, "c").await > 0);
+                figures.push(format!(
+                    "{n} events: {} request, {} bytes on the wire ({} raw)",
+                    t1.0 - t0.0,
+                    t1.1 - t0.1,
+                    all[all.len() - n - 2..].iter().map(|l| l.raw().len() + 1).sum::<usize>()
+                ));
+            }
+            println!("catch-up: {}", figures.join("; "));
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+/// Replaces `id`'s file through the server's `PUT`, with `n` lines of other content.
+async fn put_other(env: &Env, id: &str, n: u64, salt: f64) {
+    let mut body = String::new();
+    for seq in 1..=n {
+        let ts = 1_800_000_000.0 + salt + seq as f64 * 0.123_456_789;
+        let event = match seq % 3 {
+            0 => json!({"type": "assistantText", "text": format!(" new {seq}")}),
+            _ => json!({"type": "userMessage", "text": format!("new file {salt} line {seq}")}),
+        };
+        let line = Line::new(seq, ts, event.as_object().unwrap().clone()).unwrap();
+        body.push_str(line.raw());
+        body.push('\n');
+    }
+    let put = env
+        .http
+        .put(format!("{}/sessions/{id}/transcript", env.server.url()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+}
+
+#[tokio::test]
+async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(true, None).await;
+            long_session(&env, "o", 400);
+            let client = env.client(None).await;
+            let s = open(&client, "o").await;
+            s.live().await;
+            s.scroll_to_start().await;
+            let mut salt = 0.0;
+            // Shorter (numbered from 1 again), as long with other content, longer.
+            for (what, n) in [("shorter", 120u64), ("as long", 120), ("longer", 700)] {
+                salt += 1000.0;
+                put_other(&env, "o", n, salt).await;
+                let all = env.lines("o");
+                s.wait(what, |v| {
+                    v.live
+                        && v.cursor == n
+                        && v.transcript.rows()
+                            == Transcript::from_lines(&all[v.oldest.unwrap_or(1) as usize - 1..])
+                                .unwrap()
+                                .rows()
+                })
+                .await;
+                assert_shows_server(&s.session, &all);
+                s.scroll_to_start().await;
+                assert_shows_server(&s.session, &all);
+                assert!(
+                    assert_chunks_are_servers(&env, &client, "o").await > 0,
+                    "{what}"
+                );
+            }
+            // While a reply streams into the open session.
+            client
+                .transport()
+                .post_message("o", "tell me a story")
+                .await
+                .unwrap();
+            s.wait("part of the reply", |v| v.state.status == "working")
+                .await;
+            salt += 1000.0;
+            put_other(&env, "o", 50, salt).await;
+            // The sandbox's reply goes on into the new file; wait for its end.
+            s.wait("the new file and the reply's end", |v| {
+                v.live && v.state.status == "idle" && v.cursor as usize == env.lines("o").len()
+            })
+            .await;
+            let all = env.lines("o");
+            assert!(
+                all[49].raw().contains(&format!("{salt}")),
+                "the new file is shown"
+            );
+            assert_shows_server(&s.session, &all);
+            s.scroll_to_start().await;
+            assert_shows_server(&s.session, &all);
+            assert_chunks_are_servers(&env, &client, "o").await;
+            let resets = s.session.counters().resets;
+            assert!(resets >= 4, "each replacement was a reset: {resets}");
+            s.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn offline_a_cached_session_opens_reads_back_and_goes_live_when_the_server_returns() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            long_session(&env, "off", 600);
+            long_session(&env, "never", 50);
+            let all = env.lines("off");
+            let client = env.client(None).await;
+            let s = open(&client, "off").await;
+            s.live().await;
+            s.scroll_to_start().await;
+            s.close().await;
+            let addr = env.server.url().trim_start_matches("http://").to_string();
+            let (path, data) = (env.path("off"), env.data.clone());
+            let client = env.client(None).await;
+            env.server.shutdown().await.unwrap();
+
+            // No server: the list is the cache's, the session draws and pages from the cache.
+            assert!(client.sessions().await.is_err());
+            let listed = client.cached_sessions().await;
+            assert_eq!(
+                listed
+                    .iter()
+                    .map(|s| (s.id.as_str(), s.seq))
+                    .collect::<Vec<_>>(),
+                [("off", all.len() as u64)]
+            );
+            let s = open_unlisted(&client, "off").await;
+            s.wait("the banner", |v| {
+                v.ready
+                    && v.banner.as_deref().is_some_and(|b| {
+                        b.starts_with("Cannot reach the server: showing what is cached")
+                    })
+            })
+            .await;
+            s.scroll_to_start().await;
+            assert_shows_server(&s.session, &all);
+            assert!(s.session.counters().local_pages > 0);
+            let never = open_unlisted(&client, "never").await;
+            never
+                .wait("the banner", |v| {
+                    !v.ready
+                        && v.banner
+                            .as_deref()
+                            .is_some_and(|b| b.contains("needs the network"))
+                })
+                .await;
+
+            // The server comes back (same address): the check runs, the session goes live.
+            let mut config = scrollback_server::Config::new(&data);
+            config.addr = addr;
+            let server = spawn(config).await.unwrap();
+            let newest = transcript::append(
+                &path,
+                json!({"type": "status", "status": "working"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            )
+            .unwrap()
+            .seq();
+            s.wait("live again", |v| {
+                v.live && v.banner.is_none() && v.cursor == newest
+            })
+            .await;
+            let now: Vec<Line> = std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .map(|l| Line::parse(l).unwrap())
+                .collect();
+            assert_shows_server(&s.session, &now);
+            never.wait("the cold open", |v| v.live && v.ready).await;
+            s.close().await;
+            never.close().await;
+            server.shutdown().await.unwrap();
+        })
+        .await;
+}

@@ -173,7 +173,7 @@ test('reopen: one request before the stream (the probe), and the cached rows are
   let release;
   const held = new Promise((resolve) => { release = resolve; });
   let probeSeen = false;
-  await context.route((url) => url.pathname === '/sessions/welcome/transcript', async (route) => {
+  await context.route((url) => url.pathname === '/sessions/welcome/catchup', async (route) => {
     if (isProbe({ url: new URL(route.request().url()) })) { probeSeen = true; await held; }
     await route.continue();
   });
@@ -183,7 +183,7 @@ test('reopen: one request before the stream (the probe), and the cached rows are
   // The rows are on screen while the probe is held unanswered.
   await again.waitForFunction((n) => document.querySelectorAll('#rows > li').length === n, firstRows, WAIT);
   assert.ok(probeSeen, 'the probe was sent');
-  assert.deepEqual(describe(requests).map((s) => s.replace(/\?.*/, '')), ['GET /sessions/welcome/transcript'],
+  assert.deepEqual(describe(requests).map((s) => s.replace(/\?.*/, '')), ['GET /sessions/welcome/catchup'],
     'while the probe is out nothing else was asked');
   release();
   await live(again);

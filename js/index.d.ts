@@ -28,6 +28,11 @@ export interface SessionSummary {
   permissionMode: string;
   /** The newest line's seq; 0 for an empty transcript. */
   seq: number;
+  /**
+   * Set when the server could not be reached and this entry is what the cache knows of the
+   * session (from the last list fetched, or its id and newest cached seq): not live.
+   */
+  offline?: true;
 }
 
 /** Options of {@link Scrollback.openSession}. */
@@ -283,7 +288,7 @@ export interface ScrollbackError extends Error {
 
 /** What one open session has cost and saved. */
 export interface SessionCounters {
-  /** Requests: pages, probes and stream connections. */
+  /** Requests: pages, checks (each with its catch-up) and stream connections. */
   requests: number;
   /** Bytes received: page bodies and stream events. */
   bytes: number;
@@ -293,7 +298,9 @@ export interface SessionCounters {
   probesFailed: number;
   /** Stream events received. */
   events: number;
-  /** Reset frames received. */
+  /** Lines received with a check of the cached tail (the reopen's catch-up, a reconnect's). */
+  caughtUp: number;
+  /** Resets: reset frames, and checks that found a gap too large to catch up. */
   resets: number;
 }
 
@@ -322,8 +329,17 @@ export declare class Scrollback {
   /** The storage the cache opened on; with `auto`, the one that worked here. */
   readonly storage: Exclude<Storage, 'auto'>;
   /** The server's sessions; sessions the server no longer has are pruned from the cache. */
+  /**
+   * The session list, remembered in the store. When the server cannot be reached, the cached
+   * sessions instead, each marked `offline: true` (empty when nothing is cached).
+   */
   sessions(): Promise<SessionSummary[]>;
-  /** Opens a session view. */
+  /**
+   * Opens a session view. Resolves without asking the network: cached rows are drawn first,
+   * then one request checks them and catches up (and brings the fresh summary), then the
+   * stream. Offline, a cached session shows its rows with the banner saying the server cannot
+   * be reached, and goes live by itself when it can.
+   */
   openSession(id: string, options?: OpenSessionOptions): Promise<SessionView>;
   /** Posts a user message to a session. */
   postMessage(id: string, text: string): Promise<void>;

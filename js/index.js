@@ -112,7 +112,9 @@ export class Scrollback {
   }
 
   /**
-   * The server's sessions. Sessions the server no longer has are pruned from the cache.
+   * The server's sessions. Sessions the server no longer has are pruned from the cache, and the
+   * list is remembered in the store. When the server cannot be reached: the cached sessions,
+   * each marked `offline: true`.
    * @returns {Promise<import('./index.js').SessionSummary[]>}
    */
   sessions() {
@@ -120,8 +122,9 @@ export class Scrollback {
   }
 
   /**
-   * Opens a session: cached rows are drawn at once, the cache is checked with one small
-   * request, and the session is kept live until `view.close()`.
+   * Opens a session without asking the network first: cached rows are drawn at once, one
+   * request checks them and catches up (bringing the fresh summary), and the session is kept
+   * live until `view.close()`.
    * @param {string} id
    * @param {import('./index.js').OpenSessionOptions} [options]
    * @returns {Promise<SessionView>}

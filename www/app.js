@@ -237,7 +237,10 @@ function markCurrent() {
 async function refreshList() {
   try {
     sessions = await sb.sessions();
-    ui.listStatus.textContent = sessions.length ? '' : 'No sessions.';
+    const offline = sessions.some((s) => s.offline);
+    ui.listStatus.textContent = offline
+      ? 'Cannot reach the server: showing the cached sessions (not live).'
+      : sessions.length ? '' : 'No sessions.';
   } catch (err) {
     ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
     return;
@@ -247,7 +250,8 @@ async function refreshList() {
     li.dataset.id = s.id;
     const a = el('a');
     a.href = `#/sessions/${encodeURIComponent(s.id)}`;
-    a.append(el('span', 'title', s.title || s.id), el('span', 'sub', [s.status, s.model].filter(Boolean).join(' · ')));
+    a.append(el('span', 'title', s.title || s.id), el('span', 'sub', [s.offline ? 'cached, offline' : s.status, s.model].filter(Boolean).join(' · ')));
+    li.classList.toggle('offline', !!s.offline);
     const del = el('button', 'delete', '✕');
     del.type = 'button';
     del.title = `Delete ${s.title || s.id}`;

@@ -2,6 +2,7 @@
 //! query, the protocol's constants, and the reading of lines out of blocks. No I/O.
 
 mod blocks;
+mod catch_up;
 mod line;
 mod names;
 mod query;
@@ -9,6 +10,7 @@ mod rows;
 mod session;
 
 pub use blocks::{BackWalk, ForwardWalk, Found, Probed, Seek, SeqSeek, Step, BLOCK, FIRST_BLOCK};
+pub use catch_up::{catch_up_json, parse_catch_up, CatchUpAnswer, CatchUpQuery, CatchUpState};
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
 pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{middleware, Json, Router};
-use scrollback_protocol::{page_json, Line, TranscriptQuery};
+use scrollback_protocol::{catch_up_json, page_json, CatchUpQuery, Line, TranscriptQuery};
 use serde_json::json;
 use std::io;
 use std::path::PathBuf;
@@ -124,6 +124,31 @@ async fn window(
     let path = existing(&app, &id)?;
     let lines = blocking(move || transcript::window(&path, &query)).await?;
     Ok(json_body(page_json(&lines)))
+}
+
+/// `GET /sessions/{id}/catchup?cursor=N&limit=W`: the reopen's check and catch-up in one
+/// (compressed) answer, with the session's summary.
+async fn catch_up(
+    State(app): State<Arc<App>>,
+    id: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Reply {
+    let id = session_id(id)?;
+    let query = CatchUpQuery::parse(query.as_deref().unwrap_or(""))
+        .map_err(|e| ApiError::bad(e.to_string()))?;
+    let path = existing(&app, &id)?;
+    let a = app.clone();
+    let body = blocking(move || {
+        let (state, lines) = transcript::catch_up::catch_up(&path, &query)?;
+        let summary = a
+            .summaries
+            .summary(&a.config.data, &id)?
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?
+            .0;
+        Ok(catch_up_json(state, &summary, &lines))
+    })
+    .await?;
+    Ok(json_body(body))
 }
 
 async fn events(
@@ -383,7 +408,10 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = req.uri().path();
     if let Some(rest) = path.strip_prefix("/sessions/") {
         let parts: Vec<&str> = rest.split('/').collect();
-        let route = matches!(parts.last(), Some(&("transcript" | "events" | "messages")));
+        let route = matches!(
+            parts.last(),
+            Some(&("transcript" | "events" | "messages" | "catchup"))
+        );
         if parts.len() > 2 && route {
             return error(
                 StatusCode::BAD_REQUEST,
@@ -415,6 +443,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/sessions", get(list))
         .route("/sessions/{id}/transcript", get(window).put(replace))
         .route("/sessions/{id}/events", get(events))
+        .route("/sessions/{id}/catchup", get(catch_up))
         .route("/sessions/{id}/messages", post(message))
         .route("/sessions/{id}", delete(remove))
         .route("/stats", get(stats_route))

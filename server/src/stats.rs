@@ -71,6 +71,8 @@ pub fn route_name(method: &Method, path: &str) -> &'static str {
         (_, ["stats"]) => "stats",
         (&Method::PUT, ["sessions", _, "transcript"]) => "replace",
         (_, ["sessions", _, "transcript"]) => "transcript",
+        // The reopen's check and catch-up reads the transcript too.
+        (_, ["sessions", _, "catchup"]) => "transcript",
         (_, ["sessions", _, "events"]) => "events",
         (_, ["sessions", _, "messages"]) => "messages",
         (&Method::DELETE, ["sessions", _]) => "delete",

@@ -15,9 +15,9 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
-use scrollback::protocol::{SessionSummary, TranscriptQuery};
+use scrollback::protocol::{CatchUpQuery, SessionSummary, TranscriptQuery};
 use scrollback::store::FsStore;
-use scrollback::transport::{HttpTransport, Page, Transport, TransportResult};
+use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
 use scrollback_server::{spawn, Server};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -98,6 +98,9 @@ impl Transport for Clocked {
     }
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.inner.transcript(id, query).await
+    }
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        self.inner.catch_up(id, query).await
     }
     async fn delete(&self, id: &str) -> TransportResult<()> {
         self.inner.delete(id).await

@@ -1,19 +1,23 @@
 //! The engine over real HTTP against the real server (spawned in-process on a loopback port),
 //! with a real filesystem cache. Requests and bytes are counted by the server (`/stats`).
 //!
-//! The cache's measured claims (docs/design.md, Part A): a warm reopen is one request (the probe); scrolling the whole
-//! cached conversation back is zero requests; a reset after falling 300 events behind costs the
-//! gap and no more (`before=306&after=201`); a file replaced on the server is caught by the
-//! probe and the reopen is cold; a reply streaming when the session is reopened continues at its
-//! next delta with nothing skipped or doubled. Also: the list prunes the cache, delete purges
-//! it, and the token travels on every request and the stream.
+//! The cache's measured claims (docs/design.md, Part A), with issue #14's reopen: a warm reopen
+//! is one check (which carries the catch-up and the summary) and the stream, and no
+//! `GET /sessions`; a catch-up after N events is that same one request for any N up to
+//! `CATCH_UP_BYTES`; scrolling the whole cached conversation back is zero requests; a gap past
+//! the catch-up bound costs the gap and no more (`after=201`); a file replaced on the server is
+//! caught by the check and the reopen is cold; a reply streaming when the session is reopened
+//! continues at its next delta with nothing skipped or doubled. Also: the list prunes the
+//! cache, delete purges it, and the token travels on every request and the stream.
 
 use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Transcript;
-use scrollback::protocol::{last_seq, parse_page, Line, SessionSummary, TranscriptQuery};
+use scrollback::protocol::{
+    last_seq, parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, CATCH_UP_BYTES,
+};
 use scrollback::store::FsStore;
-use scrollback::transport::{HttpTransport, Page, Transport, TransportResult};
+use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
 use scrollback_server::transcript;
 use scrollback_server::{spawn, Server};
 use serde_json::{json, Value};
@@ -38,6 +42,12 @@ impl Transport for Recording {
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.queries.borrow_mut().push(query.to_query_string());
         self.inner.transcript(id, query).await
+    }
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        self.queries
+            .borrow_mut()
+            .push(format!("catchup:{}", query.to_query_string()));
+        self.inner.catch_up(id, query).await
     }
     async fn delete(&self, id: &str) -> TransportResult<()> {
         self.inner.delete(id).await
@@ -242,7 +252,7 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
             assert_shows_server(&cold.session, &all);
             cold.close().await;
 
-            // Reopen, as after an app restart: one request, for one line.
+            // Reopen, as after an app restart: one check, for one line.
             let (e0, w0) = (env.stats("events").await, env.stats("transcript").await);
             let client = env.client(None).await;
             let warm = open(&client, "long").await;
@@ -250,12 +260,15 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
             warm.live().await;
             let (e1, w1) = (env.stats("events").await, env.stats("transcript").await);
             assert_eq!(w1.0 - w0.0, 1, "a warm reopen is one transcript request");
-            assert!(w1.1 - w0.1 < 1024, "the probe is under 1 KB: {} bytes", w1.1 - w0.1);
+            assert!(w1.1 - w0.1 < 1024, "the check is under 1 KB: {} bytes", w1.1 - w0.1);
             assert_eq!(e1.0 - e0.0, 1, "and one stream, which has nothing to send");
-            let probe = format!("before={}&limit=1", all.len() + 1);
-            assert_eq!(client.transport().queries.borrow().as_slice(), [probe]);
+            let check = format!("catchup:cursor={}&limit=80", all.len());
+            assert_eq!(client.transport().queries.borrow().as_slice(), [check]);
             let c = warm.session.counters();
-            assert_eq!((c.probes_passed, c.probes_failed, c.events), (1, 0, 0));
+            assert_eq!(
+                (c.probes_passed, c.probes_failed, c.events, c.caught_up),
+                (1, 0, 0, 0)
+            );
 
             // The whole conversation back, from the cache.
             warm.scroll_to_start().await;
@@ -281,7 +294,7 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
 }
 
 #[tokio::test]
-async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
+async fn a_gap_past_the_catch_up_bound_costs_the_gap_and_no_more() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, None).await;
@@ -309,7 +322,8 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             first.scroll_to_start().await;
             first.close().await;
 
-            // Away for 304 events: four rows (202..305), then 200 more (306..505).
+            // Away for 304 events: four rows (202..305), then 200 long messages (306..505) that
+            // together pass the catch-up bound (`CATCH_UP_BYTES`).
             env.append(
                 "gap",
                 json!({"type": "userMessage", "text": "write it out"}),
@@ -322,62 +336,55 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             }
             env.append("gap", json!({"type": "status", "status": "idle"}));
             env.append("gap", json!({"type": "usageDelta", "context": 1234}));
-            // About 5.2 KB each: the 200 fit in CATCH_UP_BYTES (the reset window), the whole
-            // gap does not (so the reopen is a reset).
-            let pad = "x".repeat(5_150);
+            let long = "x".repeat(CATCH_UP_BYTES / 200 + 100);
             for i in 306..=505 {
                 env.append(
                     "gap",
-                    json!({"type": "userMessage", "text": format!("later {i} {pad}")}),
+                    json!({"type": "userMessage", "text": format!("later {i} {long}")}),
                 );
             }
             let all = env.lines("gap");
 
             let client = env.client(None).await;
+            let t0 = env.stats("transcript").await;
             let back = open(&client, "gap").await;
             back.wait("the reset window", |v| {
-                v.cursor == 505 && v.oldest == Some(306)
+                v.cursor == 505 && v.oldest == Some(426)
             })
             .await;
+            back.live().await;
+            let t1 = env.stats("transcript").await;
             assert_eq!(back.session.counters().resets, 1);
-            let before = env.stats("transcript").await;
-            client.transport().queries.borrow_mut().clear();
-            assert!(back.session.older().await.unwrap());
-            let after = env.stats("transcript").await;
             assert_eq!(
-                client.transport().queries.borrow().as_slice(),
-                ["before=306&after=201&limit=40&coalesce=true&bytes=65536"],
+                t1.0 - t0.0,
+                1,
+                "one check answers: the gap is too large, here is the newest window"
+            );
+            client.transport().queries.borrow_mut().clear();
+
+            // Paging back through the gap asks for the gap only, down to where the cache ends.
+            let g0 = env.stats("transcript").await;
+            while back.session.with_view(|v| v.oldest) > Some(202) {
+                assert!(back.session.older().await.unwrap());
+            }
+            let g1 = env.stats("transcript").await;
+            let gap_bytes = g1.1 - g0.1;
+            let queries = client.transport().queries.borrow().clone();
+            assert_eq!(
+                queries[0], "before=426&after=201&limit=40&coalesce=true&bytes=65536",
                 "the page asks for the gap only"
             );
-            assert_eq!(after.0 - before.0, 1);
-            let gap_bytes = after.1 - before.1;
-            let rows = back
-                .session
-                .with_view(|v| (v.oldest, v.transcript.rows().len()));
+            assert!(
+                queries.iter().all(|q| q.contains("&after=201&")),
+                "every gap page stops where the cache ends: {queries:?}"
+            );
             assert_eq!(
-                rows.0,
+                back.session.with_view(|v| v.oldest),
                 Some(202),
-                "the gap page starts where the cache ends"
+                "the gap pages end where the cache ends"
             );
 
-            // What an unbounded page would have cost (both counted on the wire by the server).
-            let u0 = env.stats("transcript").await;
-            let unbounded = env
-                .http
-                .get(format!(
-                    "{}/sessions/gap/transcript?before=306&limit=40&coalesce=true",
-                    env.server.url()
-                ))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            let unbounded_bytes = env.stats("transcript").await.1 - u0.1;
-            let unbounded_lines = parse_page(&unbounded).unwrap();
-            assert!(unbounded_lines[0].seq() < 202);
-            assert!(unbounded_bytes > gap_bytes);
+            // The server's side of the gap's last page: four coalesced rows for 202..305.
             let page = {
                 let q = TranscriptQuery {
                     before: Some(306),
@@ -396,6 +403,19 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             assert_eq!(page.lines.len(), 4, "four coalesced rows");
             assert_eq!(page.lines[0].seq(), 202);
             assert_eq!(last_seq(page.lines.last().unwrap()), 305);
+            let unbounded = env
+                .http
+                .get(format!(
+                    "{}/sessions/gap/transcript?before=306&limit=40&coalesce=true",
+                    env.server.url()
+                ))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(parse_page(&unbounded).unwrap()[0].seq() < 202);
 
             // The gap closed: the rest of the history is local.
             let s0 = env.stats("transcript").await;
@@ -408,9 +428,10 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             );
             assert_shows_server(&back.session, &all);
             println!(
-                "reset gap: 1 request of {gap_bytes} bytes on the wire for seqs 202..305 (4 rows); \
-                 an unbounded page: {unbounded_bytes} bytes reaching back to seq {}",
-                unbounded_lines[0].seq()
+                "gap past the catch-up bound: the check {} bytes on the wire (newest window); \
+                 the gap 202..425: {} requests, {gap_bytes} bytes on the wire",
+                t1.1 - t0.1,
+                g1.0 - g0.0,
             );
             back.close().await;
             env.server.shutdown().await.unwrap();
@@ -462,11 +483,11 @@ async fn a_file_replaced_on_the_server_is_caught_by_the_probe() {
             let t1 = env.stats("transcript").await;
             let c = again.session.counters();
             assert_eq!((c.probes_passed, c.probes_failed), (0, 1));
-            assert_eq!(t1.0 - t0.0, 2, "the probe, then the cold opening window");
+            assert_eq!(t1.0 - t0.0, 2, "the check, then the cold opening window");
             assert_eq!(
                 client.transport().queries.borrow().as_slice(),
                 [
-                    format!("before={}&limit=1", cached_len + 1),
+                    format!("catchup:cursor={cached_len}&limit=80"),
                     "limit=80".to_string()
                 ]
             );
@@ -531,7 +552,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
             let c = second.session.counters();
             assert_eq!(c.probes_passed, 1);
             assert_eq!(
-                c.events,
+                c.caught_up + c.events,
                 newest - cursor,
                 "every event after the cached cursor arrived once: nothing skipped or doubled"
             );
@@ -633,6 +654,299 @@ async fn the_token_travels_on_every_request_and_the_stream() {
             });
             opened.close().await;
             env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+/// Opens `id` as an app that never listed sessions would: by id alone, no `GET /sessions`.
+async fn open_unlisted(client: &Client, id: &str) -> Opened {
+    let session = Rc::new(client.open_id(id, None).await.unwrap());
+    let s = session.clone();
+    let run = tokio::task::spawn_local(async move { s.run().await });
+    Opened { session, run }
+}
+
+/// Every chunk the client's cache holds for `id` is exactly what the server answers for that
+/// chunk's coverage (raw chunks line for line, row chunks coalesced).
+async fn assert_chunks_are_servers(env: &Env, client: &Client, id: &str) -> usize {
+    use scrollback::chunks::coverage::Kind;
+    use scrollback::chunks::names::parse_chunk_name;
+    use scrollback::store::Store;
+    let store = FsStore::new(&env.cache);
+    let dir = format!("{}/{id}", client.cache().dir());
+    let mut n = 0;
+    for entry in store.list(&dir).await.unwrap_or_default() {
+        let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
+            continue;
+        };
+        let bytes = store
+            .read(&format!("{dir}/{}", entry.name), 0, usize::MAX)
+            .await
+            .unwrap();
+        let lines: Vec<Line> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| Line::parse(l).unwrap())
+            .collect();
+        let Some(last) = lines.last() else { continue };
+        let end = end.unwrap_or(last_seq(last) + 1);
+        let q = TranscriptQuery {
+            before: Some(end),
+            after: Some(first - 1),
+            limit: Some(10_000),
+            coalesce: kind == Kind::Rows,
+            bytes: None,
+        };
+        let served = transcript::window(&env.path(id), &q).unwrap();
+        assert_eq!(
+            lines.iter().map(Line::raw).collect::<Vec<_>>(),
+            served.iter().map(Line::raw).collect::<Vec<_>>(),
+            "chunk {} is not the server's [{first}, {end})",
+            entry.name
+        );
+        n += 1;
+    }
+    n
+}
+
+#[tokio::test]
+async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            long_session(&env, "c", 500);
+            let first = open(&env.client(None).await, "c").await;
+            first.live().await;
+            first.close().await;
+            let mut figures = Vec::new();
+            // 2,000 events of about 250 bytes pass nothing: all well inside CATCH_UP_BYTES.
+            for n in [1usize, 300, 2000] {
+                for i in 0..n {
+                    let event = match i % 4 {
+                        0 => {
+                            let text = format!("question {i} {}", "q".repeat(200));
+                            json!({"type": "userMessage", "text": text})
+                        }
+                        1 => json!({"type": "status", "status": "working"}),
+                        2 => json!({"type": "assistantText", "text": format!(" answer {i}")}),
+                        _ => json!({"type": "usageDelta", "context": i}),
+                    };
+                    env.append("c", event);
+                }
+                env.append(
+                    "c",
+                    json!({"type": "settings", "model": format!("model-{n}"), "permissionMode": "ask"}),
+                );
+                env.append("c", json!({"type": "status", "status": "idle"}));
+                let all = env.lines("c");
+                let newest = all.len() as u64;
+                let (l0, t0, e0) = (
+                    env.stats("sessions").await,
+                    env.stats("transcript").await,
+                    env.stats("events").await,
+                );
+                let client = env.client(None).await;
+                let again = open_unlisted(&client, "c").await;
+                again.wait("the newest line", |v| v.cursor == newest).await;
+                again.live().await;
+                let (l1, t1, e1) = (
+                    env.stats("sessions").await,
+                    env.stats("transcript").await,
+                    env.stats("events").await,
+                );
+                assert_eq!(l1.0 - l0.0, 0, "no GET /sessions: the check brings the summary");
+                assert_eq!(t1.0 - t0.0, 1, "{n} events behind: one transcript request");
+                assert_eq!(e1.0 - e0.0, 1, "and the stream, from the newest");
+                let c = again.session.counters();
+                assert_eq!((c.caught_up, c.events, c.resets), (n as u64 + 2, 0, 0));
+                assert_eq!(
+                    client.transport().queries.borrow().as_slice(),
+                    [format!("catchup:cursor={}&limit=80", newest - n as u64 - 2)]
+                );
+                again.session.with_view(|v| {
+                    assert_eq!(v.state.status, "idle");
+                    assert_eq!(v.state.model, format!("model-{n}"), "the summary's model");
+                });
+                assert_shows_server(&again.session, &all);
+                again.close().await;
+                assert!(assert_chunks_are_servers(&env, &client, "c").await > 0);
+                figures.push(format!(
+                    "{n} events: {} request, {} bytes on the wire ({} raw)",
+                    t1.0 - t0.0,
+                    t1.1 - t0.1,
+                    all[all.len() - n - 2..].iter().map(|l| l.raw().len() + 1).sum::<usize>()
+                ));
+            }
+            println!("catch-up: {}", figures.join("; "));
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+/// Replaces `id`'s file through the server's `PUT`, with `n` lines of other content.
+async fn put_other(env: &Env, id: &str, n: u64, salt: f64) {
+    let mut body = String::new();
+    for seq in 1..=n {
+        let ts = 1_800_000_000.0 + salt + seq as f64 * 0.123_456_789;
+        let event = match seq % 3 {
+            0 => json!({"type": "assistantText", "text": format!(" new {seq}")}),
+            _ => json!({"type": "userMessage", "text": format!("new file {salt} line {seq}")}),
+        };
+        let line = Line::new(seq, ts, event.as_object().unwrap().clone()).unwrap();
+        body.push_str(line.raw());
+        body.push('\n');
+    }
+    let put = env
+        .http
+        .put(format!("{}/sessions/{id}/transcript", env.server.url()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+}
+
+#[tokio::test]
+async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(true, None).await;
+            long_session(&env, "o", 400);
+            let client = env.client(None).await;
+            let s = open(&client, "o").await;
+            s.live().await;
+            s.scroll_to_start().await;
+            let mut salt = 0.0;
+            // Shorter (numbered from 1 again), as long with other content, longer.
+            for (what, n) in [("shorter", 120u64), ("as long", 120), ("longer", 700)] {
+                salt += 1000.0;
+                put_other(&env, "o", n, salt).await;
+                let all = env.lines("o");
+                s.wait(what, |v| {
+                    v.live
+                        && v.cursor == n
+                        && v.transcript.rows()
+                            == Transcript::from_lines(&all[v.oldest.unwrap_or(1) as usize - 1..])
+                                .unwrap()
+                                .rows()
+                })
+                .await;
+                assert_shows_server(&s.session, &all);
+                s.scroll_to_start().await;
+                assert_shows_server(&s.session, &all);
+                assert!(
+                    assert_chunks_are_servers(&env, &client, "o").await > 0,
+                    "{what}"
+                );
+            }
+            // While a reply streams into the open session.
+            client
+                .transport()
+                .post_message("o", "tell me a story")
+                .await
+                .unwrap();
+            s.wait("part of the reply", |v| v.state.status == "working")
+                .await;
+            salt += 1000.0;
+            put_other(&env, "o", 50, salt).await;
+            // The sandbox's reply goes on into the new file; wait for its end.
+            s.wait("the new file and the reply's end", |v| {
+                v.live && v.state.status == "idle" && v.cursor as usize == env.lines("o").len()
+            })
+            .await;
+            let all = env.lines("o");
+            assert!(
+                all[49].raw().contains(&format!("{salt}")),
+                "the new file is shown"
+            );
+            assert_shows_server(&s.session, &all);
+            s.scroll_to_start().await;
+            assert_shows_server(&s.session, &all);
+            assert_chunks_are_servers(&env, &client, "o").await;
+            let resets = s.session.counters().resets;
+            assert!(resets >= 4, "each replacement was a reset: {resets}");
+            s.close().await;
+            env.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn offline_a_cached_session_opens_reads_back_and_goes_live_when_the_server_returns() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            long_session(&env, "off", 600);
+            long_session(&env, "never", 50);
+            let all = env.lines("off");
+            let client = env.client(None).await;
+            let s = open(&client, "off").await;
+            s.live().await;
+            s.scroll_to_start().await;
+            s.close().await;
+            let addr = env.server.url().trim_start_matches("http://").to_string();
+            let (path, data) = (env.path("off"), env.data.clone());
+            let client = env.client(None).await;
+            env.server.shutdown().await.unwrap();
+
+            // No server: the list is the cache's, the session draws and pages from the cache.
+            assert!(client.sessions().await.is_err());
+            let listed = client.cached_sessions().await;
+            assert_eq!(
+                listed
+                    .iter()
+                    .map(|s| (s.id.as_str(), s.seq))
+                    .collect::<Vec<_>>(),
+                [("off", all.len() as u64)]
+            );
+            let s = open_unlisted(&client, "off").await;
+            s.wait("the banner", |v| {
+                v.ready
+                    && v.banner.as_deref().is_some_and(|b| {
+                        b.starts_with("Cannot reach the server: showing what is cached")
+                    })
+            })
+            .await;
+            s.scroll_to_start().await;
+            assert_shows_server(&s.session, &all);
+            assert!(s.session.counters().local_pages > 0);
+            let never = open_unlisted(&client, "never").await;
+            never
+                .wait("the banner", |v| {
+                    !v.ready
+                        && v.banner
+                            .as_deref()
+                            .is_some_and(|b| b.contains("needs the network"))
+                })
+                .await;
+
+            // The server comes back (same address): the check runs, the session goes live.
+            let mut config = scrollback_server::Config::new(&data);
+            config.addr = addr;
+            let server = spawn(config).await.unwrap();
+            let newest = transcript::append(
+                &path,
+                json!({"type": "status", "status": "working"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            )
+            .unwrap()
+            .seq();
+            s.wait("live again", |v| {
+                v.live && v.banner.is_none() && v.cursor == newest
+            })
+            .await;
+            let now: Vec<Line> = std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .map(|l| Line::parse(l).unwrap())
+                .collect();
+            assert_shows_server(&s.session, &now);
+            never.wait("the cold open", |v| v.live && v.ready).await;
+            s.close().await;
+            never.close().await;
+            server.shutdown().await.unwrap();
         })
         .await;
 }

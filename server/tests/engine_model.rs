@@ -29,14 +29,15 @@ use scrollback::chunks::names::parse_chunk_name;
 use scrollback::chunks::Cache;
 use scrollback::engine::{Change, Config, Engine, Session};
 use scrollback::fold::Transcript;
+use scrollback::protocol::{catch_up_json, parse_catch_up, CatchUpQuery};
 use scrollback::protocol::{
     coalesce, last_seq, page_json, Line, SessionSummary, TranscriptQuery, FOLDED, MAX_LIMIT,
 };
 use scrollback::store::{MemoryStore, Store};
 use scrollback::transport::{
-    EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
+    CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
-use scrollback_server::transcript::{self, CatchUp};
+use scrollback_server::transcript::{self, CatchUp as Backlog, FileId};
 use serde_json::{json, Map, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};
@@ -198,8 +199,10 @@ impl ServerFile {
     }
 
     /// Replaces the file with another transcript under the same id (different timestamps, so
-    /// the probe can tell).
-    fn replace(&mut self, rng: &mut Rng) {
+    /// the check can tell): shorter (numbered from 1 again), as long with other content, or
+    /// longer than the file it replaces.
+    fn replace(&mut self, rng: &mut Rng, size: Size) {
+        let len = self.lines.len() as u64;
         std::fs::copy(self.path(), self.version_path(self.version)).unwrap();
         self.version += 1;
         self.ts_base += 1000.0 + rng.below(1000) as f64;
@@ -207,7 +210,12 @@ impl ServerFile {
         let tmp = self.dir.join("replacement.jsonl");
         std::fs::write(&tmp, b"").unwrap();
         std::fs::rename(&tmp, self.path()).unwrap();
-        let n = rng.below(250) as usize;
+        let n = match size {
+            Size::Any => rng.below(250),
+            Size::Shorter => rng.below(len),
+            Size::Same => len,
+            Size::Longer => len + rng.range(1, 250),
+        } as usize;
         if rng.chance(50) {
             self.append_mixed(rng, n);
         } else {
@@ -232,6 +240,15 @@ impl ServerFile {
             self.version_path(version)
         }
     }
+}
+
+/// The length of a replacement file, against the file it replaces.
+#[derive(Debug, Clone, Copy)]
+enum Size {
+    Any,
+    Shorter,
+    Same,
+    Longer,
 }
 
 fn word(rng: &mut Rng) -> String {
@@ -306,6 +323,26 @@ impl Transport for InProcess {
         Ok(Page { lines, bytes })
     }
 
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        self.check_up()?;
+        let (state, lines) =
+            transcript::catch_up::catch_up(&self.0.path(id), query).map_err(io_error)?;
+        let summary = SessionSummary {
+            id: id.into(),
+            title: String::new(),
+            status: "idle".into(),
+            model: "m".into(),
+            permission_mode: "p".into(),
+            seq: lines.last().map_or(0, Line::seq),
+        };
+        // Through the wire format, as the HTTP transports read it.
+        let body = catch_up_json(state, &summary, &lines);
+        Ok(CatchUp {
+            answer: parse_catch_up(&body).map_err(TransportError::from)?,
+            bytes: body.len() as u64,
+        })
+    }
+
     async fn delete(&self, _: &str) -> TransportResult<()> {
         Err(TransportError::from_answer(
             405,
@@ -326,22 +363,23 @@ impl Transport for InProcess {
         self.check_up()?;
         let path = self.0.path(id);
         let tail = scrollback_server::follow::catch_up(&path, after).map_err(io_error)?;
-        let mut queue = VecDeque::new();
-        let lines = match tail.catch_up {
-            CatchUp::Lines(lines) => lines,
-            CatchUp::Reset(lines) => {
-                queue.push_back(StreamItem::Reset);
-                lines
-            }
-        };
-        let last = lines.last().map_or(after, Line::seq);
-        queue.extend(lines.into_iter().map(StreamItem::Line));
-        Ok(InProcessStream {
+        let mut stream = InProcessStream {
             world: self.0.clone(),
             path,
-            last,
-            queue,
-        })
+            file: tail.file,
+            end: tail.end,
+            last: after,
+            queue: VecDeque::new(),
+        };
+        // The server's reasons (`follow::events`): behind the window, or ahead of the file.
+        let reason = match &tail.catch_up {
+            Backlog::Reset(lines) if lines.last().is_none_or(|l| l.seq() < after) => {
+                ResetReason::Ahead
+            }
+            _ => ResetReason::Behind,
+        };
+        stream.queue_backlog(tail.catch_up, reason);
+        Ok(stream)
     }
 
     async fn sleep(&self, _ms: u32) {
@@ -364,8 +402,52 @@ impl Transport for InProcess {
 struct InProcessStream {
     world: Rc<World>,
     path: PathBuf,
+    /// The file followed and the end of what was read of it (as the server's follower keeps).
+    file: FileId,
+    end: u64,
     last: u64,
     queue: VecDeque<StreamItem>,
+}
+
+impl InProcessStream {
+    fn queue_backlog(&mut self, backlog: Backlog, reason: ResetReason) {
+        let lines = match backlog {
+            Backlog::Lines(lines) => lines,
+            Backlog::Reset(lines) => {
+                self.queue.push_back(StreamItem::Reset(reason));
+                self.last = 0;
+                lines
+            }
+        };
+        for line in lines {
+            if line.seq() > self.last {
+                self.last = line.seq();
+                self.queue.push_back(StreamItem::Line(line));
+            }
+        }
+    }
+
+    /// The server follower's look at the file: replaced (another file, or shorter than what
+    /// was read) means a `replaced` reset and the new file's newest lines.
+    fn look(&mut self) -> std::io::Result<()> {
+        let meta = std::fs::metadata(&self.path)?;
+        if FileId::of(&meta) != self.file || meta.len() < self.end {
+            let tail = scrollback_server::follow::newest(&self.path)?;
+            self.file = tail.file;
+            self.end = tail.end;
+            self.queue_backlog(tail.catch_up, ResetReason::Replaced);
+            return Ok(());
+        }
+        let query = TranscriptQuery {
+            after: Some(self.last),
+            limit: Some(MAX_LIMIT),
+            ..TranscriptQuery::default()
+        };
+        let lines = transcript::window(&self.path, &query)?;
+        self.end = meta.len();
+        self.queue_backlog(Backlog::Lines(lines), ResetReason::Behind);
+        Ok(())
+    }
 }
 
 impl EventStream for InProcessStream {
@@ -377,19 +459,11 @@ impl EventStream for InProcessStream {
             if !self.world.up.get() {
                 return Poll::Ready(Some(Err(TransportError::Network("connection lost".into()))));
             }
-            let query = TranscriptQuery {
-                after: Some(self.last),
-                limit: Some(MAX_LIMIT),
-                ..TranscriptQuery::default()
-            };
-            let lines = match transcript::window(&self.path, &query) {
-                Ok(lines) => lines,
-                Err(e) => return Poll::Ready(Some(Err(io_error(e)))),
-            };
-            if let Some(last) = lines.last() {
-                self.last = last.seq();
-                self.queue.extend(lines.into_iter().map(StreamItem::Line));
-                return Poll::Ready(self.queue.pop_front().map(Ok));
+            if let Err(e) = self.look() {
+                return Poll::Ready(Some(Err(io_error(e))));
+            }
+            if let Some(item) = self.queue.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
             }
             self.world.streams.borrow_mut().push(cx.waker().clone());
             Poll::Pending
@@ -712,11 +786,33 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
                 "time passes".into()
             }
             79..=82 if !is_open => {
-                file.replace(&mut rng);
+                file.replace(&mut rng, Size::Any);
                 stats.replaces += 1;
                 format!("file replaced ({} lines)", file.lines.len())
             }
-            79..=86 => {
+            79..=82 => {
+                // Replaced while the session is open: sometimes while a reply streams to it.
+                let mut what = String::new();
+                if rng.chance(50) {
+                    let n = rng.range(5, 120) as usize;
+                    file.reply(&mut rng, n);
+                    file.flush();
+                    World::wake(&world.streams);
+                    pool.run_until_stalled();
+                    what = format!("a reply of {n} deltas streams, then ");
+                    stats.replaces_streaming += 1;
+                }
+                let size = [Size::Shorter, Size::Same, Size::Longer][rng.below(3) as usize];
+                let was = file.lines.len();
+                file.replace(&mut rng, size);
+                World::wake(&world.streams);
+                stats.replaces_open += 1;
+                format!(
+                    "{what}file replaced while open ({size:?}: {was} -> {} lines)",
+                    file.lines.len()
+                )
+            }
+            83..=86 => {
                 if rng.chance(50) {
                     let used = pool.run_until(store_size(&store));
                     let quota = used + rng.below(3000);
@@ -750,6 +846,9 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
         // The checks.
         let fail = |e: String| format!("seed {seed}, after step {step}: {e}\nsteps:\n{log}");
         let truth_now = &file.lines;
+        // Verified: checked, and following the file since (the stream's follower catches a
+        // replacement; a lost stream makes the session unverified until the reconnect's check).
+        // Otherwise what is shown is as of the version the session last verified.
         let mut verified = false;
         if let Some(open) = &session {
             verified = open.session.with_view(|v| v.verified);
@@ -835,6 +934,8 @@ struct Stats {
     olders: u64,
     reloads: u64,
     replaces: u64,
+    replaces_open: u64,
+    replaces_streaming: u64,
     wipes: u64,
     sessions_reset: u64,
     max_shown: usize,

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! scrollback [--server URL] [--token TOKEN] [--cache DIR] COMMAND
-//!   list                  the server's sessions (prunes the cache of deleted ones)
+//!   list                  the server's sessions (prunes the cache of deleted ones); the
+//!                         cached ones when the server cannot be reached
 //!   show ID [--pages N]   open the session, page back N older pages, print, exit
 //!   follow ID [--pages N] the same, then print new events as they stream (Ctrl-C stops)
 //!   send ID TEXT          post a message
@@ -21,7 +22,6 @@ use futures::StreamExt;
 use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Row;
-use scrollback::protocol::SessionSummary;
 use scrollback::store::FsStore;
 use scrollback::transport::{HttpTransport, Transport};
 use std::io::Write;
@@ -113,8 +113,17 @@ async fn run(args: Args) -> Result<(), Fail> {
     let id = args.positional.first().map(String::as_str);
     match (args.command.as_str(), id) {
         ("list", None) => {
+            let list = match engine.sessions().await {
+                Ok(list) => list,
+                // Unreachable: what the cache holds, as the last list described it.
+                Err(e) if !e.is_client_error() => {
+                    eprintln!("scrollback: {e}: listing the cached sessions (not live)");
+                    engine.cached_sessions().await
+                }
+                Err(e) => return Err(e.into()),
+            };
             let mut out = std::io::stdout().lock();
-            for s in engine.sessions().await? {
+            for s in list {
                 let line = format!(
                     "{}\t{}\t{}\t{} events\t{}",
                     s.id, s.status, s.model, s.seq, s.title
@@ -166,42 +175,28 @@ fn human(bytes: u64) -> String {
     }
 }
 
-/// Opens `id`, waits until it is live (the probe passed or the cold window came), pages back
-/// `pages` pages, prints the rows, and with `follow` goes on printing what streams.
+/// Opens `id` (no list first: the check brings the summary), waits until it is live (the check
+/// passed, or the cold window came) or, when the server cannot be reached, until the cached
+/// rows are drawn; pages back `pages` pages (through the cache only, offline), prints the rows,
+/// and with `follow` goes on printing what streams. A session that is neither reachable nor
+/// cached is an error saying so.
 async fn open(
     engine: &Engine<FsStore, HttpTransport>,
     id: &str,
     pages: usize,
     follow: bool,
 ) -> Result<(), Fail> {
-    let summary = match engine.sessions().await {
-        Ok(list) => list
-            .into_iter()
-            .find(|s| s.id == id)
-            .ok_or_else(|| format!("no session {id:?} on the server"))?,
-        // Offline: the cache can still be shown; the summary's fields stay empty.
-        Err(e) => {
-            eprintln!("scrollback: {e} (showing what is cached)");
-            SessionSummary {
-                id: id.into(),
-                title: String::new(),
-                status: String::new(),
-                model: String::new(),
-                permission_mode: String::new(),
-                seq: 0,
-            }
-        }
-    };
-    let session = engine.open(summary, None)?;
+    let session = engine.open_id(id, None).await?;
     let (tx, mut changes) = mpsc::unbounded::<()>();
     session.on_change(move |_, _| {
         let _ = tx.unbounded_send(());
     });
     let drive = async {
-        // Wait until live, then page back, print, and follow.
+        // Wait until live (or, unreachable, until what is cached is drawn), then page back,
+        // print, and follow.
         let mut banner = None;
         loop {
-            let (live, b) = session.with_view(|v| (v.live, v.banner.clone()));
+            let (live, ready, b) = session.with_view(|v| (v.live, v.ready, v.banner.clone()));
             if b.is_some() && b != banner {
                 eprintln!("scrollback: {}", b.as_deref().unwrap_or(""));
             }
@@ -209,8 +204,14 @@ async fn open(
             if live {
                 break;
             }
+            if let Some(banner) = &banner {
+                if !ready {
+                    return Err(banner.clone());
+                }
+                break; // offline: show what is cached (follow goes on retrying)
+            }
             if changes.next().await.is_none() {
-                return;
+                return Ok(());
             }
         }
         for _ in 0..pages {
@@ -228,7 +229,7 @@ async fn open(
         println!();
         report(&session).await;
         if !follow {
-            return;
+            return Ok(());
         }
         let stop = tokio::signal::ctrl_c();
         futures::pin_mut!(stop);
@@ -244,12 +245,15 @@ async fn open(
         }
         println!();
         report(&session).await;
+        Ok(())
     };
     let run = session.run();
     futures::pin_mut!(run, drive);
     // `drive` finishing ends the session; `run` only ends when closed.
-    futures::future::select(run, drive).await;
-    Ok(())
+    match futures::future::select(run, drive).await {
+        futures::future::Either::Right((Err(e), _)) => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 async fn report(session: &Session<FsStore, HttpTransport>) {

@@ -2,7 +2,7 @@
 
 use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
-use crate::protocol::FORMAT_VERSION;
+use crate::protocol::{SessionSummary, FORMAT_VERSION};
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -14,6 +14,10 @@ const ROOT: &str = "transcripts";
 pub struct Cache<S> {
     store: Arc<S>,
     dir: String,
+    /// Where the last session list fetched from this server is kept: beside the server's
+    /// folder (`transcripts/v1/<host>_<port>.sessions.json`), never inside it, so no session
+    /// folder can collide with it.
+    list: String,
 }
 
 /// A cached session as the budget sees it.
@@ -41,7 +45,27 @@ impl<S: Store> Cache<S> {
             }
         }
         let dir = format!("{ROOT}/{FORMAT_VERSION}/{}", server_key(host, port));
-        Cache { store, dir }
+        let list = format!("{dir}.sessions.json");
+        Cache { store, dir, list }
+    }
+
+    /// Keeps `list` as the last session list this server gave (what a reopen opens with, and
+    /// what a start without network shows). A failure to write is logged and otherwise ignored:
+    /// the cache is never load-bearing.
+    pub async fn remember_list(&self, list: &[SessionSummary]) {
+        let json = serde_json::to_vec(list).expect("plain data serializes");
+        if let Err(e) = self.store.write(&self.list, &json).await {
+            log::info!("scrollback: could not keep the session list: {e}");
+        }
+    }
+
+    /// The last session list this server gave, as kept by [`Cache::remember_list`]; empty when
+    /// none was kept or it cannot be read.
+    pub async fn remembered_list(&self) -> Vec<SessionSummary> {
+        match self.store.read(&self.list, 0, usize::MAX).await {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// The folder this server's sessions live in.
@@ -101,8 +125,9 @@ impl<S: Store> Cache<S> {
         }
     }
 
-    /// Deletes this server's whole cache.
+    /// Deletes this server's whole cache (the remembered session list too).
     pub async fn purge_all(&self) {
+        let _ = self.store.remove(&self.list).await;
         if let Err(e) = self.store.remove(&self.dir).await {
             log::info!("scrollback: could not purge the cache: {e}");
         }

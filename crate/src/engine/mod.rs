@@ -92,12 +92,65 @@ impl<S: Store, T: Transport> Engine<S, T> {
     }
 
     /// The session list; every successful fetch prunes the cache of sessions the server no
-    /// longer has (seed 000, decision 9).
+    /// longer has (seed 000, decision 9) and is remembered in the store, so that a reopen needs
+    /// no list and a start without network can show one ([`Engine::cached_sessions`]).
     pub async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         let list = self.transport.sessions().await?;
         let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
         self.cache.retain_only(&ids).await;
+        self.cache.remember_list(&list).await;
         Ok(list)
+    }
+
+    /// The sessions this cache holds, each with what is known of it without the network: its
+    /// summary from the last list fetched (newest first, as the server lists), or for a
+    /// session cached but not in that list, its id and newest cached seq. What a start without
+    /// network lists.
+    pub async fn cached_sessions(&self) -> Vec<SessionSummary> {
+        let cached: Vec<String> = self
+            .cache
+            .sessions()
+            .await
+            .into_iter()
+            .filter(|s| s.size > 0)
+            .filter_map(|s| s.id)
+            .collect();
+        let mut out: Vec<SessionSummary> = self
+            .cache
+            .remembered_list()
+            .await
+            .into_iter()
+            .filter(|s| cached.contains(&s.id))
+            .collect();
+        for id in cached {
+            if out.iter().any(|s| s.id == id) {
+                continue;
+            }
+            let Ok(mut session) = self.cache.session(&id) else {
+                continue;
+            };
+            let Some(cursor) = session.cursor().await else {
+                continue;
+            };
+            out.push(SessionSummary {
+                title: id.clone(),
+                id,
+                status: String::new(),
+                model: String::new(),
+                permission_mode: String::new(),
+                seq: cursor.seq(),
+            });
+        }
+        out
+    }
+
+    /// The summary of `id` in the last list fetched, if it was in it.
+    pub async fn remembered(&self, id: &str) -> Option<SessionSummary> {
+        self.cache
+            .remembered_list()
+            .await
+            .into_iter()
+            .find(|s| s.id == id)
     }
 
     /// Deletes a session on the server, then purges its cache.
@@ -122,7 +175,25 @@ impl<S: Store, T: Transport> Engine<S, T> {
             self.cache.clone(),
             cache,
             self.transport.clone(),
-            summary,
+            summary.id.clone(),
+            Some(summary),
+            anchor,
+            self.config,
+        ))
+    }
+
+    /// Opens session `id` without its summary, and without asking for one: the reopen's check
+    /// brings the fresh summary (and until then the remembered one, if the last list had it,
+    /// is applied). Nothing touches the network before the cached rows are drawn. See
+    /// [`Engine::open`].
+    pub async fn open_id(&self, id: &str, anchor: Option<u64>) -> Result<Session<S, T>, KeyError> {
+        let cache = self.cache.session(id)?;
+        Ok(Session::new(
+            self.cache.clone(),
+            cache,
+            self.transport.clone(),
+            id.to_string(),
+            self.remembered(id).await,
             anchor,
             self.config,
         ))

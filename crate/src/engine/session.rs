@@ -3,10 +3,13 @@
 use super::view::{Change, Counters, SessionError, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
-use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use crate::protocol::{
+    CatchUpQuery, CatchUpState, Line, SessionSummary, TranscriptQuery, MAX_LIMIT,
+};
 use crate::store::{Store, WriterRole};
 use crate::transport::{
-    Backoff, EventStream, Page, Retry, StreamItem, Transport, TransportError, TransportResult,
+    Backoff, CatchUp, EventStream, Page, ResetReason, Retry, StreamItem, Transport, TransportError,
+    TransportResult,
 };
 use async_lock::Mutex;
 use futures::channel::mpsc;
@@ -22,10 +25,21 @@ use std::rc::Rc;
 enum Command {
     Reload(Option<u64>),
     Close,
+    /// The server's file is not the one cached (replaced, or shorter than the cache): the
+    /// cache is already purged and the screen cleared; open again, cold.
+    Reopen,
     /// Not from the UI: a retry cannot help ([`Retry`]); wait for a reload or the close.
     Stopped,
     /// Not from the UI: this reader was handed the writer role (the writer's tab went away).
     Promoted,
+}
+
+/// Where the stream starts: the cursor, and the line there when it is known (what a
+/// reconnect checks before it appends anything).
+type Start = (u64, Option<Line>);
+
+fn start_at(line: Option<Line>) -> Start {
+    (line.as_ref().map_or(0, Line::seq), line)
 }
 
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
@@ -44,7 +58,8 @@ type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 /// after a reset or reload changed what is shown is stored but not shown.
 pub struct Session<S: Store, T: Transport> {
     id: String,
-    summary: SessionSummary,
+    /// The newest summary known: the list's or the remembered one, then each check's.
+    summary: RefCell<Option<SessionSummary>>,
     anchor: Option<u64>,
     server: Rc<Cache<S>>,
     cache: Mutex<SessionCache<S>>,
@@ -54,10 +69,13 @@ pub struct Session<S: Store, T: Transport> {
     listener: RefCell<Option<Listener>>,
     /// Bumped by every reload and every clear, so a page in flight knows it is stale.
     epoch: Cell<u64>,
+    /// Bumped by every purge, so a page fetched before it (perhaps of another file) is not
+    /// stored after it.
+    purges: Cell<u64>,
     loading_older: Cell<bool>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
-    /// The retry schedule of the probe, the opening window and the stream.
+    /// The retry schedule of the check, the opening window and the stream.
     backoff: RefCell<Backoff>,
     /// The writer role, while this open writes the cache.
     role: RefCell<Option<WriterRole>>,
@@ -70,20 +88,21 @@ impl<S: Store, T: Transport> Session<S, T> {
         server: Rc<Cache<S>>,
         cache: SessionCache<S>,
         transport: Rc<T>,
-        summary: SessionSummary,
+        id: String,
+        summary: Option<SessionSummary>,
         anchor: Option<u64>,
         config: Config,
     ) -> Self {
         let (commands, inbox) = mpsc::unbounded();
         let seed = {
             use std::hash::BuildHasher;
-            std::collections::hash_map::RandomState::new().hash_one(&summary.id)
+            std::collections::hash_map::RandomState::new().hash_one(&id)
         };
         let backoff = Backoff::new(config.reconnect_delay_ms, config.reconnect_max_ms, seed);
         Session {
-            id: summary.id.clone(),
-            view: RefCell::new(View::new(&summary.id)),
-            summary,
+            view: RefCell::new(View::new(&id)),
+            id,
+            summary: RefCell::new(summary),
             anchor,
             server,
             cache: Mutex::new(cache),
@@ -91,6 +110,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             config,
             listener: RefCell::new(None),
             epoch: Cell::new(0),
+            purges: Cell::new(0),
             loading_older: Cell::new(false),
             commands,
             inbox: RefCell::new(Some(inbox)),
@@ -223,8 +243,16 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Status, model and permission mode from the summary: the newer measurement than a
     /// replayed cache (seed 000, decision 7).
     fn apply_summary(&self) {
-        let summary = &self.summary;
-        self.update(Change::State, |v| v.state.apply_summary(summary));
+        let Some(summary) = self.summary.borrow().clone() else {
+            return; // nothing newer than the lines themselves is known yet
+        };
+        self.update(Change::State, |v| v.state.apply_summary(&summary));
+    }
+
+    /// Throws the session's cache away; a page in flight is then not stored.
+    async fn purge(&self) {
+        self.purges.set(self.purges.get() + 1);
+        self.cache.lock().await.purge().await;
     }
 
     // ---- the running session ---------------------------------------------------------------
@@ -250,7 +278,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 false => self.open(&mut inbox, anchor).await,
             };
             let mut command = match opened {
-                Ok(cursor) => self.follow(&mut inbox, cursor).await,
+                Ok(start) => self.follow(&mut inbox, start).await,
                 Err(command) => command,
             };
             self.update(Change::State, |v| v.live = false);
@@ -263,7 +291,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 Command::Promoted => resume = true,
                 Command::Reload(at) => {
                     anchor = at;
-                    self.cache.lock().await.purge().await;
+                    self.purge().await;
                     self.clear(false);
                     self.backoff.borrow_mut().reset();
                     self.update(Change::State, |v| {
@@ -271,6 +299,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                         v.error = None;
                     });
                 }
+                // The old file's seqs mean nothing in the new one: open at the newest.
+                Command::Reopen => anchor = None,
             }
         }
         self.give_up_role().await;
@@ -317,15 +347,16 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// A reader that was handed the writer role: brings the cache up to what is shown, without
     /// a duplicate and without redrawing. The cache is reopened (its torn tail repaired); its
-    /// tail is checked as a probe does; the stream then resumes from the older of the cache's
-    /// newest seq and the newest one shown, so every line above the cache's end is appended once
-    /// and only lines above what is shown are drawn. A failed check purges and the cache starts
-    /// again above what is shown. With nothing checked shown yet, this is an ordinary open.
+    /// tail is checked as a probe does; the stream then resumes from the cache's newest seq
+    /// (at or below the newest shown), so every line above the cache's end is appended once and
+    /// only lines above what is shown are drawn. A failed check purges and the cache starts
+    /// again above what is shown. With nothing checked shown yet, or a cache ahead of the
+    /// screen, this is an ordinary open.
     async fn resume_as_writer(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         anchor: Option<u64>,
-    ) -> Result<u64, Command> {
+    ) -> Result<Start, Command> {
         let tail = {
             let mut cache = self.cache.lock().await;
             cache.set_reader(false);
@@ -334,17 +365,42 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         };
         self.update(Change::State, |v| v.writer = true);
         let shown = self.with_view(|v| (v.ready && v.verified).then_some(v.cursor));
-        let Some(shown) = shown.filter(|s| *s > 0) else {
+        let shown = match (shown.filter(|s| *s > 0), &tail) {
+            (Some(shown), Some(tail)) if tail.seq() > shown => None,
+            (shown, _) => shown,
+        };
+        let Some(shown) = shown else {
             self.clear(false);
             return self.open(inbox, anchor).await;
         };
         if let Some(tail) = tail {
             if self.tail_matches(inbox, &tail).await? {
-                return Ok(tail.seq().min(shown));
+                return Ok(start_at(Some(tail)));
             }
-            self.cache.lock().await.purge().await;
+            self.purge().await;
         }
-        Ok(shown)
+        Ok((shown, None))
+    }
+
+    /// The probe's request and comparison (`before=seq+1&limit=1`, parsed equality), counted,
+    /// without touching what is shown.
+    async fn tail_matches(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        tail: &Line,
+    ) -> Result<bool, Command> {
+        let query = TranscriptQuery {
+            before: Some(tail.seq() + 1),
+            limit: Some(1),
+            ..TranscriptQuery::default()
+        };
+        let page = self.fetch_retrying(inbox, &query).await?;
+        let passed = matches!(page.lines.as_slice(), [line] if line == tail);
+        self.update(Change::State, |v| match passed {
+            true => v.counters.probes_passed += 1,
+            false => v.counters.probes_failed += 1,
+        });
+        Ok(passed)
     }
 
     /// Awaits `work` unless a command arrives first. Only network waits go through here: cache
@@ -377,6 +433,23 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         outcome
     }
 
+    /// The banner for a check or opening fetch that failed: when the server cannot be reached,
+    /// it says so, and whether what is shown is the cache's or nothing can be (a session never
+    /// cached here needs the network).
+    fn unreachable(&self, e: &TransportError, secs: u32) -> String {
+        if !matches!(e, TransportError::Network(_)) {
+            return format!("{e} (retrying in {secs} s)");
+        }
+        match self.view.borrow().ready {
+            true => format!(
+                "Cannot reach the server: showing what is cached, retrying in {secs} s ({e})"
+            ),
+            false => format!(
+                "Cannot reach the server: this session is not cached here and needs the network, retrying in {secs} s ({e})"
+            ),
+        }
+    }
+
     /// After a failed request, the one retry rule ([`Backoff::decide`]): waits out the next
     /// delay with the banner saying why and when, or stops ([`Session::stop`]) when a retry
     /// cannot help, answering [`Command::Stopped`].
@@ -388,8 +461,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         let decision = self.backoff.borrow_mut().decide(error);
         match decision {
             Retry::After(ms) => {
-                let secs = ms.div_ceil(1000);
-                self.set_banner(Some(format!("{error} (retrying in {secs} s)")));
+                self.set_banner(Some(self.unreachable(error, ms.div_ceil(1000))));
                 self.unless_asked(inbox, self.transport.sleep(ms)).await
             }
             why => {
@@ -404,7 +476,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// and nothing of it stays shown.
     async fn stop(&self, why: Retry, error: &TransportError) {
         if why == Retry::Gone {
-            self.cache.lock().await.purge().await;
+            self.purge().await;
             self.clear(true);
             self.update(Change::State, |v| v.more_history = false);
         }
@@ -430,7 +502,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         anchor: Option<u64>,
-    ) -> Result<u64, Command> {
+    ) -> Result<Start, Command> {
         let cached = {
             let mut cache = self.cache.lock().await;
             cache.open().await;
@@ -439,20 +511,15 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 .await
                 .unwrap_or_default()
         };
-        let mut cursor = None;
+        let mut newest = None;
         if let Some(tail) = cached.last().cloned() {
             self.show_newer(&cached);
             self.apply_summary();
             self.update(Change::State, |v| v.ready = true);
-            if self.probe(inbox, &tail).await? {
-                cursor = Some(tail.seq());
-            } else {
-                self.cache.lock().await.purge().await;
-                self.clear(false);
-            }
+            newest = self.catch_up(inbox, tail).await?;
         }
-        let cursor = match cursor {
-            Some(cursor) => cursor,
+        let newest = match newest {
+            Some(line) => Some(line),
             None => self.cold(inbox).await?,
         };
         if self.writes() {
@@ -461,43 +528,77 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 .await;
         }
         self.restore(inbox, anchor).await?;
-        Ok(cursor)
+        Ok(start_at(newest))
     }
 
-    /// The probe: is the cached tail still the server's line at that seq? Parsed equality
-    /// (`Line`'s `PartialEq`: seq, ts to the last bit, the whole event). Retries on the
-    /// reconnect schedule while it cannot be made; the cached rows stay shown meanwhile.
-    async fn probe(
+    /// The check and the catch-up, in one request: is the server's line at the cached tail's
+    /// seq still the cached tail (parsed equality: `Line`'s `PartialEq`, seq, ts to the last bit,
+    /// the whole event), and what follows it. Retries on the reconnect schedule while it cannot
+    /// be made; the rows shown stay meanwhile. The answer's summary becomes the session's.
+    ///
+    /// Caught up: the lines after the tail are cached and shown. Behind (the gap passes the
+    /// catch-up bound): the screen resets to the newest window and the cache keeps what it has,
+    /// with a gap that older pages fill with `after`. Replaced or ahead (the tail is not the
+    /// server's, or the server has no line there): the cache is purged, the screen cleared, and
+    /// `None` answered (the caller opens cold). Otherwise the newest line now held.
+    async fn catch_up(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
-        tail: &Line,
-    ) -> Result<bool, Command> {
-        let passed = self.tail_matches(inbox, tail).await?;
+        tail: Line,
+    ) -> Result<Option<Line>, Command> {
+        let query = CatchUpQuery::new(tail.seq(), self.config.opening_window);
+        let CatchUp { answer, bytes } = loop {
+            let answer = self
+                .unless_asked(inbox, self.transport.catch_up(&self.id, &query))
+                .await?;
+            match answer {
+                Ok(answer) => break answer,
+                Err(e) => {
+                    self.count_request(0);
+                    self.retry(inbox, &e).await?
+                }
+            }
+        };
+        self.backoff.borrow_mut().reset();
+        self.count_request(bytes);
+        if answer.summary.id == self.id {
+            *self.summary.borrow_mut() = Some(answer.summary);
+        }
+        let passed = answer.state != CatchUpState::Ahead && answer.lines.first() == Some(&tail);
         self.update(Change::State, |v| {
             v.banner = None;
             v.verified = passed;
+            match passed {
+                true => v.counters.probes_passed += 1,
+                false => v.counters.probes_failed += 1,
+            }
         });
-        Ok(passed)
-    }
-
-    /// The probe's request and comparison, counted, without touching what is shown.
-    async fn tail_matches(
-        &self,
-        inbox: &mut mpsc::UnboundedReceiver<Command>,
-        tail: &Line,
-    ) -> Result<bool, Command> {
-        let query = TranscriptQuery {
-            before: Some(tail.seq() + 1),
-            limit: Some(1),
-            ..TranscriptQuery::default()
-        };
-        let page = self.fetch_retrying(inbox, &query).await?;
-        let passed = matches!(page.lines.as_slice(), [line] if line == tail);
-        self.update(Change::State, |v| match passed {
-            true => v.counters.probes_passed += 1,
-            false => v.counters.probes_failed += 1,
-        });
-        Ok(passed)
+        if !passed {
+            self.purge().await;
+            self.clear(false);
+            return Ok(None);
+        }
+        let after: Vec<Line> = answer
+            .lines
+            .into_iter()
+            .skip(1)
+            .filter(|l| l.seq() > tail.seq())
+            .collect();
+        if after.first().is_some_and(|l| l.seq() > tail.seq() + 1) {
+            // A gap: the screen shows the newest window, the cache keeps what it holds.
+            self.view.borrow_mut().counters.resets += 1;
+            self.clear(true);
+        }
+        {
+            let mut cache = self.cache.lock().await;
+            for line in &after {
+                cache.append(line).await;
+            }
+        }
+        self.view.borrow_mut().counters.caught_up += after.len() as u64;
+        self.show_newer(&after);
+        self.apply_summary();
+        Ok(Some(after.last().cloned().unwrap_or(tail)))
     }
 
     /// Fetches a page and counts it, retrying on the reconnect schedule (the banner saying
@@ -527,7 +628,10 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// A cold open: the newest window, raw, appended to the (empty) cache line by line, so the
     /// open chunk is the one thing that grows (seed 000, "what building it changed").
-    async fn cold(&self, inbox: &mut mpsc::UnboundedReceiver<Command>) -> Result<u64, Command> {
+    async fn cold(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<Option<Line>, Command> {
         let query = TranscriptQuery {
             limit: Some(self.config.opening_window),
             ..TranscriptQuery::default()
@@ -549,7 +653,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 v.more_history = false;
             }
         });
-        Ok(page.lines.last().map_or(0, Line::seq))
+        Ok(page.lines.last().cloned())
     }
 
     /// Reaches back to `anchor`: from the cache where the suffix covers it, otherwise raw from
@@ -589,7 +693,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         limit: usize,
         rows: bool,
     ) -> Result<TransportResult<bool>, Command> {
-        let epoch = self.epoch.get();
+        let (epoch, purges) = (self.epoch.get(), self.purges.get());
         let (local, gap_after) = {
             let mut cache = self.cache.lock().await;
             match cache.page(before, limit, rows).await {
@@ -637,11 +741,13 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             }
             break page;
         };
-        self.cache
-            .lock()
-            .await
-            .store_page(&page.lines, before, rows)
-            .await;
+        if self.purges.get() == purges {
+            self.cache
+                .lock()
+                .await
+                .store_page(&page.lines, before, rows)
+                .await;
+        }
         if self.epoch.get() != epoch || self.view.borrow().oldest != Some(before) {
             return Ok(Ok(false));
         }
@@ -672,14 +778,30 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
     }
 
-    /// Follows the stream from `cursor` until a command arrives: every event appended to the
-    /// cache and shown once; reconnects on the schedule after an error.
+    /// Follows the stream from the newest line held until a command arrives: every event
+    /// appended to the cache and shown once. After an error it reconnects on the schedule, and
+    /// checks and catches up first (one request), so a file replaced while the stream was down
+    /// is caught before anything of it is appended. A reset frame that says the file is not the
+    /// one cached (`replaced`, `ahead`) purges the cache and reopens cold; `behind` keeps the
+    /// cache (a gap).
     async fn follow(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
-        mut cursor: u64,
+        (mut cursor, mut newest): Start,
     ) -> Command {
+        let mut reconnect = false;
         loop {
+            if reconnect {
+                if let Some(tail) = newest.clone() {
+                    newest = match self.catch_up(inbox, tail).await {
+                        Ok(Some(line)) => Some(line),
+                        Ok(None) => return Command::Reopen,
+                        Err(command) => return command,
+                    };
+                    cursor = newest.as_ref().map_or(0, Line::seq);
+                }
+            }
+            reconnect = true;
             let connected = match self
                 .unless_asked(inbox, self.transport.events(&self.id, cursor))
                 .await
@@ -694,6 +816,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                     self.update(Change::State, |v| {
                         v.live = true;
                         v.banner = None;
+                        // Holding nothing, whatever the stream sends is the server's.
+                        v.verified |= cursor == 0;
                     });
                     let error = loop {
                         let item = match self.unless_asked(inbox, stream.next()).await {
@@ -707,9 +831,15 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                 )
                             }
                             Some(Err(e)) => break e,
-                            Some(Ok(StreamItem::Reset)) => {
+                            Some(Ok(StreamItem::Reset(reason))) => {
                                 self.view.borrow_mut().counters.resets += 1;
+                                if reason != ResetReason::Behind {
+                                    self.purge().await;
+                                    self.clear(false);
+                                    return Command::Reopen;
+                                }
                                 self.clear(true);
+                                cursor = 0;
                             }
                             Some(Ok(StreamItem::Line(line))) => {
                                 if line.seq() <= cursor {
@@ -720,6 +850,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                 self.cache.lock().await.append(&line).await;
                                 cursor = line.seq();
                                 if line.seq() <= self.view.borrow().cursor {
+                                    newest = Some(line);
                                     continue; // shown already (a takeover resumes below it)
                                 }
                                 {
@@ -728,14 +859,21 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                     view.counters.bytes += line.raw().len() as u64;
                                 }
                                 self.show_newer(std::slice::from_ref(&line));
+                                newest = Some(line);
                             }
                         }
                     };
-                    self.update(Change::State, |v| v.live = false);
                     error
                 }
                 Err(e) => e,
             };
+            // Not following the file, what is shown is unchecked again: the file may be
+            // replaced meanwhile, so older pages come from the cache only until the reconnect's
+            // check passes.
+            self.update(Change::State, |v| {
+                v.live = false;
+                v.verified = false;
+            });
             if let Err(command) = self.retry(inbox, &error).await {
                 return command;
             }

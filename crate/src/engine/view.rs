@@ -8,19 +8,22 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
-    /// Requests sent: transcript pages (probes included) and stream connections.
+    /// Requests sent: transcript pages, checks (each with its catch-up) and stream connections.
     pub requests: u64,
     /// Bytes received: page bodies, and the line text of stream events.
     pub bytes: u64,
     /// Older pages served from the cache with no request.
     pub local_pages: u64,
-    /// Probes whose answer matched the cached tail.
+    /// Checks (the reopen's, a reconnect's) whose answer matched the cached tail.
     pub probes_passed: u64,
-    /// Probes whose answer did not (the cache was purged and the open went cold).
+    /// Checks whose answer did not, or found no line there (the cache was purged, the open went
+    /// cold).
     pub probes_failed: u64,
     /// Stream events received and shown.
     pub events: u64,
-    /// Reset frames received.
+    /// Lines received with the check (the reopen's or a reconnect's catch-up) and shown.
+    pub caught_up: u64,
+    /// Resets: reset frames received, and checks that found a gap too large to catch up.
     pub resets: u64,
 }
 
@@ -45,9 +48,11 @@ pub struct View {
     pub more_history: bool,
     /// Whether the first rows are shown (from the cache or the opening window).
     pub ready: bool,
-    /// Whether what is shown is known to be the server's: the probe passed, or the lines came
-    /// from the server in this open. Until then, cached rows are shown as they were cached, and
-    /// older pages come from the cache only.
+    /// Whether what is shown is known to be the server's now: the check of the cached tail
+    /// passed (or the lines came from the server in this open) and the stream has followed the
+    /// file since. Until then (and again while the stream is down, when the file could be
+    /// replaced unseen), cached rows are shown as they were cached, and older pages come from
+    /// the cache only.
     pub verified: bool,
     /// The seq of the oldest line shown, if any: the `before` of the next older page.
     pub oldest: Option<u64>,

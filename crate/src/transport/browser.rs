@@ -7,9 +7,12 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_sessions, CatchUp, EventStream, Page, ResetReason, StreamItem,
+    Transport, TransportError, TransportResult,
 };
-use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
+use crate::protocol::{
+    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, RESET_EVENT,
+};
 use futures::channel::mpsc;
 use futures::StreamExt;
 use gloo_net::http::{Request, RequestBuilder};
@@ -199,6 +202,15 @@ impl Transport for BrowserTransport {
         })
     }
 
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        let url = format!(
+            "{}?{}",
+            self.url(&["sessions", id, "catchup"])?,
+            query.to_query_string()
+        );
+        parse_catch_up_body(&self.send(Request::get(&url), None).await?)
+    }
+
     async fn delete(&self, id: &str) -> TransportResult<()> {
         let url = self.url(&["sessions", id])?;
         self.send(Request::delete(&url), None).await.map(drop)
@@ -250,7 +262,7 @@ fn count(counters: &Cell<WireCounters>, requests: u64, bytes: u64) {
 enum Signal {
     Open,
     Data(String),
-    Reset,
+    Reset(String),
     Error,
 }
 
@@ -301,7 +313,7 @@ impl BrowserStream {
         };
         stream.listen("open", signal(|_| Signal::Open));
         stream.listen("message", signal(|e| Signal::Data(data(e))));
-        stream.listen(RESET_EVENT, signal(|_| Signal::Reset));
+        stream.listen(RESET_EVENT, signal(|e| Signal::Reset(data(e))));
         stream.listen("error", signal(|_| Signal::Error));
         Ok(stream)
     }
@@ -349,7 +361,9 @@ impl EventStream for BrowserStream {
                     count(&self.counters, 0, text.len() as u64);
                     return Some(Line::parse(&text).map(StreamItem::Line).map_err(Into::into));
                 }
-                Some(Signal::Reset) => return Some(Ok(StreamItem::Reset)),
+                Some(Signal::Reset(text)) => {
+                    return Some(Ok(StreamItem::Reset(ResetReason::from_data(&text))))
+                }
                 Some(Signal::Open) => continue,
                 Some(Signal::Error) | None => return Some(Err(self.failure(true))),
             }

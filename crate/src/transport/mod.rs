@@ -20,7 +20,9 @@ pub use browser::{BrowserStream, BrowserTransport, WireCounters};
 #[cfg(feature = "native")]
 pub use native::{HttpStream, HttpTransport};
 
-use crate::protocol::{Line, LineError, SessionSummary, TranscriptQuery};
+use crate::protocol::{
+    parse_catch_up, CatchUpAnswer, CatchUpQuery, Line, LineError, SessionSummary, TranscriptQuery,
+};
 
 /// What a request to the server can fail with. Each variant's message says what happened in
 /// words a banner can show.
@@ -226,14 +228,59 @@ pub struct Page {
     pub bytes: u64,
 }
 
+/// One catch-up answer (`GET /sessions/{id}/catchup`) and the size of its body.
+#[derive(Debug, Clone)]
+pub struct CatchUp {
+    /// The state, the session's summary and the lines.
+    pub answer: CatchUpAnswer,
+    /// Bytes of response body received, decompressed.
+    pub bytes: u64,
+}
+
+/// Parses a catch-up body.
+pub fn parse_catch_up_body(body: &str) -> TransportResult<CatchUp> {
+    Ok(CatchUp {
+        answer: parse_catch_up(body)?,
+        bytes: body.len() as u64,
+    })
+}
+
+/// Why the server reset a stream (the `reason` of its reset frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetReason {
+    /// The client is too far behind: what it holds is still the server's, with a gap.
+    Behind,
+    /// The file was replaced: nothing the client holds is the server's any more.
+    Replaced,
+    /// The client holds lines past the file's newest (a shorter file replaced it).
+    Ahead,
+}
+
+impl ResetReason {
+    /// The reason a reset frame's `data:` (`{"reason":"behind","first":N}`) gives. A frame that
+    /// gives none the client knows is taken as `Replaced`: a needless purge costs a cold open,
+    /// a missed one would keep another file's lines.
+    pub fn from_data(data: &str) -> ResetReason {
+        #[derive(serde::Deserialize)]
+        struct Frame {
+            reason: String,
+        }
+        match serde_json::from_str::<Frame>(data).map(|f| f.reason) {
+            Ok(r) if r == "behind" => ResetReason::Behind,
+            Ok(r) if r == "ahead" => ResetReason::Ahead,
+            _ => ResetReason::Replaced,
+        }
+    }
+}
+
 /// What an event stream yields.
 #[derive(Debug, Clone)]
 pub enum StreamItem {
     /// One event, exactly as the `data:` payload carried it.
     Line(Line),
-    /// The server's `event: reset` frame: the client is more than `CATCH_UP_LIMIT` behind; the
-    /// newest window follows as ordinary lines.
-    Reset,
+    /// The server's `event: reset` frame and its reason; the newest window follows as ordinary
+    /// lines.
+    Reset(ResetReason),
 }
 
 /// One connection of `/sessions/{id}/events`. A connection error ends it: after
@@ -258,6 +305,9 @@ pub trait Transport {
     /// `GET /sessions/{id}/transcript?...`: the lines for `query`, parsed with
     /// [`crate::protocol::parse_page`].
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page>;
+    /// `GET /sessions/{id}/catchup?cursor=N&limit=W`: the reopen's check and catch-up in one
+    /// answer, with the session's summary (parsed with [`parse_catch_up_body`]).
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp>;
     /// `DELETE /sessions/{id}`.
     async fn delete(&self, id: &str) -> TransportResult<()>;
     /// `POST /sessions/{id}/messages` with `{"text": text}`.
@@ -370,6 +420,19 @@ mod tests {
         let huge = TransportError::from_answer(503, "", Some("999999"));
         assert_eq!(b.decide(&huge), Retry::After(MAX_RETRY_AFTER_MS));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn a_reset_frame_gives_its_reason_and_an_unknown_one_purges() {
+        let r = ResetReason::from_data;
+        assert_eq!(r(r#"{"reason":"behind","first":9}"#), ResetReason::Behind);
+        assert_eq!(r(r#"{"reason":"ahead","first":1}"#), ResetReason::Ahead);
+        assert_eq!(
+            r(r#"{"reason":"replaced","first":1}"#),
+            ResetReason::Replaced
+        );
+        assert_eq!(r(""), ResetReason::Replaced);
+        assert_eq!(r(r#"{"reason":"new"}"#), ResetReason::Replaced);
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_sessions, CatchUp, EventStream, Page, ResetReason, StreamItem,
+    Transport, TransportError, TransportResult,
 };
-use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
+use crate::protocol::{
+    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, RESET_EVENT,
+};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
 use reqwest::{header, Client, RequestBuilder, Response, Url};
@@ -138,6 +141,12 @@ impl Transport for HttpTransport {
         })
     }
 
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        let mut url = self.url(&["sessions", id, "catchup"]);
+        url.set_query(Some(&query.to_query_string()));
+        parse_catch_up_body(&self.body(self.client.get(url)).await?)
+    }
+
     async fn delete(&self, id: &str) -> TransportResult<()> {
         self.body(self.client.delete(self.url(&["sessions", id])))
             .await
@@ -192,7 +201,7 @@ impl EventStream for HttpStream {
                 Err(e) => return Some(Err(TransportError::Network(e.to_string()))),
             };
             if event.event == RESET_EVENT {
-                return Some(Ok(StreamItem::Reset));
+                return Some(Ok(StreamItem::Reset(ResetReason::from_data(&event.data))));
             }
             // A frame without data (a keep-alive) carries no line.
             if event.data.is_empty() {

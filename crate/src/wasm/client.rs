@@ -143,20 +143,46 @@ impl Client {
     }
 
     /// The session list (`[{id, title, status, model, permissionMode, seq}]`); prunes the cache
-    /// of sessions the server no longer has.
+    /// of sessions the server no longer has, and is remembered in the store. When the server
+    /// cannot be reached, the cached sessions as the last list described them, each marked
+    /// `offline: true`.
     pub fn sessions(&self) -> js_sys::Promise {
         let engine = self.engine.clone();
         let summaries = self.summaries.clone();
         future_to_promise(async move {
-            let list = engine.sessions().await.map_err(BindingError::from)?;
-            *summaries.borrow_mut() = list.iter().map(|s| (s.id.clone(), s.clone())).collect();
-            to_js(&list)
+            #[derive(Serialize)]
+            struct Offline<'a> {
+                #[serde(flatten)]
+                summary: &'a SessionSummary,
+                offline: bool,
+            }
+            match engine.sessions().await {
+                Ok(list) => {
+                    *summaries.borrow_mut() =
+                        list.iter().map(|s| (s.id.clone(), s.clone())).collect();
+                    to_js(&list)
+                }
+                Err(e) if !e.is_client_error() => {
+                    log::info!("scrollback: {e}: listing the cached sessions");
+                    let cached = engine.cached_sessions().await;
+                    let list: Vec<Offline<'_>> = cached
+                        .iter()
+                        .map(|summary| Offline {
+                            summary,
+                            offline: true,
+                        })
+                        .collect();
+                    to_js(&list)
+                }
+                Err(e) => Err(BindingError::from(e).into()),
+            }
         })
     }
 
     /// Opens a session and keeps it live; `on_change` is called (with no arguments) after each
-    /// change. Resolves to a `SessionHandle`. The session's summary comes from the last list,
-    /// fetched now when the id is not in it.
+    /// change. Resolves to a `SessionHandle` at once: nothing is asked of the network first.
+    /// The session's summary comes from the last list (this page's, or the one remembered in
+    /// the store), and the fresh one travels with the reopen's check.
     #[wasm_bindgen(js_name = openSession)]
     pub fn open_session(
         &self,
@@ -170,20 +196,11 @@ impl Client {
         future_to_promise(async move {
             let at = anchor(at)?;
             let known = summaries.borrow().get(&id).cloned();
-            let summary = match known {
-                Some(s) => s,
-                None => {
-                    let list = engine.sessions().await.map_err(BindingError::from)?;
-                    *summaries.borrow_mut() =
-                        list.iter().map(|s| (s.id.clone(), s.clone())).collect();
-                    list.into_iter()
-                        .find(|s| s.id == id)
-                        .ok_or_else(|| BindingError::NoSuchSession(id.clone()))?
-                }
-            };
-            let session = engine
-                .open(summary, at)
-                .map_err(|e| BindingError::Key(id.clone(), e))?;
+            let session = match known {
+                Some(summary) => engine.open(summary, at),
+                None => engine.open_id(&id, at).await,
+            }
+            .map_err(|e| BindingError::Key(id.clone(), e))?;
             Ok(SessionHandle::start(session, on_change, tally).into())
         })
     }

@@ -3,6 +3,7 @@
 //! (a model test calls them directly). Every read starts at the end of the file and goes back in
 //! blocks only as far as the answer needs: the cost of a page does not grow with the file.
 
+pub mod catch_up;
 pub mod reader;
 
 use reader::BackLines;

@@ -1,0 +1,184 @@
+//! The reopen's one request: `GET /sessions/{id}/catchup?cursor=N&limit=W`.
+//!
+//! A client holding a session up to `cursor` asks once, compressed like every JSON answer, for
+//! the line at its cursor (so it can compare it with its cached tail by parsed equality before it
+//! appends anything), every line after it while they fit in [`CATCH_UP_BYTES`] of line text, and
+//! the session's summary (so a reopen needs no `GET /sessions`). Then it opens `/events` from the
+//! newest seq it now holds.
+//!
+//! What the server can tell, it says in `state`:
+//! - `caughtUp`: `lines` is the cursor's line and every line after it, oldest first;
+//! - `behind`: the lines after the cursor pass [`CATCH_UP_BYTES`]: `lines` is the cursor's line
+//!   and then the newest `limit` lines (the client keeps its cache, with a gap it pages with
+//!   `after`);
+//! - `ahead`: the file has no line at the cursor (it was replaced by a shorter one): `lines` is
+//!   the newest `limit` lines.
+//!
+//! Whether the file was replaced by one at least as long, only the client can tell (the cursor's
+//! line is not its cached tail): it purges and opens cold, as for `ahead`.
+//!
+//! [`CATCH_UP_BYTES`]: crate::CATCH_UP_BYTES
+
+use crate::{parse_page, Line, LineError, SessionSummary, MAX_LIMIT, OPENING_WINDOW};
+use serde::{Deserialize, Serialize};
+
+/// What the server found at and after the client's cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CatchUpState {
+    /// The cursor's line and everything after it.
+    CaughtUp,
+    /// The cursor's line, then the newest window: the gap is too large to send.
+    Behind,
+    /// No line at the cursor: the newest window only.
+    Ahead,
+}
+
+/// The catch-up route's query: `cursor=N&limit=W`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatchUpQuery {
+    /// The seq of the client's newest cached line (at least 1).
+    pub cursor: u64,
+    /// The newest window's size, in raw events, when the answer is `behind` or `ahead`.
+    pub limit: usize,
+}
+
+impl CatchUpQuery {
+    /// A query for a client at `cursor` whose opening window is `limit` events.
+    pub fn new(cursor: u64, limit: usize) -> CatchUpQuery {
+        CatchUpQuery { cursor, limit }
+    }
+
+    /// The URL query string (without `?`).
+    pub fn to_query_string(&self) -> String {
+        format!("cursor={}&limit={}", self.cursor, self.limit)
+    }
+
+    /// Parses a URL query string; unknown parameters are ignored (a token may travel there).
+    pub fn parse(query: &str) -> Result<CatchUpQuery, crate::QueryError> {
+        let bad = |param: &'static str, reason: String| crate::QueryError { param, reason };
+        let (mut cursor, mut limit) = (None, None);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (param, slot, max): (&'static str, &mut Option<u64>, u64) = match key {
+                "cursor" => ("cursor", &mut cursor, u64::MAX),
+                "limit" => ("limit", &mut limit, MAX_LIMIT as u64),
+                _ => continue,
+            };
+            if slot.is_some() {
+                return Err(bad(param, "given twice".into()));
+            }
+            let n: u64 = value
+                .parse()
+                .map_err(|_| bad(param, format!("must be a whole number, got {value:?}")))?;
+            if n < 1 || n > max {
+                return Err(bad(param, format!("must be from 1 to {max}, got {n}")));
+            }
+            *slot = Some(n);
+        }
+        Ok(CatchUpQuery {
+            cursor: cursor.ok_or_else(|| bad("cursor", "is required".into()))?,
+            limit: limit.map_or(OPENING_WINDOW, |l| l as usize),
+        })
+    }
+}
+
+/// The answer's body: `{"state":..., "summary":{...}, "lines":[...]}`, each line byte for byte.
+pub fn catch_up_json(state: CatchUpState, summary: &SessionSummary, lines: &[Line]) -> String {
+    #[derive(Serialize)]
+    struct Head<'a> {
+        state: CatchUpState,
+        summary: &'a SessionSummary,
+    }
+    let head = serde_json::to_string(&Head { state, summary }).expect("plain data serializes");
+    let mut out = head;
+    out.pop(); // the closing brace
+    out.push_str(",\"lines\":");
+    out.push_str(&crate::page_json(lines));
+    out.push('}');
+    out
+}
+
+/// A parsed catch-up answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatchUpAnswer {
+    /// What the server found.
+    pub state: CatchUpState,
+    /// The session as the list would describe it now.
+    pub summary: SessionSummary,
+    /// The lines, oldest first, each keeping the server's exact text.
+    pub lines: Vec<Line>,
+}
+
+/// Parses a catch-up answer's body.
+pub fn parse_catch_up(body: &str) -> Result<CatchUpAnswer, LineError> {
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        state: CatchUpState,
+        summary: SessionSummary,
+        #[serde(borrow)]
+        lines: &'a serde_json::value::RawValue,
+    }
+    let parsed: Body<'_> =
+        serde_json::from_str(body).map_err(|e| LineError::NotJson(e.to_string()))?;
+    Ok(CatchUpAnswer {
+        state: parsed.state,
+        summary: parsed.summary,
+        lines: parse_page(parsed.lines.get())?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_round_trips_byte_for_byte() {
+        let summary = SessionSummary {
+            id: "a".into(),
+            title: "t".into(),
+            status: "idle".into(),
+            model: "m".into(),
+            permission_mode: "p".into(),
+            seq: 2,
+        };
+        let lines = vec![
+            Line::parse(r#"{"seq":1,"ts":1788546972.6030757,"event":{"type":"x","k":[1, 2]}}"#)
+                .unwrap(),
+            Line::parse(r#"{"seq":2,"ts":0.1,"event":{"type":"assistantText","text":"é"}}"#)
+                .unwrap(),
+        ];
+        let body = catch_up_json(CatchUpState::Behind, &summary, &lines);
+        let answer = parse_catch_up(&body).unwrap();
+        assert_eq!(answer.state, CatchUpState::Behind);
+        assert_eq!(answer.summary, summary);
+        assert_eq!(answer.lines, lines);
+        assert!(answer
+            .lines
+            .iter()
+            .zip(&lines)
+            .all(|(a, b)| a.raw() == b.raw()));
+    }
+
+    #[test]
+    fn the_query_needs_a_cursor_and_bounds_its_numbers() {
+        assert_eq!(
+            CatchUpQuery::parse("cursor=5&token=x").unwrap(),
+            CatchUpQuery::new(5, OPENING_WINDOW)
+        );
+        assert_eq!(CatchUpQuery::parse("cursor=5&limit=3").unwrap().limit, 3);
+        assert_eq!(CatchUpQuery::parse("").unwrap_err().param, "cursor");
+        assert_eq!(CatchUpQuery::parse("cursor=0").unwrap_err().param, "cursor");
+        assert_eq!(
+            CatchUpQuery::parse("cursor=1&limit=99999")
+                .unwrap_err()
+                .param,
+            "limit"
+        );
+        assert_eq!(
+            CatchUpQuery::parse("cursor=1&cursor=2").unwrap_err().param,
+            "cursor"
+        );
+        assert_eq!(CatchUpQuery::parse("cursor=x").unwrap_err().param, "cursor");
+    }
+}

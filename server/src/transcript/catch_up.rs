@@ -1,0 +1,58 @@
+//! The reopen's catch-up (`GET /sessions/{id}/catchup`, `scrollback_protocol::CatchUpQuery`):
+//! the cursor's line and what follows it, read backwards from the end of the file only as far as
+//! the cursor or the byte bound.
+
+use super::{for_each_back, open, window, Opened};
+use scrollback_protocol::{CatchUpQuery, CatchUpState, Line, TranscriptQuery, CATCH_UP_BYTES};
+use std::io;
+use std::path::Path;
+
+/// The catch-up for a client holding the transcript at `path` up to `query.cursor`: the state
+/// and the lines, oldest first (see `scrollback_protocol::CatchUpState`).
+pub fn catch_up(path: &Path, query: &CatchUpQuery) -> io::Result<(CatchUpState, Vec<Line>)> {
+    let Opened { mut file, end, .. } = open(path)?;
+    let cursor = query.cursor;
+    let mut lines = Vec::new();
+    let (mut bytes, mut found, mut behind) = (0usize, false, false);
+    for_each_back(path, &mut file, end, |line| {
+        if line.seq() < cursor {
+            return false; // no line at the cursor (the file is shorter, or has a hole)
+        }
+        if line.seq() == cursor {
+            found = true;
+            lines.push(line);
+            return false;
+        }
+        bytes += line.raw().len();
+        if bytes > CATCH_UP_BYTES {
+            behind = true;
+            return false;
+        }
+        lines.push(line);
+        true
+    })?;
+    if found {
+        lines.reverse();
+        return Ok((CatchUpState::CaughtUp, lines));
+    }
+    let newest = |before: Option<u64>, limit: usize| {
+        let q = TranscriptQuery {
+            before,
+            limit: Some(limit),
+            ..TranscriptQuery::default()
+        };
+        window(path, &q)
+    };
+    if behind {
+        // The cursor's line (found by bisecting), then the newest window.
+        let at = newest(Some(cursor + 1), 1)?;
+        if let [line] = at.as_slice() {
+            if line.seq() == cursor {
+                let mut out = at;
+                out.extend(newest(None, query.limit)?);
+                return Ok((CatchUpState::Behind, out));
+            }
+        }
+    }
+    Ok((CatchUpState::Ahead, newest(None, query.limit)?))
+}

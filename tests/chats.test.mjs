@@ -78,6 +78,12 @@ async function scenario(storage) {
     r.backfillAgain = await chats.backfill(name, request);
     r.backfillStale = await chats.backfill(name, { ...request, cursor: c0 });
     r.backfillAll = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
+    // The cache now holds every page of this window. Another writer (a second handle, with its
+    // own cache) appends to the chat: the cached pages are of the old version, never served.
+    r.warmBeforeEdit = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
+    const writer = sb.chats();
+    await writer.patch(name, (await writer.tail(name)).cursor, head, { append: ['{"mes":"outside"}'] });
+    r.backfillAfterEdit = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
     sb.close();
     return r;
   }, { storage, lines, head: header('chat-1'), other: header('chat-2') });
@@ -126,5 +132,125 @@ for (const storage of ['opfs', 'indexeddb']) {
     assert.deepEqual(r.backfillStale.older, []);
     assert.deepEqual(r.backfillAll.older, lines.slice(0, 26));
     assert.equal(r.backfillAll.stop, 'startOfChat');
+    assert.equal(r.warmBeforeEdit.pagesRead, 0, 'the cache is warm');
+    assert.deepEqual(r.warmBeforeEdit.older, lines.slice(0, 26));
+    assert.equal(r.backfillAfterEdit.stop, 'staleCursor', 'warm cache + outside edit: stale');
+    assert.equal(r.backfillAfterEdit.stale.kind, 'signatureMismatch');
+    assert.deepEqual(r.backfillAfterEdit.older, []);
+    assert.equal(r.backfillAfterEdit.pagesCached, 0);
+  });
+}
+
+/**
+ * The rest of the surface on a local-only chat store (`Scrollback.chats`, no server): options,
+ * normalized names and an older spelling (OPFS: the test writes the old file itself), full save
+ * and restore, and everything still there in a new worker.
+ */
+async function localScenario(storage) {
+  const page = await browser.newPage();
+  const log = [];
+  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+  await page.goto(`${site.url}/tests/lib/blank.html`);
+  const lines = Array.from({ length: 40 }, (_, i) => msg(i));
+  const out = await page.evaluate(async ({ storage, lines, head, extra }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const caught = async (promise) => {
+      try { await promise; return null; } catch (e) {
+        return { isError: e instanceof Error, name: e.name, kind: e.kind, message: e.message };
+      }
+    };
+    const r = {};
+    r.badPreset = await caught(Scrollback.chats({ storage, backfillPages: 'tablet' }));
+    r.badLines = await caught(Scrollback.chats({ storage, windowLines: 0 }));
+    r.badKey = await caught(Scrollback.chats({ storage, server: 'http://127.0.0.1:9' }));
+    if (storage === 'opfs') {
+      // A chat written by a version that kept names as given: "old.jsonl" at old.jsonl.jsonl.
+      const root = await navigator.storage.getDirectory();
+      const dir = await root.getDirectoryHandle('chats', { create: true });
+      const file = await dir.getFileHandle('old.jsonl.jsonl', { create: true });
+      const w = await file.createWritable();
+      await w.write([head, ...lines.slice(0, 3)].join('\n') + '\n');
+      await w.close();
+    }
+    let chats = await Scrollback.chats({ storage, windowLines: 4, backfillPages: 'mobile' });
+    r.options = await chats.options();
+    r.fractional = await caught(Scrollback.chats({ storage: 'memory', windowLines: 2.5 }));
+    // Names: one chat under every spelling; a name that is nothing once normalized is refused.
+    r.normalized = await chats.normalizeName('  notes.jsonl ');
+    const c0 = await chats.replace(' notes.jsonl', head, lines.slice(0, 30));
+    r.spellings = [];
+    for (const spelling of ['notes', 'notes.jsonl', '  notes  ']) {
+      const t = await chats.tail(spelling);
+      r.spellings.push({ lines: t.lines, cursor: t.cursor });
+    }
+    r.emptyName = await caught(chats.tail(' .jsonl'));
+    if (storage === 'opfs') r.legacy = (await chats.tail('old')).lines;
+    // windowLines is the default of tail and before.
+    r.tail = await chats.tail('notes');
+    r.before = await chats.before('notes', r.tail.cursor);
+    // A full save over a longer chat: the whole file is replaced, older cursors are stale.
+    const c1 = await chats.replace('notes', head, lines.slice(30, 35));
+    r.afterReplace = await chats.tail('notes', { maxLines: 100 });
+    r.staleAfterReplace = await caught(chats.patch('notes', c0, head, { append: [extra] }));
+    // restoreBackup undoes the last write (the replace), once.
+    await chats.restoreBackup('notes');
+    r.restored = await chats.tail('notes', { maxLines: 100 });
+    r.staleAfterRestore = await caught(chats.patch('notes', c1, head, { append: [extra] }));
+    r.restoreTwice = await caught(chats.restoreBackup('notes'));
+    r.restoreMissing = await caught(chats.restoreBackup('never written'));
+
+    // Backfill: warm the cache for a window, then another writer (a second handle, with its own
+    // cache) edits the chat. The warm pages belong to the old version: not served.
+    const t = await chats.tail('notes');
+    const request = { window: t.lines, cursor: t.cursor, hasMoreBefore: t.hasMoreBefore, budgetTokens: 1e6 };
+    r.warm = await chats.backfill('notes', request);
+    r.warmAgain = await chats.backfill('notes', request);
+    chats.close();
+    // Reopen: everything persisted in the storage.
+    chats = await Scrollback.chats({ storage });
+    r.reopenedOptions = await chats.options();
+    r.reopened = await chats.tail('notes', { maxLines: 100 });
+    chats.close();
+    r.closed = await caught(chats.tail('notes'));
+    return r;
+  }, { storage, lines, head: header('chat-1'), extra: msg(99) });
+  await page.close();
+  assert.deepEqual(log, []);
+  return { out, lines };
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`chats in ${storage}: a local-only store, options, names, full save, restore, stale backfill`, async () => {
+    const { out: r, lines } = await localScenario(storage);
+    // (a backfill's pageLines defaults to windowLines too, see warmAgain below)
+    for (const e of [r.badPreset, r.badLines, r.badKey]) {
+      assert.equal(e?.name, 'TypeError', JSON.stringify(e));
+    }
+    assert.match(r.badPreset.message, /desktop.*mobile/);
+    assert.deepEqual(r.options, { windowLines: 4, backfillPages: 8 });
+    assert.equal(r.fractional?.name, 'TypeError', 'windowLines must be a whole number');
+
+    assert.equal(r.normalized, 'notes');
+    for (const s of r.spellings) assert.deepEqual(s, r.spellings[0]);
+    assert.deepEqual(r.spellings[0].lines, lines.slice(26, 30));
+    assert.equal(r.emptyName?.kind, 'invalidArgument');
+    if (storage === 'opfs') assert.deepEqual(r.legacy, lines.slice(0, 3), 'found under its older spelling');
+
+    assert.deepEqual(r.tail.lines, lines.slice(26, 30), 'windowLines is the tail default');
+    assert.deepEqual(r.before.lines, lines.slice(22, 26), 'and the before default');
+    assert.deepEqual(r.afterReplace.lines, lines.slice(30, 35));
+    assert.equal(r.afterReplace.hasMoreBefore, false);
+    assert.equal(r.staleAfterReplace?.kind, 'signatureMismatch');
+    assert.deepEqual(r.restored.lines, lines.slice(0, 30), 'restoreBackup undid the full save');
+    assert.equal(r.staleAfterRestore?.kind, 'signatureMismatch');
+    assert.equal(r.restoreTwice?.kind, 'notFound');
+    assert.equal(r.restoreMissing?.kind, 'notFound');
+
+    assert.deepEqual(r.warm.older, lines.slice(0, 26));
+    assert.equal(r.warmAgain.pagesRead, 0);
+    assert.equal(r.warmAgain.pagesCached, 7, 'pages of windowLines (4): 26 lines');
+    assert.deepEqual(r.reopenedOptions, { windowLines: 50, backfillPages: 12 });
+    assert.deepEqual(r.reopened.lines, lines.slice(0, 30), 'persisted across workers');
+    assert.equal(r.closed?.message, 'these chats are closed');
   });
 }

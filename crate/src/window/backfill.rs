@@ -134,6 +134,11 @@ impl PromptBackfill {
         }
     }
 
+    /// How many pages the cache holds at most.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// The pages the cache holds now.
     pub fn cached_pages(&self) -> usize {
         self.pages.lock().unwrap().len()

@@ -39,8 +39,18 @@ mod tests {
 
     #[test]
     fn spellings_of_one_name_agree() {
-        for spelling in ["notes", " notes", "notes.jsonl", " notes.jsonl ", "notes .jsonl"] {
-            assert_eq!(normalize_chat_name(spelling).unwrap(), "notes", "{spelling:?}");
+        for spelling in [
+            "notes",
+            " notes",
+            "notes.jsonl",
+            " notes.jsonl ",
+            "notes .jsonl",
+        ] {
+            assert_eq!(
+                normalize_chat_name(spelling).unwrap(),
+                "notes",
+                "{spelling:?}"
+            );
         }
         assert_eq!(normalize_chat_name("a.jsonl.jsonl").unwrap(), "a.jsonl");
         assert_eq!(normalize_chat_name("Ünï cøde").unwrap(), "Ünï cøde");

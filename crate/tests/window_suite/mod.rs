@@ -1580,7 +1580,11 @@ pub async fn backfill_with_a_warm_cache_reports_an_outside_edit_as_stale<S: Stor
     let warm = backfill.collect(&chat, &r, &est).await.unwrap();
     assert_eq!((warm.older.len(), warm.pages_read), (100, 5));
     let again = backfill.collect(&chat, &r, &est).await.unwrap();
-    assert_eq!((again.pages_read, again.pages_cached), (0, 5), "the cache is warm");
+    assert_eq!(
+        (again.pages_read, again.pages_cached),
+        (0, 5),
+        "the cache is warm"
+    );
 
     // Another program rewrites an old message in place: the file is a different version.
     let mut file = bytes(chats.store(), PATH).await;
@@ -1598,7 +1602,10 @@ pub async fn backfill_with_a_warm_cache_reports_an_outside_edit_as_stale<S: Stor
         "{:?}",
         stale.stop
     );
-    assert!(stale.older.is_empty(), "no page of the old version is served");
+    assert!(
+        stale.older.is_empty(),
+        "no page of the old version is served"
+    );
     assert_eq!((stale.pages_cached, stale.pages_read), (0, 0));
     // A fresh window reads the new version.
     let t2 = chat.tail(50, false).await.unwrap();
@@ -1617,16 +1624,28 @@ pub async fn named_chats_normalize_and_find_older_spellings<S: Store>(store: S) 
     let chats = Chats::new(store);
     let a = chats.named("chats", " notes.jsonl ").await.unwrap();
     assert_eq!(a.path(), "chats/notes.jsonl");
-    let c = a.save(Cursor::default(), HEADER, &msgs(0..3), opts()).await.unwrap();
+    let c = a
+        .save(Cursor::default(), HEADER, &msgs(0..3), opts())
+        .await
+        .unwrap();
     for spelling in ["notes", "notes.jsonl", "  notes "] {
-        let t = chats.named("chats", spelling).await.unwrap().tail(10, false).await.unwrap();
+        let t = chats
+            .named("chats", spelling)
+            .await
+            .unwrap()
+            .tail(10, false)
+            .await
+            .unwrap();
         assert_eq!(t.lines, msgs(0..3), "{spelling:?}");
         assert_eq!(t.cursor, c, "the same version, under every spelling");
     }
 
     // Written by a version that kept names as given: "old.jsonl" at chats/old.jsonl.jsonl.
     let legacy = chats.chat("chats/old.jsonl.jsonl").unwrap();
-    let c = legacy.save(Cursor::default(), HEADER, &msgs(0..4), opts()).await.unwrap();
+    let c = legacy
+        .save(Cursor::default(), HEADER, &msgs(0..4), opts())
+        .await
+        .unwrap();
     let c = legacy
         .patch(c, HEADER, &PatchOp::Append { lines: msgs(4..5) }, opts())
         .await
@@ -1637,14 +1656,25 @@ pub async fn named_chats_normalize_and_find_older_spellings<S: Store>(store: S) 
     let t = found.tail(10, false).await.unwrap();
     assert_eq!(t.lines, msgs(0..5));
     assert_eq!(t.cursor.size, c.size);
-    assert!(chats.store().stat("chats/old.jsonl.jsonl").await.unwrap().is_none(), "moved");
+    assert!(
+        chats
+            .store()
+            .stat("chats/old.jsonl.jsonl")
+            .await
+            .unwrap()
+            .is_none(),
+        "moved"
+    );
     // Its backup came along: the last write can still be undone.
     found.restore_backup().await.unwrap();
     assert_eq!(found.tail(10, false).await.unwrap().lines, msgs(0..4));
     // A name that is nothing once normalized, or that escapes the folder, is refused.
     for bad in ["", " .jsonl", "../x", "a//b"] {
         assert!(
-            matches!(chats.named("chats", bad).await, Err(WindowError::InvalidArgument(_))),
+            matches!(
+                chats.named("chats", bad).await,
+                Err(WindowError::InvalidArgument(_))
+            ),
             "{bad:?}"
         );
     }

@@ -542,7 +542,12 @@ export class ChatWindow {
    */
   async save(chats, name, header, lines, options = {}) {
     const plan = this.plan(lines);
-    if (plan.kind === 'none') return plan;
+    if (plan.kind === 'none') {
+      // Nothing before the saved count changed and the count is the same: the file holds
+      // `lines` already (say, a line inserted and deleted again).
+      this.dirtyFromIndex = null;
+      return plan;
+    }
     const snapshot = [...lines];
     if (plan.kind === 'replace') {
       this.saved(await chats.replace(name, header, snapshot), snapshot, true);

@@ -4,6 +4,7 @@
 #   native   cargo test for the workspace (protocol, store, chunks, engine, server over HTTP)
 #   wasm     wasm-bindgen tests in headless Chromium (the same suites on OPFS / IndexedDB)
 #   js       end-to-end tests under tests/ (node's test runner, playwright-core, the real server)
+#   tauri    the Tauri example (examples/tauri), built and driven in WebKitGTK under xvfb-run
 # The last line is the total, as "N passed, N failed".
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,6 +43,14 @@ if scripts/wasm.sh build && cargo build -q --release -p scrollback-server; then
   layer js node_counts node --test --test-concurrency=1 tests/
 else
   summary+=("js      build of the package or the server FAILED"); total_fail=$((total_fail + 1))
+fi
+
+# The Tauri example: its own workspace and target dir (examples/tauri/target), built here, then
+# driven through WebKitWebDriver in a virtual display (tests/tauri.e2e.mjs).
+if [ -f pkg/scrollback_bg.wasm ] && (cd examples/tauri && cargo build -q --release); then
+  layer tauri node_counts xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-concurrency=1 tests/tauri.e2e.mjs
+else
+  summary+=("tauri   build of the example FAILED"); total_fail=$((total_fail + 1))
 fi
 
 printf '\n\033[1m== summary\033[0m\n'

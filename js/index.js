@@ -203,7 +203,9 @@ export class Scrollback {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback-chats' });
     const sb = new Scrollback(worker);
     try {
-      const { storage, ...handleOptions } = options;
+      // The worker opens the store (and checks every option); the handle takes the rest.
+      const handleOptions = { ...options };
+      delete handleOptions.storage;
       await sb.#call('openChats', { ...options });
       const chats = sb.#chats(handleOptions, () => sb.close());
       await chats.options();

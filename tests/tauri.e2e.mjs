@@ -1,10 +1,10 @@
-// The Tauri example (examples/tauri) on Linux (named .e2e.mjs so the js layer, `node --test
-// tests/`, does not pick it up: the tauri layer runs it under xvfb-run), driven through WebKitWebDriver (what
+// The Tauri example (examples/tauri) on Linux, driven through WebKitWebDriver (what
 // `tauri-driver` wraps) in a virtual display: the app's window opens, its webview follows a
 // session of the real server through the npm package and draws it, draws it again from its
 // IndexedDB cache after a reload (the server confirms it with one probe), and the app's own chat
 // is read (tail, an older page) and patched through the Rust commands, the file on disk
-// checked byte for byte.
+// checked byte for byte. Named .e2e.mjs so that the js layer's `node --test tests/` leaves it
+// to the tauri layer, which runs it under xvfb-run.
 //
 // Needs: the app built (`cargo build --release` in examples/tauri, after scripts/wasm.sh build),
 // WebKitWebDriver (webkit2gtk-driver) and a display (scripts/test.sh runs it under xvfb-run).
@@ -54,7 +54,8 @@ async function appReady() {
   const deadline = Date.now() + DEADLINE_MS;
   for (;;) {
     const ok = await wd('POST', `/session/${sessionId}/execute/sync`, {
-      script: 'return !!(window.app && window.app.session && window.app.notes) || (window.app?.error ?? false);', args: [],
+      // (`__reloading` marks a page that was told to reload: the new one does not have it)
+      script: 'return (!window.__reloading && !!(window.app && window.app.session && window.app.notes)) || (window.app?.error ?? false);', args: [],
     }).catch(() => false);
     if (ok === true) return;
     if (typeof ok === 'string') throw new Error(ok);
@@ -120,7 +121,9 @@ test('the Tauri app follows a session from the server, then from its cache, and 
   assert.ok(first.counters.bytesDownloaded > 0);
 
   // Reloaded: the page opens the session again, from its IndexedDB cache, confirmed by a probe.
-  await wd('POST', `/session/${sessionId}/execute/sync`, { script: 'location.reload(); return true;', args: [] });
+  await wd('POST', `/session/${sessionId}/execute/sync`, {
+    script: 'window.__reloading = true; setTimeout(() => location.reload(), 0); return true;', args: [],
+  });
   await appReady();
   const second = await inApp(`await app.session;
     const c = await app.sb.counters();

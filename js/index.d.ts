@@ -1,6 +1,9 @@
 // Types of Scrollback's JS API (js/index.js).
 
-/** Where the cache keeps its data. `auto`: OPFS when the browser has it, else IndexedDB. */
+/**
+ * Where the cache keeps its data. `auto`: OPFS when a sync access handle opens here (Chromium,
+ * Firefox, Safari), else IndexedDB (WebKitGTK, so a Tauri app on Linux), else memory.
+ */
 export type Storage = 'auto' | 'opfs' | 'indexeddb' | 'memory';
 
 /** Options of {@link Scrollback.open}. */
@@ -219,8 +222,43 @@ export interface SessionState {
   cursor: number;
   /** Whether the stream is connected. */
   live: boolean;
+  /**
+   * Why the session stopped, when retrying cannot help: `gone` (the server has no such session;
+   * its cache was purged), `unauthorized` (401/403: the token is missing or wrong), `refused`
+   * (another 4xx). Nothing more is asked until `reload()`. Network errors and 5xx are retried
+   * with backoff instead, and show in `banner`.
+   */
+  error: SessionError | null;
+  /**
+   * Whether this tab writes the session's cache: one writer per session per origin; the other
+   * tabs show the same rows read-only and take over when the writer's tab closes.
+   */
+  writer: boolean;
   /** This session's own counts since it was opened. */
   counters: SessionCounters;
+}
+
+/** The class of a server or network error, by what retrying does about it. */
+export type ServerErrorKind = 'unavailable' | 'gone' | 'unauthorized' | 'refused';
+
+/** Why a session stopped (see {@link SessionState.error}). */
+export interface SessionError {
+  kind: Exclude<ServerErrorKind, 'unavailable'>;
+  /** The HTTP status, when the server answered. */
+  status: number | null;
+  /** The server's own explanation. */
+  message: string;
+}
+
+/**
+ * What a call that reached for the server rejects with: an `Error` named `ScrollbackError`,
+ * with the error's class and, when the server answered, its HTTP status (401 for a wrong token,
+ * 404 for a session the server does not have).
+ */
+export interface ScrollbackError extends Error {
+  name: 'ScrollbackError';
+  kind?: ServerErrorKind;
+  status?: number;
 }
 
 /** What one open session has cost and saved. */
@@ -261,6 +299,8 @@ export declare class Scrollback {
   private constructor();
   /** Starts the worker and opens the cache for `options.server`. */
   static open(options: ScrollbackOptions): Promise<Scrollback>;
+  /** The storage the cache opened on; with `auto`, the one that worked here. */
+  readonly storage: Exclude<Storage, 'auto'>;
   /** The server's sessions; sessions the server no longer has are pruned from the cache. */
   sessions(): Promise<SessionSummary[]>;
   /** Opens a session view. */

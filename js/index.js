@@ -8,14 +8,16 @@ const frame = typeof requestAnimationFrame === 'function'
   : (fn) => setTimeout(fn, 16);
 
 /**
- * An error from the worker, rebuilt as a real `Error` with its name and message (and, for a
- * chat's `ChatError`, its `kind`).
+ * An error from the worker, rebuilt as a real `Error` with its name and message, its `kind`
+ * (a chat's check, or the class of a server error) and, when the server answered, its HTTP
+ * `status`.
  */
-function rebuild({ name, message, kind }) {
+function rebuild({ name, message, kind, status }) {
   const Ctor = { TypeError, RangeError }[name] ?? Error;
   const err = new Ctor(message);
   if (err.name !== name) err.name = name;
   if (kind !== undefined) err.kind = kind;
+  if (status !== undefined) err.status = status;
   return err;
 }
 
@@ -24,6 +26,7 @@ function rebuild({ name, message, kind }) {
  */
 export class Scrollback {
   #worker;
+  #storage = null;
   #calls = new Map();
   #nextCall = 1;
   #views = new Map();
@@ -45,7 +48,7 @@ export class Scrollback {
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback' });
     const sb = new Scrollback(worker);
     try {
-      await sb.#call('open', { ...options });
+      sb.#storage = await sb.#call('open', { ...options });
     } catch (err) {
       sb.close();
       throw err;
@@ -214,6 +217,14 @@ export class Scrollback {
       sb.close();
       throw err;
     }
+  }
+
+  /**
+   * The storage the cache opened on: 'opfs', 'indexeddb' or 'memory'. With `storage: 'auto'`,
+   * the one that worked here (WebKitGTK's OPFS has no sync access handles: IndexedDB).
+   */
+  get storage() {
+    return this.#storage;
   }
 
   /** Closes every view and stops the worker. */

@@ -1,7 +1,7 @@
 // The package's worker: the engine (Rust, wasm) runs here, off the page's thread, where OPFS
 // sync access handles are allowed. index.js starts it; every message is one call:
 //   page -> worker  { id, op, args }
-//   worker -> page  { id, value } | { id, error: { name, message, kind? } } | { view, state }
+//   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, state }
 // `state` is a view's state as a JSON string (one string crosses cheaply; the page parses it
 // only when it is read). A view's state is sent at most every STATE_INTERVAL_MS, and always
 // before the answer to a call on that view, so an awaited call sees its own effect.
@@ -82,6 +82,7 @@ const ops = {
   async open(options) {
     if (client) throw new Error('Scrollback is already open');
     client = await Client.open(options);
+    return client.storage;
   },
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {
@@ -131,7 +132,12 @@ self.onmessage = async ({ data: { id, op, args } }) => {
     self.postMessage({ id, value });
   } catch (err) {
     const error = err instanceof Error
-      ? { name: err.name, message: err.message, ...(typeof err.kind === 'string' && { kind: err.kind }) }
+      ? {
+        name: err.name,
+        message: err.message,
+        ...(typeof err.kind === 'string' && { kind: err.kind }),
+        ...(typeof err.status === 'number' && { status: err.status }),
+      }
       : { name: 'Error', message: String(err) };
     self.postMessage({ id, error });
   }

@@ -4,6 +4,7 @@
 # for why each piece is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
 
 say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
 
@@ -19,6 +20,35 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "installing Debian packages: ${missing[*]} (a few minutes on a fresh machine)"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 1b. The other engines the tests run in (TOOLCHAIN.md sections 6 and 7): WebKitGTK's WebDriver
+#     and a virtual display for it, what tests/lib/wkbrowser.py (a WebKitGTK browser with an
+#     on-disk profile, for OPFS and IndexedDB) needs, and Firefox ESR.
+ENGINE_PACKAGES=(webkit2gtk-driver xvfb firefox-esr)
+ENGINE_BARE_PACKAGES=(python3-gi gir1.2-webkit2-4.1)   # without their recommends (no desktop)
+missing=(); missing_bare=()
+for p in "${ENGINE_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+for p in "${ENGINE_BARE_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_bare+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_bare[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  say "installing the other engines: ${missing[*]} ${missing_bare[*]} (about a minute)"
+  $SUDO apt-get update -qq
+  apt_install() { DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq "$@" >/dev/null; }
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+  [ ${#missing_bare[@]} -eq 0 ] || apt_install --no-install-recommends "${missing_bare[@]}"
+fi
+
+# 1c. geckodriver (Firefox's WebDriver): Debian has none; crates.io has it.
+GECKODRIVER_VERSION=0.37.1
+have=$(geckodriver --version 2>/dev/null | awk 'NR == 1 {print $2}' || true)
+if [ "$have" != "$GECKODRIVER_VERSION" ]; then
+  say "installing geckodriver $GECKODRIVER_VERSION from crates.io (about 2 minutes, once)"
+  cargo install -q geckodriver --version "$GECKODRIVER_VERSION"
 fi
 
 # 2. The wasm-bindgen CLI, exactly the version of the crate pinned in Cargo.toml.

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Runs wasm builds and tests with the environment they need, so nobody types it by hand:
 # Debian's rustc-web (its LLVM knows wasm32) with -Zbuild-std, the version-matched wasm-bindgen,
-# and Chromium through chromedriver for wasm-bindgen-test.
+# and wasm-bindgen-test-runner driving a browser.
 #
 #   scripts/wasm.sh build            release build of the package into pkg/, sizes printed
-#   scripts/wasm.sh test [ARGS...]   wasm-bindgen tests in headless Chromium (ARGS go to cargo test)
+#   scripts/wasm.sh test [--engine E] [CARGO ARGS...] [-- RUNNER ARGS...]
+#        wasm-bindgen tests: built once (cargo test --no-run), then every test .wasm is run by
+#        wasm-bindgen-test-runner in engine E: chromium (default; chromedriver), webkitgtk
+#        (WebKitWebDriver under Xvfb, through tests/lib/wd-proxy.py, which gives the runner's
+#        empty Safari-mode capabilities the storage features and tests/lib/wkbrowser.py, a
+#        WebKitGTK browser with an on-disk profile), firefox (geckodriver, firefox-esr). A second
+#        engine reuses the build: cargo has nothing to do, the same .wasm files run.
 #
-# `test` also starts the real scrollback-server for the browser transport's tests (see
-# start_test_server), unless SCROLLBACK_TEST_SERVER already names one.
+# A test that cannot run in an engine is not run there: it is printed as "skipped: ENGINE
+# BINARY TEST: REASON" and counted on a "skipped N" line (see SKIPS). `test` also starts the
+# real scrollback-server for the browser transport's tests (see start_test_server), unless
+# SCROLLBACK_TEST_SERVER already names one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -56,9 +64,60 @@ export PATH="/usr/bin:$PATH"           # Debian's cargo/rustc first; see TOOLCHA
 export RUSTC_BOOTSTRAP=1               # lets the stable toolchain take -Zbuild-std
 export CARGO_TARGET_DIR="${SCROLLBACK_WASM_TARGET_DIR:-$root/target/wasm}"
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg=web_sys_unstable_apis"
-export CHROMEDRIVER=/usr/bin/chromedriver
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
 target=(--target wasm32-unknown-unknown -Zbuild-std=std,panic_abort)
+
+# Tests that cannot run in an engine, one per line: ENGINE|BINARY|NAME FILTER (empty: all of the
+# binary)|REASON. Everything else must pass in every engine.
+NO_SYNC_HANDLES="OPFS sync access handles throw NotSupportedError in WebKitGTK (WebKit implements them on Apple platforms only); 'auto' uses IndexedDB there"
+SKIPS="webkitgtk|store_opfs||$NO_SYNC_HANDLES
+webkitgtk|chunks_opfs||$NO_SYNC_HANDLES
+webkitgtk|store_race|opfs|$NO_SYNC_HANDLES"
+
+# Starts what the engine's runner talks to, and points wasm-bindgen-test-runner at it (exactly
+# one driver variable set: the runner takes the first it finds). Stopped when the script exits.
+engine_pids=()
+engine_tmp=""
+engine_stop() {
+  for pid in "${engine_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${engine_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  [ -z "$engine_tmp" ] || rm -rf "$engine_tmp"
+}
+engine_start() {
+  unset CHROMEDRIVER GECKODRIVER SAFARIDRIVER SAFARIDRIVER_REMOTE WASM_BINDGEN_TEST_WEBDRIVER_JSON
+  trap 'stop_test_server; engine_stop' EXIT
+  case "$1" in
+    chromium)
+      export CHROMEDRIVER=/usr/bin/chromedriver
+      export WASM_BINDGEN_TEST_WEBDRIVER_JSON="$root/crate/webdriver.json" ;;
+    firefox)
+      GECKODRIVER=$(command -v geckodriver || echo "$HOME/.cargo/bin/geckodriver")
+      export GECKODRIVER
+      export WASM_BINDGEN_TEST_WEBDRIVER_JSON="$root/tests/lib/webdriver-firefox.json" ;;
+    webkitgtk)
+      engine_tmp=$(mktemp -d)
+      # A display of its own (Xvfb picks a free number and writes it to fd 3).
+      Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp 3>"$engine_tmp/display" 2>/dev/null &
+      engine_pids+=($!)
+      for _ in $(seq 100); do [ -s "$engine_tmp/display" ] && break; sleep 0.1; done
+      [ -s "$engine_tmp/display" ] || { echo "Xvfb did not start" >&2; exit 1; }
+      local driver_port proxy_port
+      driver_port=$(free_port); proxy_port=$(free_port)
+      DISPLAY=":$(cat "$engine_tmp/display")" WK_PROFILE="$engine_tmp/profile" \
+        WebKitWebDriver --port="$driver_port" >"$engine_tmp/driver.log" 2>&1 &
+      engine_pids+=($!)
+      WK_CAPS=$(printf '{"webkitgtk:browserOptions":{"binary":"%s","args":["--automation","--features=%s"]}}' \
+        "$root/tests/lib/wkbrowser.py" "$WEBKIT_FEATURES") \
+        python3 "$root/tests/lib/wd-proxy.py" "$proxy_port" "$driver_port" &
+      engine_pids+=($!)
+      for _ in $(seq 100); do
+        curl -fs "http://127.0.0.1:$proxy_port/status" >/dev/null 2>&1 && break; sleep 0.1
+      done
+      export SAFARIDRIVER_REMOTE="http://127.0.0.1:$proxy_port" ;;
+  esac
+}
+# The WebKit features a Scrollback page needs (storage APIs are off by default in WebKitGTK).
+WEBKIT_FEATURES="+StorageAPI,+StorageAPIEstimate,+FileSystem,+FileSystemWritableStream,+AccessHandle"
 
 cmd="${1:-build}"; shift || true
 case "$cmd" in
@@ -84,11 +143,48 @@ case "$cmd" in
     printf 'wasm size: %s (%s)\n' "$(sizes "$out/scrollback_bg.wasm")" "pkg/scrollback_bg.wasm"
     ;;
   test)
-    [ -n "${SCROLLBACK_TEST_SERVER:-}" ] || start_test_server
+    engine=chromium; cargo_args=(); runner_args=()
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --engine) engine="$2"; shift 2 ;;
+        --engine=*) engine="${1#*=}"; shift ;;
+        --) shift; runner_args=("$@"); break ;;
+        *) cargo_args+=("$1"); shift ;;
+      esac
+    done
+    case "$engine" in chromium|webkitgtk|firefox) ;; *) echo "unknown engine $engine" >&2; exit 2 ;; esac
     # Without an explicit --test/--lib: the library and tests/* (examples are native benchmarks).
-    select=(--tests)
-    for a in "$@"; do case "$a" in --test|--test=*|--lib) select=() ;; esac; done
-    cargo test -p scrollback "${select[@]}" "${target[@]}" "$@"
+    select=(--tests); whole=1
+    for a in "${cargo_args[@]}"; do case "$a" in --test|--test=*|--lib) select=(); whole=0 ;; esac; done
+    [ -n "${SCROLLBACK_TEST_SERVER:-}" ] || start_test_server
+    # Build once; the test binaries are the .wasm files cargo names.
+    bins=$(cargo test -q -p scrollback "${select[@]}" "${target[@]}" "${cargo_args[@]}" --no-run \
+      --message-format=json-render-diagnostics \
+      | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["executable"])')
+    engine_start "$engine"
+    skipped=0; status=0
+    for bin in $bins; do
+      name=$(basename "$bin" .wasm); name="${name%-*}"
+      # The storage benchmark has only an ignored test: with everything, it is Chromium's alone.
+      if [ "$whole" = 1 ] && [ "$name" = bench_storage ] && [ "$engine" != chromium ]; then continue; fi
+      skip_args=()
+      while IFS='|' read -r e b filter reason; do
+        [ "$e" = "$engine" ] && [ "$b" = "$name" ] || continue
+        while read -r t; do
+          [ -n "$t" ] || continue
+          echo "skipped: $engine $name ${t%: test}: $reason"; skipped=$((skipped + 1))
+        done < <(wasm-bindgen-test-runner "$bin" --list ${filter:+"$filter"} 2>/dev/null | grep ': test$')
+        if [ -z "$filter" ]; then continue 2; fi
+        skip_args+=(--skip "$filter")
+      done <<<"$SKIPS"
+      echo "     Running $name ($engine)"
+      wasm-bindgen-test-runner "$bin" "${skip_args[@]}" "${runner_args[@]}" || status=1
+    done
+    echo "skipped $skipped"
+    exit $status
     ;;
   *)
     echo "usage: scripts/wasm.sh build | test [cargo test args]" >&2; exit 2 ;;

@@ -134,8 +134,8 @@ test('cold open: the opening window and the stream; the list, session and settin
   const w = await world(t);
   const { page, requests } = w;
   await page.goto(`${w.server.url}/`);
-  await page.waitForSelector('#session-list li');
-  assert.equal(await page.locator('#session-list li').count(), (await (await fetch(`${w.server.url}/sessions`)).json()).length);
+  const listed = (await (await fetch(`${w.server.url}/sessions`)).json()).length;
+  await page.waitForFunction((n) => document.querySelectorAll('#session-list li').length === n, listed, WAIT);
   await page.screenshot({ path: path.join(OUT, 'list.png') });
 
   await page.click('#session-list a[href="#/sessions/long"]');
@@ -232,7 +232,9 @@ test('a reply streaming while the session is closed and reopened continues in th
   const file = () => w.server.lines('welcome');
   await until(async () => (await file()).some((l) => l.event.text === asked), 'the message was posted');
   const userSeq = (await file()).find((l) => l.event.type === 'userMessage' && l.event.text === asked).seq;
-  assert.equal(await page.inputValue('#message'), '', 'the composer is emptied once sent');
+  // The page empties the composer once its own post resolved, which may be after the server wrote
+  // the line: wait for it rather than look at once.
+  await page.waitForFunction(() => document.getElementById('message').value === '', null, WAIT);
   const deltasIn = async () => (await file()).filter((l) => l.seq > userSeq && l.event.type === 'assistantText').length;
   // Wait for the reply to be drawn growing, then close while it streams.
   await page.waitForFunction((seq) => {

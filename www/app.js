@@ -128,8 +128,12 @@ function renderState(state) {
   ui.meta.textContent = [state.status, state.model, state.permissionMode,
     state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
     .filter(Boolean).join(' · ');
-  ui.banner.hidden = !state.banner;
-  if (state.banner) {
+  ui.banner.hidden = !state.banner && !state.error;
+  if (state.error) {
+    const why = { gone: 'This session no longer exists on the server.', unauthorized: 'The server refused the access token.' }[state.error.kind]
+      ?? 'The server refused this session.';
+    ui.banner.replaceChildren(el('strong', null, `${why} `), el('span', 'detail', state.error.message));
+  } else if (state.banner) {
     ui.banner.replaceChildren(
       el('strong', null, 'The server cannot be reached. '),
       el('span', null, 'Showing the cached transcript; reconnecting… '),

@@ -6,8 +6,8 @@
 //! `scrollback-server --sandbox`). For windows ending at 25%, 50% and 75% of the file and at its
 //! tail it prints:
 //!
-//! - the seed's boundary: the newest raw events below that point whose page fits WINDOW_BYTES
-//!   (default 220 KB, seed 001's `maxBytes`), events and bytes before and after folding
+//! - the replay boundary: the newest raw events below that point whose page fits WINDOW_BYTES
+//!   (default 220 KB, the fold's replay window, design.md rule F7), events and bytes before and after folding
 //!   (`protocol::coalesce`): the same conversation in fewer bytes;
 //! - a byte-budgeted page of the same bytes (the server's `bytes` parameter): read back as far
 //!   as needed, folded, filled with whole rows while their line text fits the raw page's; and how much more conversation

@@ -74,3 +74,44 @@ fn nothing_escapes_the_root_and_writes_are_whole() {
         assert_eq!(std::fs::read(root.join("a/b")).unwrap(), b"replaced");
     });
 }
+
+/// Segments that would mean another file (or another root) on some OS are refused on every OS:
+/// a drive prefix, a trailing dot or space (`a.` and `a` are one file on Windows), a device name
+/// Windows reserves in any case, and the characters Windows forbids. Nothing is written.
+#[test]
+fn segments_that_are_not_portable_file_names_are_refused_everywhere() {
+    pollster::block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsStore::new(dir.path());
+        for bad in [
+            "chats/C:/x.jsonl",
+            "C:",
+            "a./b",
+            "a /b",
+            "CON",
+            "chats/nul",
+            "chats/Com1.txt",
+            "lpt9/x",
+            "a<b",
+            "a|b",
+            "a?b",
+            "a*b",
+            "a\"b",
+            "a\tb",
+        ] {
+            assert!(
+                matches!(
+                    store.write(bad, b"x").await,
+                    Err(scrollback::store::StoreError::InvalidPath(_))
+                ),
+                "{bad:?}"
+            );
+            assert!(store.read(bad, 0, 1).await.is_err(), "{bad:?}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Their portable neighbours are fine.
+        for good in ["chats/c/x.jsonl", "a.b/c", "console", "com10", "a%2E/b"] {
+            store.write(good, b"x").await.unwrap();
+        }
+    });
+}

@@ -1,12 +1,18 @@
 //! The wire, shared by client and server: a transcript line, the row rule, the `/transcript`
-//! query and the protocol's constants. No I/O.
+//! query, the protocol's constants, and the reading of lines out of blocks. No I/O.
 
+mod blocks;
 mod line;
+mod names;
 mod query;
 mod rows;
 mod session;
 
+pub use blocks::{BackWalk, ForwardWalk, Found, Probed, Seek, SeqSeek, Step, BLOCK, FIRST_BLOCK};
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
+pub use names::{
+    check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,
+};
 pub use query::{QueryError, TranscriptQuery};
 pub use rows::{clean_append, coalesce, joins, last_seq, RowWalk, FOLDED};
 pub use session::SessionSummary;

@@ -15,7 +15,10 @@ pub enum LineError {
     NoEvent,
     #[error("event has no string `type`")]
     NoType,
-    #[error("line spans more than one line of text")]
+    /// A raw CR or LF inside the line (JSON allows both as whitespace between tokens). An SSE
+    /// `data:` field ends at either, so such a line could not travel on `/events` as it travels
+    /// on `/transcript`: one definition of a line refuses it everywhere.
+    #[error("line holds a raw CR or LF (allowed in JSON whitespace, but a line is one line of text on every route): escape it or remove it")]
     Multiline,
 }
 
@@ -61,7 +64,7 @@ impl EventKind {
 ///
 /// The cache stores [`Line::raw`], never a re-serialization, so what goes to disk is what the
 /// server sent. Equality ([`PartialEq`]) is *parsed* equality over `seq`, `ts` and the whole
-/// event (the probe's comparison, seed 000 decision 3); two lines that differ only in key order
+/// event (the probe's comparison, design.md decision 3); two lines that differ only in key order
 /// or whitespace are equal, two that differ in the last bit of `ts` are not.
 #[derive(Debug, Clone)]
 pub struct Line {
@@ -74,9 +77,16 @@ pub struct Line {
 
 impl Line {
     /// Parses one line of JSON text (without its newline), keeping the text.
+    ///
+    /// The one definition of a valid line, for every route and both ends: a JSON object with a
+    /// `seq` of 1 or more, a numeric `ts` and an `event` object with a string `type`, holding no
+    /// raw CR or LF (a trailing `\n`, `\r\n` or `\r` is the line's end and is dropped). A CR or
+    /// LF inside JSON strings is escaped by JSON itself; raw ones could only be whitespace, and
+    /// an SSE `data:` field would split there, so they are refused rather than carried by one
+    /// route and not the other.
     pub fn parse(raw: &str) -> Result<Line, LineError> {
         let raw = raw.trim_end_matches(['\n', '\r']);
-        if raw.contains('\n') {
+        if raw.contains(['\n', '\r']) {
             return Err(LineError::Multiline);
         }
         let value: Value =

@@ -2,7 +2,7 @@
 //!
 //! There is one rule and this is it. The server uses it to coalesce a page
 //! ([`coalesce`], [`RowWalk`]), the client uses it to count rows over raw cached lines
-//! ([`RowWalk`]), and the display fold uses it to decide what it may fold. Seed 000 warns that a
+//! ([`RowWalk`]), and the display fold uses it to decide what it may fold. design.md (cache decision 5) warns that a
 //! client's copy of the server's rule drifts; here there is no copy.
 //!
 //! The rule is a predicate over two adjacent lines ([`joins`]), so it gives the same answer
@@ -78,7 +78,7 @@ fn same_message(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 /// Whether `newer` continues the row that `older` (the line just before it) is in.
 ///
 /// Only streamed assistant text joins, and only when it is provably the same message rendered
-/// the same way folded or not (seed 001): both are `assistantText`, every field other than
+/// the same way folded or not (design.md, fold rules F1-F3): both are `assistantText`, every field other than
 /// `text` is equal (the same message), `newer` starts at the seq right after the last one
 /// `older` covers, and `newer`'s first delta is a *clean append* ([`clean_append`]) of `older`'s
 /// last delta. Any other event, and any unknown type, ends a run.
@@ -98,9 +98,12 @@ pub fn joins(older: &Line, newer: &Line) -> bool {
     same_message(older.event(), newer.event()) && clean_append(a.last, b.first)
 }
 
-/// Seed 001's predicate: `next` appended to `prev` renders the same whether a client
+/// The clean-append predicate (design.md, fold rule F1): `next` appended to `prev` renders the same whether a client
 /// concatenates deltas or detects replays and overlaps. Both non-empty, not equal, neither a
 /// prefix of the other, and no suffix of `prev` is a prefix of `next`.
+///
+/// Linear in the lengths of the two texts (the overlap test is one Knuth-Morris-Pratt pass), so
+/// two megabyte deltas sharing a long prefix cost milliseconds, not minutes.
 pub fn clean_append(prev: &str, next: &str) -> bool {
     if prev.is_empty() || next.is_empty() || prev == next {
         return false;
@@ -108,12 +111,41 @@ pub fn clean_append(prev: &str, next: &str) -> bool {
     if prev.starts_with(next) || next.starts_with(prev) {
         return false;
     }
-    let overlap = next
-        .char_indices()
-        .map(|(i, c)| i + c.len_utf8())
-        .take_while(|&k| k <= prev.len())
-        .any(|k| prev.ends_with(&next[..k]));
-    !overlap
+    overlap(prev.as_bytes(), next.as_bytes()) == 0
+}
+
+/// The length of the longest suffix of `prev` that is a prefix of `next` (bytes; both texts
+/// being UTF-8, a suffix equal to a prefix of `next` starts at a character boundary of `prev`).
+///
+/// One pass of the Knuth-Morris-Pratt automaton of `next` over the last `next.len()` bytes of
+/// `prev`: O(|prev| + |next|) time, O(|next|) memory.
+fn overlap(prev: &[u8], next: &[u8]) -> usize {
+    let pattern = &next[..next.len().min(prev.len())];
+    // fail[i]: the longest proper border of pattern[..=i].
+    let mut fail = vec![0usize; pattern.len()];
+    let mut k = 0;
+    for i in 1..pattern.len() {
+        while k > 0 && pattern[i] != pattern[k] {
+            k = fail[k - 1];
+        }
+        if pattern[i] == pattern[k] {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    let mut matched = 0;
+    for &b in &prev[prev.len() - pattern.len()..] {
+        if matched == pattern.len() {
+            matched = fail[matched - 1];
+        }
+        while matched > 0 && b != pattern[matched] {
+            matched = fail[matched - 1];
+        }
+        if b == pattern[matched] {
+            matched += 1;
+        }
+    }
+    matched
 }
 
 /// Counts rows walking a page backwards (newest line first), stopping only between rows.
@@ -198,4 +230,56 @@ fn fold_run(run: &[Line]) -> Line {
     event.insert("text".into(), Value::String(text));
     event.insert(FOLDED.into(), Value::Object(folded));
     Line::new(head.seq(), head.ts(), event).expect("a parsed line rebuilds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The predicate as design.md, fold rule F1, states it, by brute force: the reference the linear one must
+    /// agree with.
+    fn clean_append_by_definition(prev: &str, next: &str) -> bool {
+        if prev.is_empty() || next.is_empty() || prev == next {
+            return false;
+        }
+        if prev.starts_with(next) || next.starts_with(prev) {
+            return false;
+        }
+        !(1..=next.len().min(prev.len()))
+            .filter(|&k| next.is_char_boundary(k))
+            .any(|k| prev.ends_with(&next[..k]))
+    }
+
+    #[test]
+    fn clean_append_agrees_with_its_definition_on_every_short_pair() {
+        // Every pair of strings up to length 5 over a small alphabet with a multibyte letter.
+        let alphabet = ["a", "b", "\u{e9}"];
+        let mut words = vec![String::new()];
+        let mut level = vec![String::new()];
+        for _ in 0..5 {
+            level = level
+                .iter()
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            words.extend(level.iter().cloned());
+        }
+        for prev in &words {
+            for next in &words {
+                assert_eq!(
+                    clean_append(prev, next),
+                    clean_append_by_definition(prev, next),
+                    "{prev:?} then {next:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn overlaps_are_found_whatever_their_length() {
+        assert!(!clean_append("hello wor", "world"));
+        assert!(!clean_append("abcab", "abd"));
+        assert!(clean_append("abcab", "d"));
+        assert!(!clean_append("aab", "ba"));
+        assert!(clean_append("ab", "aab"));
+    }
 }

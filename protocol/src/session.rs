@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One session as the list describes it. Status, model and permission mode come from here,
-/// not from a replayed cache (seed 000, decision 7): this is the newer measurement.
+/// not from a replayed cache (design.md decision 7): this is the newer measurement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {

@@ -1,4 +1,5 @@
-//! `--token`: every route answers 401 without it; `--allow-origin`: CORS for those origins only.
+//! `--token`: every route answers 401 without it; `--allow-origin`: CORS for those origins only;
+//! the site rules against DNS rebinding and cross-site writes ([`Site`]).
 //!
 //! The token is accepted as `Authorization: Bearer T`, as a `token` query parameter (what an
 //! `EventSource` can send) or as the cookie `scrollback_token` (set when a page was opened with
@@ -10,6 +11,7 @@ use axum::http::header::{self, HeaderValue};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -85,14 +87,153 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Middleware: 401 unless the request carries the token.
-pub async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+/// Which `Host` and `Origin` values this server answers.
+///
+/// Hosts: the listening address, `localhost` with its port when that address is a loopback one
+/// (any IP literal with the port when it is unspecified, `0.0.0.0` or `::`), and the
+/// `--allow-host` values. Origins: `http://` and an answered host, or an `--allow-origin` value.
+#[derive(Debug, Clone)]
+pub struct Site {
+    port: u16,
+    hosts: Vec<String>,
+    any_ip: bool,
+    origins: Vec<String>,
+}
+
+impl Site {
+    /// The rules for a server listening on `addr`.
+    pub fn new(addr: SocketAddr, allow_host: &[String], allow_origin: &[String]) -> Site {
+        let port = addr.port();
+        let mut hosts = vec![addr.to_string()];
+        if addr.ip().is_loopback() {
+            hosts.push(format!("localhost:{port}"));
+        }
+        for h in allow_host {
+            let h = h.trim().to_ascii_lowercase();
+            if h.contains(':') && !h.starts_with('[') {
+                hosts.push(h);
+            } else {
+                hosts.push(format!("{h}:{port}"));
+                hosts.push(h);
+            }
+        }
+        Site {
+            port,
+            hosts,
+            any_ip: addr.ip().is_unspecified(),
+            origins: allow_origin
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
+    /// Whether a `Host` value names this server.
+    pub fn host_ok(&self, host: &str) -> bool {
+        let host = host.trim().to_ascii_lowercase();
+        // The default port may be left out.
+        let portless = host.ends_with(']') || !host.contains(':');
+        let with_port = if self.port == 80 && portless {
+            format!("{host}:80")
+        } else {
+            host.clone()
+        };
+        if self.hosts.contains(&host) || self.hosts.contains(&with_port) {
+            return true;
+        }
+        self.any_ip
+            && with_port
+                .parse::<SocketAddr>()
+                .is_ok_and(|a| a.port() == self.port)
+    }
+
+    /// Whether an `Origin` value is this server's own or an allowed one.
+    pub fn origin_ok(&self, origin: &str) -> bool {
+        let origin = origin.trim().to_ascii_lowercase();
+        self.origins.contains(&origin)
+            || origin
+                .strip_prefix("http://")
+                .is_some_and(|h| !h.contains('/') && self.host_ok(h))
+    }
+
+    /// Whether a request that carries the token only in the cookie comes from a page allowed to
+    /// use it: a cookie travels to every port of a host, so the browser's own word on where the
+    /// request comes from must agree (`Origin` allowed, or no `Origin` and `Sec-Fetch-Site`
+    /// absent, `same-origin` or `none`).
+    fn cookie_ok(&self, req: &Request) -> bool {
+        let headers = req.headers();
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            return origin.to_str().is_ok_and(|o| self.origin_ok(o));
+        }
+        match headers.get("sec-fetch-site").map(|v| v.to_str()) {
+            None => true,
+            Some(Ok(site)) => matches!(site, "same-origin" | "none"),
+            Some(Err(_)) => false,
+        }
+    }
+}
+
+/// Middleware: 421 for a `Host` that does not name this server (DNS rebinding), 403 for a
+/// state-changing request from an origin that is not allowed (a cross-site form or script).
+pub async fn check_site(State(site): State<Arc<Site>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().map(str::to_owned));
+    match host {
+        Some(Ok(h)) if site.host_ok(&h) => {}
+        None if req.uri().authority().is_none() => {}
+        None if req
+            .uri()
+            .authority()
+            .is_some_and(|a| site.host_ok(a.as_str())) => {}
+        _ => {
+            return error(
+                StatusCode::MISDIRECTED_REQUEST,
+                "unknown `Host`: this server answers only its own address (see --allow-host)",
+            )
+        }
+    }
+    let writes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if writes {
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            if !origin.to_str().is_ok_and(|o| site.origin_ok(o)) {
+                return error(
+                    StatusCode::FORBIDDEN,
+                    "this origin may not change sessions (see --allow-origin)",
+                );
+            }
+        }
+    }
+    next.run(req).await
+}
+
+/// What [`require_token`] checks against.
+pub struct TokenGuard {
+    /// The token.
+    pub token: Arc<str>,
+    /// Where a cookie-carried token may come from.
+    pub site: Arc<Site>,
+}
+
+/// Middleware: 401 unless the request carries the token (and, when only the cookie carries it,
+/// comes from an allowed page: 403 otherwise).
+pub async fn require_token(
+    State(guard): State<Arc<TokenGuard>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let token = &guard.token;
     // CORS preflights carry no credentials; the CORS layer outside answers them.
     if req.method() == Method::OPTIONS {
         return next.run(req).await;
     }
-    match presented(&req, &token) {
+    match presented(&req, token) {
         None => error(StatusCode::UNAUTHORIZED, "missing or wrong token"),
+        Some(Found::Cookie) if !guard.site.cookie_ok(&req) => error(
+            StatusCode::FORBIDDEN,
+            "the token cookie is not accepted from another site or port",
+        ),
         Some(found) => {
             let mut response = next.run(req).await;
             if matches!(found, Found::Query) {
@@ -137,5 +278,31 @@ mod tests {
         assert_eq!(percent_decode("a%2Bb%3D"), "a+b=");
         assert_eq!(percent_decode("a%2"), "a%2");
         assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"ab", b"abc"));
+    }
+
+    #[test]
+    fn hosts_and_origins_name_the_listening_address() {
+        let site = Site::new("127.0.0.1:4000".parse().unwrap(), &["box.lan".into()], &[]);
+        for ok in [
+            "127.0.0.1:4000",
+            "localhost:4000",
+            "LOCALHOST:4000",
+            "box.lan",
+            "box.lan:4000",
+        ] {
+            assert!(site.host_ok(ok), "{ok}");
+        }
+        for bad in [
+            "rebind.attacker.example",
+            "localhost:4001",
+            "127.0.0.1",
+            "evil:4000",
+        ] {
+            assert!(!site.host_ok(bad), "{bad}");
+        }
+        assert!(site.origin_ok("http://localhost:4000"));
+        assert!(!site.origin_ok("http://localhost:5000") && !site.origin_ok("null"));
+        let any = Site::new("0.0.0.0:4000".parse().unwrap(), &[], &[]);
+        assert!(any.host_ok("192.168.1.9:4000") && !any.host_ok("evil.example:4000"));
     }
 }

@@ -38,6 +38,24 @@ pub struct Config {
     /// Allow cross-origin requests from this origin (repeatable), e.g. `http://localhost:5173`.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Also answer requests whose `Host` is this (repeatable; `name` or `name:port`). By default
+    /// only the listening address is answered (and `localhost` when it is a loopback address):
+    /// a forged `Host` (DNS rebinding) gets 421.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// The most open connections (default: derived from the descriptor limit). When full, the
+    /// oldest connection with no request in progress is closed to make room.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Milliseconds a client has to send a request's head before the connection is closed.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// Milliseconds a request body may pause between two pieces before the request fails.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+    /// The most transcript `PUT`s received at once; one more gets 503 with `Retry-After`.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_puts: usize,
     /// Milliseconds between the deltas of a sandbox reply.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub pace_ms: u64,
@@ -54,6 +72,11 @@ impl Config {
             pkg: None,
             token: None,
             allow_origin: Vec::new(),
+            allow_host: Vec::new(),
+            max_connections: None,
+            header_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            max_puts: 4,
             pace_ms: 30,
         }
     }

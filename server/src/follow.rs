@@ -1,24 +1,323 @@
 //! `/events`: the catch-up, then following the file as other processes append to it.
 //!
-//! The file is polled every [`POLL`]: complete new lines are sent as they appear (a torn last
-//! line waits for its newline). A file replaced under the same name (another file, or one
-//! shorter than what was read) is the new content: the stream sends a reset frame and the new
-//! file's newest lines, then follows it. A deleted file ends the stream. Nothing runs for a
-//! client that has gone: the stream is polled only while its response is being sent.
+//! A stream does nothing until its file changes: every session folder being followed has one
+//! change notification (the `notify` crate; a poll of the file every [`POLL`] where notification
+//! cannot be had), shared by all the streams of that session through a [`watch`] counter. On a
+//! change each stream reads the complete new lines, at most [`STEP_BYTES`] at a time and only
+//! while its client takes what was sent (the stream is polled only while its response is being
+//! sent), so what one stream holds is bounded whatever the file does. A stream whose client has
+//! fallen more than [`CATCH_UP_BYTES`] behind the file is reset (`reason: "behind"`): a reset
+//! frame and the newest window, from which the client pages the gap.
+//!
+//! A file replaced under the same name (another inode), cut shorter, or rewritten in place (the
+//! bytes before the end read so far changed, or its modification time changed while its length
+//! did not) is the new content: a reset frame (`replaced`) and the new file's newest lines. A
+//! deleted file ends the stream. A torn last line waits for its newline.
 
-use crate::transcript::{self, CatchUp, FileId, Tail};
+use crate::transcript::{reader, CatchUp, FileId, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
-use scrollback_protocol::{Line, RESET_EVENT};
-use std::collections::VecDeque;
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use scrollback_protocol::{Line, CATCH_UP_BYTES, RESET_EVENT};
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::fs::File;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
-/// How often a followed file is checked for new lines.
+/// How often a followed file is checked when change notification is not available.
 pub const POLL: Duration = Duration::from_millis(50);
+/// The most bytes of new lines one stream reads at once (a longer line is read whole, within
+/// [`CATCH_UP_BYTES`]).
+pub const STEP_BYTES: u64 = 256 << 10;
+/// The most lines a reset's window holds (and never more than [`CATCH_UP_BYTES`] of them).
+pub const RESET_LINES: usize = 200;
+/// How many bytes before the end read so far are compared to detect a rewrite in place.
+const TAIL_CHECK: u64 = 256;
+
+// ---------------------------------------------------------------------------------------------
+// Change notification, one per followed session folder.
+
+/// The change notifications of every followed file, and the streams' counters (`/stats`).
+pub struct Watchers {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Followed session folders; an entry lives while a stream holds its [`Watched`].
+    folders: Mutex<HashMap<PathBuf, Weak<Watched>>>,
+    /// The one notifier (`None` when the platform gave none: every folder is polled). Locked
+    /// around every change to what is watched, so a watch and an unwatch never cross.
+    notifier: Mutex<Option<RecommendedWatcher>>,
+    polled: AtomicBool,
+    streams: AtomicU64,
+    looks: AtomicU64,
+}
+
+impl Default for Watchers {
+    fn default() -> Self {
+        Watchers::new()
+    }
+}
+
+impl Watchers {
+    /// A registry with the platform's notifier (polling if there is none).
+    pub fn new() -> Watchers {
+        let shared = Arc::new_cyclic(|weak: &Weak<Shared>| {
+            let weak = weak.clone();
+            let notifier =
+                notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                    let (Ok(event), Some(shared)) = (event, weak.upgrade()) else {
+                        return;
+                    };
+                    // Opening a file (a stream's own look, a page being read) changes nothing.
+                    if let notify::EventKind::Access(access) = event.kind {
+                        if !matches!(
+                            access,
+                            notify::event::AccessKind::Close(notify::event::AccessMode::Write)
+                        ) {
+                            return;
+                        }
+                    }
+                    shared.changed(&event.paths);
+                })
+                .ok();
+            Shared {
+                folders: Mutex::default(),
+                polled: AtomicBool::new(notifier.is_none()),
+                notifier: Mutex::new(notifier),
+                streams: AtomicU64::new(0),
+                looks: AtomicU64::new(0),
+            }
+        });
+        Watchers { shared }
+    }
+
+    /// The change counter of the session folder holding `path` (a transcript), shared with
+    /// every other stream of that session.
+    pub fn watch(&self, path: &Path) -> Arc<Watched> {
+        let folder = path.parent().unwrap_or(path).to_path_buf();
+        let mut notifier = lock(&self.shared.notifier);
+        let mut folders = lock(&self.shared.folders);
+        if let Some(found) = folders.get(&folder).and_then(Weak::upgrade) {
+            return found;
+        }
+        let (tx, _) = watch::channel(0u64);
+        let watched = Arc::new(Watched {
+            folder: folder.clone(),
+            path: path.to_path_buf(),
+            tx,
+            shared: Arc::downgrade(&self.shared),
+            poller: Mutex::new(None),
+        });
+        folders.insert(folder.clone(), Arc::downgrade(&watched));
+        drop(folders);
+        let notified = notifier
+            .as_mut()
+            .is_some_and(|n| n.watch(&folder, RecursiveMode::NonRecursive).is_ok());
+        if !notified {
+            self.shared.polled.store(true, Ordering::Relaxed);
+            let poller = tokio::spawn(poll(Arc::downgrade(&watched)));
+            *lock(&watched.poller) = Some(poller);
+        }
+        watched
+    }
+
+    /// `{"open": streams, "watched": folders, "looks": reads of a file, "mode": "notify"|"poll"}`.
+    pub fn json(&self) -> serde_json::Value {
+        let watched = lock(&self.shared.folders)
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count();
+        let mode = if self.shared.polled.load(Ordering::Relaxed) {
+            "poll"
+        } else {
+            "notify"
+        };
+        serde_json::json!({
+            "open": self.shared.streams.load(Ordering::Relaxed),
+            "watched": watched,
+            "looks": self.shared.looks.load(Ordering::Relaxed),
+            "mode": mode,
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn changed(&self, paths: &[PathBuf]) {
+        let folders = lock(&self.folders);
+        for path in paths {
+            for folder in [Some(path.as_path()), path.parent()].into_iter().flatten() {
+                if let Some(watched) = folders.get(folder).and_then(Weak::upgrade) {
+                    watched.bump();
+                }
+            }
+        }
+    }
+}
+
+/// One followed session folder: a counter that moves when anything in it changes.
+pub struct Watched {
+    folder: PathBuf,
+    path: PathBuf,
+    tx: watch::Sender<u64>,
+    shared: Weak<Shared>,
+    poller: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Watched {
+    fn bump(&self) {
+        self.tx.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that wakes on the next change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.tx.subscribe()
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(poller) = lock(&self.poller).take() {
+            poller.abort();
+        }
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let mut notifier = lock(&shared.notifier);
+        let mut folders = lock(&shared.folders);
+        // Another stream may have started following the folder since this one was let go.
+        if folders
+            .get(&self.folder)
+            .is_some_and(|w| w.strong_count() == 0)
+        {
+            folders.remove(&self.folder);
+            drop(folders);
+            if let Some(n) = notifier.as_mut() {
+                let _ = n.unwatch(&self.folder);
+            }
+        }
+    }
+}
+
+/// The fallback: one poll loop per followed file (not per stream).
+async fn poll(watched: Weak<Watched>) {
+    let mut last = None;
+    loop {
+        tokio::time::sleep(POLL).await;
+        let Some(w) = watched.upgrade() else { return };
+        let now = std::fs::metadata(&w.path)
+            .ok()
+            .map(|m| (FileId::of(&m), m.len(), m.modified().ok()));
+        if now != last {
+            last = now;
+            w.bump();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The catch-up.
+
+/// The stream's catch-up for a client holding everything up to `after`: every line above
+/// `after` when they are within [`CATCH_UP_BYTES`] of the file's end, otherwise (or when the
+/// client is ahead of the newest line) a reset and the newest window. Reads at most
+/// [`CATCH_UP_BYTES`] of lines, however long the file or its lines.
+pub fn catch_up(path: &Path, after: u64) -> io::Result<Tail> {
+    Ok(catch_up_from_end(path, after)?.0)
+}
+
+/// [`catch_up`], with the bytes just before the end it read to (what a stream compares to see a
+/// rewrite in place), from the same open file.
+pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let end = reader::complete_end(&mut file, meta.len())?;
+    let id = FileId::of(&meta);
+    let from = reader::offset_of_seq(path, &mut file, end, after.saturating_add(1))?;
+    // Nothing above `after`: up to date, or ahead when no line has `after` either.
+    let ahead =
+        after > 0 && from == end && reader::offset_of_seq(path, &mut file, end, after)? == end;
+    let catch_up = if !ahead && end - from <= CATCH_UP_BYTES as u64 {
+        CatchUp::Lines(lines_between(path, &mut file, from, end)?)
+    } else {
+        CatchUp::Reset(newest_window(path, &mut file, end)?)
+    };
+    let tail = Tail {
+        catch_up,
+        end,
+        file: id,
+    };
+    Ok((tail, tail_bytes(&mut file, end)?))
+}
+
+/// The newest lines (at most [`RESET_LINES`], within [`CATCH_UP_BYTES`]) as a reset.
+pub fn newest(path: &Path) -> io::Result<Tail> {
+    Ok(newest_from_end(path)?.0)
+}
+
+fn newest_from_end(path: &Path) -> io::Result<(Tail, Vec<u8>)> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let end = reader::complete_end(&mut file, meta.len())?;
+    let tail = Tail {
+        catch_up: CatchUp::Reset(newest_window(path, &mut file, end)?),
+        end,
+        file: FileId::of(&meta),
+    };
+    Ok((tail, tail_bytes(&mut file, end)?))
+}
+
+/// The complete lines in `[from, end)` (`from` a line start), oldest first.
+fn lines_between(path: &Path, file: &mut File, from: u64, end: u64) -> io::Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    let mut at = from;
+    while let Some((bytes, next)) = reader::line_at(file, at, end)? {
+        lines.extend(reader::parse(path, at, &bytes));
+        at = next;
+    }
+    Ok(lines)
+}
+
+fn newest_window(path: &Path, file: &mut File, end: u64) -> io::Result<Vec<Line>> {
+    let start = line_start_after(file, end.saturating_sub(CATCH_UP_BYTES as u64), end)?;
+    let mut lines = lines_between(path, file, start, end)?;
+    let cut = lines.len().saturating_sub(RESET_LINES);
+    lines.drain(..cut);
+    Ok(lines)
+}
+
+/// The first line start at or after `at` (scanning, not holding, the bytes before it).
+fn line_start_after(file: &mut File, at: u64, end: u64) -> io::Result<u64> {
+    if at == 0 {
+        return Ok(0);
+    }
+    let mut pos = at - 1;
+    let mut buf = vec![0; 64 << 10];
+    file.seek(SeekFrom::Start(pos))?;
+    while pos < end {
+        let n = file.read(&mut buf[..(end - pos).min(64 << 10) as usize])?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = buf[..n].iter().position(|&b| b == b'\n') {
+            return Ok(pos + i as u64 + 1);
+        }
+        pos += n as u64;
+    }
+    Ok(end)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Following.
 
 /// The `data:` of a reset frame: why, and the seq the window that follows starts at.
 fn reset_event(reason: &str, lines: &[Line]) -> Event {
@@ -32,21 +331,125 @@ fn line_event(line: &Line) -> Event {
     Event::default().id(line.seq().to_string()).data(line.raw())
 }
 
+/// What was known of the file when it was last read to `end`.
+#[derive(Clone, Default)]
+struct Seen {
+    /// The bytes just before `end` (up to [`TAIL_CHECK`]).
+    tail: Option<Vec<u8>>,
+    /// The modification time, taken when the file's length was exactly `end`.
+    modified: Option<SystemTime>,
+}
+
 struct Follow {
     path: PathBuf,
-    file: Option<File>,
     id: FileId,
     end: u64,
+    seen: Seen,
     last_seq: u64,
+    /// More new lines may be waiting (the last read stopped at [`STEP_BYTES`]).
+    more: bool,
     pending: VecDeque<Event>,
     shutdown: watch::Receiver<bool>,
+    changes: watch::Receiver<u64>,
+    _watched: Arc<Watched>,
+    _open: OpenStream,
+}
+
+/// Counts an open stream while it lives.
+struct OpenStream(Weak<Shared>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.streams.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 enum Change {
-    Same,
-    Grew(Vec<Line>, u64),
-    Replaced(Tail),
+    Same(Seen),
+    Grew(Vec<Line>, u64, Seen, bool),
+    Reset(Tail, Vec<u8>, &'static str),
     Gone,
+}
+
+fn tail_bytes(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
+    let from = end.saturating_sub(TAIL_CHECK);
+    let mut buf = vec![0; (end - from) as usize];
+    file.seek(SeekFrom::Start(from))?;
+    file.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// What happened to the file since the last look (blocking: run off the async threads).
+fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
+    let reset = |reason| match newest_from_end(path) {
+        Ok((tail, bytes)) => Change::Reset(tail, bytes, reason),
+        Err(_) => Change::Gone,
+    };
+    let Ok(mut file) = File::open(path) else {
+        return Change::Gone;
+    };
+    let Ok(meta) = file.metadata() else {
+        return Change::Gone;
+    };
+    let len = meta.len();
+    if FileId::of(&meta) != id || len < end {
+        return reset("replaced");
+    }
+    // Rewritten in place: what was read is no longer there.
+    let Ok(tail) = tail_bytes(&mut file, end) else {
+        return reset("replaced");
+    };
+    if seen.tail.as_ref().is_some_and(|t| *t != tail) {
+        return reset("replaced");
+    }
+    let seen = Seen {
+        tail: Some(tail),
+        ..seen
+    };
+    if len == end {
+        let modified = meta.modified().ok();
+        return match seen.modified {
+            Some(m) if modified != Some(m) => reset("replaced"),
+            _ => Change::Same(Seen { modified, ..seen }),
+        };
+    }
+    if len - end > CATCH_UP_BYTES as u64 {
+        return reset("behind");
+    }
+    let mut lines = Vec::new();
+    let mut at = end;
+    while at < end + STEP_BYTES {
+        let Ok(Some((bytes, next))) = reader::line_at(&mut file, at, len) else {
+            break;
+        };
+        lines.extend(reader::parse(path, at, &bytes));
+        at = next;
+    }
+    if at == end {
+        // Only a torn line so far.
+        return Change::Same(Seen {
+            modified: None,
+            ..seen
+        });
+    }
+    let Ok(tail) = tail_bytes(&mut file, at) else {
+        return reset("replaced");
+    };
+    let more = at < len;
+    // Read to the length the modification time goes with: a later change of it alone is a
+    // rewrite.
+    let modified = if more { None } else { meta.modified().ok() };
+    Change::Grew(
+        lines,
+        at,
+        Seen {
+            tail: Some(tail),
+            modified,
+        },
+        more,
+    )
 }
 
 impl Follow {
@@ -68,87 +471,82 @@ impl Follow {
         }
     }
 
-    /// What happened to the file since the last look (blocking: run off the async threads).
-    fn look(path: PathBuf, mut file: Option<File>, id: FileId, end: u64) -> (Option<File>, Change) {
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(_) => return (file, Change::Gone),
-        };
-        if FileId::of(&meta) != id || meta.len() < end {
-            return match transcript::newest(&path) {
-                Ok(tail) => (None, Change::Replaced(tail)),
-                Err(_) => (file, Change::Gone),
-            };
-        }
-        if meta.len() == end {
-            return (file, Change::Same);
-        }
-        let opened = match file.take() {
-            Some(f) => Ok(f),
-            None => File::open(&path),
-        };
-        let Ok(mut f) = opened else {
-            return (None, Change::Same);
-        };
-        // The handle read must be the file we follow (it could have been replaced just now).
-        if f.metadata().map(|m| FileId::of(&m)).ok() != Some(id) {
-            return (None, Change::Same);
-        }
-        match transcript::read_from(&path, &mut f, end) {
-            Ok((lines, new_end)) => (Some(f), Change::Grew(lines, new_end)),
-            Err(_) => (None, Change::Same),
-        }
-    }
-
     async fn next(mut self) -> Option<(Event, Follow)> {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 return Some((event, self));
             }
-            tokio::select! {
-                _ = tokio::time::sleep(POLL) => {}
-                _ = self.shutdown.changed() => return None,
+            if !self.more {
+                tokio::select! {
+                    changed = self.changes.changed() => changed.ok()?,
+                    _ = self.shutdown.changed() => return None,
+                }
             }
-            let (path, file) = (self.path.clone(), self.file.take());
-            let (id, end) = (self.id, self.end);
-            let (file, change) =
-                tokio::task::spawn_blocking(move || Follow::look(path, file, id, end))
-                    .await
-                    .ok()?;
-            self.file = file;
+            if let Some(shared) = self._watched.shared.upgrade() {
+                shared.looks.fetch_add(1, Ordering::Relaxed);
+            }
+            let (path, id, end, seen) = (self.path.clone(), self.id, self.end, self.seen.clone());
+            let change = tokio::task::spawn_blocking(move || look(&path, id, end, seen))
+                .await
+                .ok()?;
+            self.more = false;
             match change {
-                Change::Same => {}
+                Change::Same(seen) => self.seen = seen,
                 Change::Gone => return None,
-                Change::Grew(lines, end) => {
+                Change::Grew(lines, end, seen, more) => {
                     self.end = end;
+                    self.seen = seen;
+                    self.more = more;
                     self.queue(CatchUp::Lines(lines), "");
                 }
-                Change::Replaced(tail) => {
-                    self.id = tail.file;
-                    self.end = tail.end;
-                    self.queue(tail.catch_up, "replaced");
-                }
+                Change::Reset(tail, bytes, reason) => self.restart(tail, bytes, reason),
             }
         }
     }
+
+    fn restart(&mut self, tail: Tail, bytes: Vec<u8>, reason: &str) {
+        self.id = tail.file;
+        self.end = tail.end;
+        self.seen = Seen {
+            tail: Some(bytes),
+            modified: None,
+        };
+        self.queue(tail.catch_up, reason);
+    }
 }
 
-/// The event stream for a client that holds everything up to `after`, starting with `tail`
-/// (from [`transcript::events_after`]).
+/// The event stream for a client that holds everything up to `after`, starting with `tail` and
+/// the bytes before its end (from [`catch_up_from_end`], read after `watched` was taken so no
+/// change falls between them).
 pub fn events(
     path: PathBuf,
     after: u64,
-    tail: Tail,
+    (tail, end_bytes): (Tail, Vec<u8>),
+    watched: Arc<Watched>,
     shutdown: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
+    let shared = watched.shared.clone();
+    if let Some(s) = shared.upgrade() {
+        s.streams.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut changes = watched.subscribe();
+    // Look once after the catch-up: a change may have come between it and the subscription.
+    changes.mark_changed();
     let mut follow = Follow {
         path,
-        file: None,
         id: tail.file,
         end: tail.end,
+        seen: Seen {
+            tail: Some(end_bytes),
+            modified: None,
+        },
         last_seq: after,
+        more: false,
         pending: VecDeque::new(),
         shutdown,
+        changes,
+        _watched: watched,
+        _open: OpenStream(shared),
     };
     let reason = match &tail.catch_up {
         CatchUp::Reset(lines) if lines.last().is_none_or(|l| l.seq() < after) => "ahead",

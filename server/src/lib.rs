@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod config;
 pub mod follow;
+pub mod listen;
 pub mod routes;
 pub mod sandbox;
 pub mod session;
@@ -25,7 +26,8 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use tokio::sync::watch;
+use std::time::Duration;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
 /// What every handler shares.
@@ -40,7 +42,33 @@ pub struct App {
     pub agent: sandbox::agent::Agent,
     /// Changes to `true` when the server shuts down (streams and replies end).
     pub shutdown: watch::Receiver<bool>,
+    /// The change notifications the streams share.
+    pub watchers: follow::Watchers,
+    /// The open connections and their cap.
+    pub connections: Arc<listen::Connections>,
+    /// The `Host` and `Origin` rules.
+    pub site: Arc<auth::Site>,
+    /// Slots for transcript `PUT`s being received.
+    pub puts: Arc<Semaphore>,
     writers: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+/// How long a `POST` waits for a torn last line (another writer mid-line) to be completed
+/// before it is refused with 503.
+pub const TORN_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether the file's last byte is a newline (or the file is empty): an append may go there.
+fn ends_complete(path: &std::path::Path) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
 }
 
 impl App {
@@ -50,7 +78,9 @@ impl App {
         writers.entry(id.to_owned()).or_default().clone()
     }
 
-    /// Appends an event (a JSON object with `type`) to session `id` as its next line.
+    /// Appends an event (a JSON object with `type`) to session `id` as its next line. When the
+    /// file ends in a torn line (another writer mid-line) nothing is written and the error is
+    /// `WouldBlock`: the caller may wait and try again ([`App::append_waiting`]).
     pub fn append(&self, id: &str, event: Value) -> io::Result<Line> {
         let Value::Object(event) = event else {
             return Err(io::Error::new(
@@ -60,7 +90,34 @@ impl App {
         };
         let writer = self.writer(id);
         let _guard = writer.lock().unwrap_or_else(|e| e.into_inner());
-        transcript::append(&session::transcript_path(&self.config.data, id), event)
+        let path = session::transcript_path(&self.config.data, id);
+        if !ends_complete(&path)? {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "the transcript's last line is still being written; try again",
+            ));
+        }
+        transcript::append(&path, event)
+    }
+
+    /// Runs `attempt` (an append) again while it finds a torn last line, for at most
+    /// [`TORN_WAIT`]; then its `WouldBlock` stands.
+    pub async fn append_waiting<T>(
+        &self,
+        mut attempt: impl FnMut() -> io::Result<T>,
+    ) -> io::Result<T> {
+        let deadline = tokio::time::Instant::now() + TORN_WAIT;
+        loop {
+            match attempt() {
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
     }
 }
 
@@ -107,23 +164,37 @@ pub async fn spawn(config: Config) -> io::Result<Server> {
     let listener = tokio::net::TcpListener::bind(config.addr.as_str()).await?;
     let addr = listener.local_addr()?;
     let (shutdown, on_shutdown) = watch::channel(false);
+    let cap = listen::descriptor_cap();
+    let max = config.max_connections.map_or(cap, |m| m.min(cap));
+    let connections = Arc::new(listen::Connections::new(max));
+    let site = Arc::new(auth::Site::new(
+        addr,
+        &config.allow_host,
+        &config.allow_origin,
+    ));
+    let header_timeout = Duration::from_millis(config.header_timeout_ms.max(1));
+    let body_timeout = Duration::from_millis(config.body_timeout_ms.max(1));
     let app = Arc::new(App {
+        puts: Arc::new(Semaphore::new(config.max_puts.max(1))),
         config,
         stats: Arc::default(),
         summaries: Default::default(),
         agent: Default::default(),
         shutdown: on_shutdown.clone(),
+        watchers: follow::Watchers::new(),
+        connections: connections.clone(),
+        site,
         writers: Mutex::default(),
     });
     let router = routes::router(app);
-    let mut stop = on_shutdown;
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|stopped| *stopped).await;
-            })
-            .await
-    });
+    let task = tokio::spawn(listen::serve(
+        listener,
+        router,
+        connections,
+        header_timeout,
+        body_timeout,
+        on_shutdown,
+    ));
     Ok(Server {
         addr,
         shutdown,

@@ -2,9 +2,9 @@
 
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -13,6 +13,7 @@ use scrollback_protocol::{page_json, Line, TranscriptQuery};
 use serde_json::json;
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tower::ServiceExt;
 use tower_http::compression::CompressionLayer;
@@ -42,7 +43,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        error(self.0, self.1)
+        let busy = self.0 == StatusCode::SERVICE_UNAVAILABLE;
+        let mut response = error(self.0, self.1);
+        if busy {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
@@ -50,6 +58,13 @@ impl From<io::Error> for ApiError {
     fn from(e: io::Error) -> ApiError {
         if e.kind() == io::ErrorKind::NotFound {
             return ApiError::unknown();
+        }
+        // A torn last line that did not complete in time, or a full queue: nothing was written.
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::QuotaExceeded
+        ) {
+            return ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
         eprintln!("scrollback-server: {e}");
         ApiError(
@@ -130,18 +145,33 @@ async fn events(
         None => query.after.unwrap_or(0),
     };
     let path = existing(&app, &id)?;
+    // Watched before the catch-up is read, so no change falls between them.
+    let watched = app.watchers.watch(&path);
     let p = path.clone();
-    let tail = blocking(move || transcript::events_after(&p, after)).await?;
-    let stream = follow::events(path, after, tail, app.shutdown.clone());
+    let tail = blocking(move || follow::catch_up_from_end(&p, after)).await?;
+    let stream = follow::events(path, after, tail, watched, app.shutdown.clone());
     Ok(follow::response(stream).into_response())
 }
 
 async fn message(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Reply {
     let id = session_id(id)?;
+    // A cross-site form can post `text/plain` without asking; JSON needs a CORS preflight.
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(ApiError(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "bad body: `Content-Type` must be `application/json`".into(),
+        ));
+    }
     #[derive(serde::Deserialize)]
     struct Post {
         text: String,
@@ -153,61 +183,161 @@ async fn message(
     }
     existing(&app, &id)?;
     let line: Line = if app.config.sandbox {
-        sandbox::agent::post(&app, &id, post.text)?
+        app.append_waiting(|| sandbox::agent::post(&app, &id, post.text.clone()))
+            .await?
     } else {
-        app.append(&id, json!({"type": "userMessage", "text": post.text}))?
+        let event = json!({"type": "userMessage", "text": post.text});
+        app.append_waiting(|| app.append(&id, event.clone()))
+            .await?
     };
     Ok(json_body(line.raw().to_owned()))
 }
 
-/// Checks a replacement transcript: every line a protocol line, seqs from 1 with no holes.
-/// Returns the newest seq.
-fn check_transcript(body: &[u8]) -> Result<u64, ApiError> {
-    let text = std::str::from_utf8(body).map_err(|_| ApiError::bad("bad body: not UTF-8"))?;
-    let mut seq = 0;
-    if text.is_empty() {
-        return Ok(0);
-    }
-    for (i, raw) in text
-        .strip_suffix('\n')
-        .unwrap_or(text)
-        .split('\n')
-        .enumerate()
-    {
-        let line = Line::parse(raw)
-            .map_err(|e| ApiError::bad(format!("bad body: line {}: {e}", i + 1)))?;
-        if line.seq() != seq + 1 {
+/// Checks a replacement transcript as it arrives: every line a protocol line, seqs from 1 with
+/// no holes. Holds only the line being received.
+#[derive(Default)]
+struct TranscriptCheck {
+    partial: Vec<u8>,
+    lines: u64,
+    seq: u64,
+}
+
+impl TranscriptCheck {
+    fn line(&mut self, raw: &[u8]) -> Result<(), ApiError> {
+        self.lines += 1;
+        let i = self.lines;
+        let raw = std::str::from_utf8(raw).map_err(|_| ApiError::bad("bad body: not UTF-8"))?;
+        let line =
+            Line::parse(raw).map_err(|e| ApiError::bad(format!("bad body: line {i}: {e}")))?;
+        if line.seq() != self.seq + 1 {
             return Err(ApiError::bad(format!(
-                "bad body: line {} has seq {}, expected {}",
-                i + 1,
+                "bad body: line {i} has seq {}, expected {}",
                 line.seq(),
-                seq + 1
+                self.seq + 1
             )));
         }
-        seq = line.seq();
+        self.seq = line.seq();
+        Ok(())
     }
-    Ok(seq)
+
+    fn feed(&mut self, mut chunk: &[u8]) -> Result<(), ApiError> {
+        while let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+            if self.partial.is_empty() {
+                self.line(&chunk[..i])?;
+            } else {
+                let mut raw = std::mem::take(&mut self.partial);
+                raw.extend_from_slice(&chunk[..i]);
+                self.line(&raw)?;
+            }
+            chunk = &chunk[i + 1..];
+        }
+        self.partial.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The newest seq, once the body has ended; `true` when the body lacked a final newline.
+    fn finish(mut self) -> Result<(u64, bool), ApiError> {
+        if self.partial.is_empty() {
+            return Ok((self.seq, false));
+        }
+        let raw = std::mem::take(&mut self.partial);
+        self.line(&raw)?;
+        Ok((self.seq, true))
+    }
+}
+
+/// A temporary file removed unless it was renamed into place.
+struct TempFile(Option<PathBuf>);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Bytes gathered before a write to the temporary file.
+const PUT_WRITE_BYTES: usize = 1 << 20;
+
+async fn write_temp(file: std::fs::File, bytes: Vec<u8>) -> Result<std::fs::File, ApiError> {
+    blocking(move || {
+        use std::io::Write;
+        let mut file = file;
+        file.write_all(&bytes)?;
+        Ok(file)
+    })
+    .await
 }
 
 async fn replace(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Reply {
     let id = session_id(id)?;
-    let seq = check_transcript(&body)?;
+    let too_large = || {
+        ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("bad body: a transcript is at most {MAX_PUT_BYTES} bytes"),
+        )
+    };
+    // Decided from the declared length, before a byte of the body is read.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_PUT_BYTES as u64) {
+        return Err(too_large());
+    }
+    let Ok(_slot) = app.puts.clone().try_acquire_owned() else {
+        return Err(ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many transcripts being received at once; try again".into(),
+        ));
+    };
+    // Received into a file beside the sessions (its name is no session id), checked as it
+    // comes, then renamed into place under the session's lock.
+    static PUTS: AtomicU64 = AtomicU64::new(0);
+    let n = PUTS.fetch_add(1, Ordering::Relaxed);
+    let tmp = app
+        .config
+        .data
+        .join(format!("#put-{}-{n}.tmp", std::process::id()));
+    let t = tmp.clone();
+    let mut file = blocking(move || std::fs::File::create(t)).await?;
+    let mut temp = TempFile(Some(tmp.clone()));
+    let mut check = TranscriptCheck::default();
+    let mut received = 0usize;
+    let mut buffer = Vec::new();
+    let mut stream = body.into_data_stream();
+    use futures_util::StreamExt;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad(format!("bad body: {e}")))?;
+        received += chunk.len();
+        if received > MAX_PUT_BYTES {
+            return Err(too_large());
+        }
+        check.feed(&chunk)?;
+        buffer.extend_from_slice(&chunk);
+        if buffer.len() >= PUT_WRITE_BYTES {
+            file = write_temp(file, std::mem::take(&mut buffer)).await?;
+        }
+    }
+    let (seq, unterminated) = check.finish()?;
+    if unterminated {
+        buffer.push(b'\n');
+    }
+    let file = write_temp(file, buffer).await?;
+    drop(file);
     let a = app.clone();
     let created = blocking(move || {
-        let dir = session::dir(&a.config.data, &id);
-        std::fs::create_dir_all(&dir)?;
-        let tmp = dir.join(format!(".{TRANSCRIPT}.put-{}", std::process::id()));
-        let mut contents = body.to_vec();
-        if !contents.is_empty() && !contents.ends_with(b"\n") {
-            contents.push(b'\n');
-        }
         let writer = a.writer(&id);
         let _guard = writer.lock().unwrap_or_else(|e| e.into_inner());
-        std::fs::write(&tmp, &contents)?;
+        // Under the session's lock: a DELETE cannot remove the folder between these steps.
+        let dir = session::dir(&a.config.data, &id);
+        std::fs::create_dir_all(&dir)?;
         let target = dir.join(TRANSCRIPT);
         let created = !target.exists();
         // A rename is atomic: a reader sees the old file or the new one, never a mix.
@@ -215,6 +345,7 @@ async fn replace(
         Ok(created)
     })
     .await?;
+    temp.0 = None;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -238,7 +369,12 @@ async fn remove(State(app): State<Arc<App>>, id: Result<Path<String>, PathReject
 }
 
 async fn stats_route(State(app): State<Arc<App>>) -> Response {
-    Json(app.stats.json()).into_response()
+    let mut stats = app.stats.json();
+    if let Some(map) = stats.as_object_mut() {
+        map.insert("streams".into(), app.watchers.json());
+        map.insert("connections".into(), app.connections.json());
+    }
+    Json(stats).into_response()
 }
 
 /// Anything no route took: a session path with a `/` in its id (400), an unknown API path
@@ -270,12 +406,7 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
 pub fn router(app: Arc<App>) -> Router {
     let mut router = Router::new()
         .route("/sessions", get(list))
-        .route(
-            "/sessions/{id}/transcript",
-            get(window)
-                .put(replace)
-                .layer(DefaultBodyLimit::max(MAX_PUT_BYTES)),
-        )
+        .route("/sessions/{id}/transcript", get(window).put(replace))
         .route("/sessions/{id}/events", get(events))
         .route("/sessions/{id}/messages", post(message))
         .route("/sessions/{id}", delete(remove))
@@ -286,8 +417,11 @@ pub fn router(app: Arc<App>) -> Router {
     }
     let mut router = router.with_state(app.clone());
     if let Some(token) = &app.config.token {
-        let token: Arc<str> = token.as_str().into();
-        router = router.layer(middleware::from_fn_with_state(token, auth::require_token));
+        let guard = Arc::new(auth::TokenGuard {
+            token: token.as_str().into(),
+            site: app.site.clone(),
+        });
+        router = router.layer(middleware::from_fn_with_state(guard, auth::require_token));
     }
     // The default predicate leaves `text/event-stream` alone: a stream is never compressed
     // (and so never buffered by the compressor).
@@ -295,8 +429,13 @@ pub fn router(app: Arc<App>) -> Router {
     if let Some(cors) = auth::cors(&app.config.allow_origin) {
         router = router.layer(cors);
     }
-    router.layer(middleware::from_fn_with_state(
-        app.stats.clone(),
-        stats::count_and_log,
-    ))
+    router
+        .layer(middleware::from_fn_with_state(
+            app.site.clone(),
+            auth::check_site,
+        ))
+        .layer(middleware::from_fn_with_state(
+            app.stats.clone(),
+            stats::count_and_log,
+        ))
 }

@@ -15,27 +15,12 @@ use std::time::SystemTime;
 pub const TRANSCRIPT: &str = "transcript.jsonl";
 /// An optional metadata file inside a session's folder: `{"title": "..."}`.
 pub const META: &str = "meta.json";
-/// The longest session id accepted.
-pub const MAX_ID_LEN: usize = 128;
+pub use scrollback_protocol::MAX_ID_LEN;
 
-/// Checks a session id: 1 to 128 of `A-Z a-z 0-9 . _ -`, and not `.` or `..`. Anything else
-/// could name a path outside the session's folder, so it is refused before any path is built.
+/// Checks a session id: the protocol's one rule ([`scrollback_protocol::check_session_id`]),
+/// shared with the client, so every id accepted here is one a client can cache.
 pub fn check_id(id: &str) -> Result<(), String> {
-    if id.is_empty() || id.len() > MAX_ID_LEN {
-        return Err(format!(
-            "bad session id: must be 1 to {MAX_ID_LEN} characters"
-        ));
-    }
-    if id == "." || id == ".." {
-        return Err("bad session id: must not be `.` or `..`".into());
-    }
-    if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
-        return Err("bad session id: only letters, digits, `.`, `_` and `-` are allowed".into());
-    }
-    Ok(())
+    scrollback_protocol::check_session_id(id)
 }
 
 /// A session's folder (the id must have passed [`check_id`]).

@@ -1,7 +1,7 @@
 //! The engine over real HTTP against the real server (spawned in-process on a loopback port),
 //! with a real filesystem cache. Requests and bytes are counted by the server (`/stats`).
 //!
-//! Seed 000's measured claims: a warm reopen is one request (the probe); scrolling the whole
+//! The cache's measured claims (docs/design.md, Part A): a warm reopen is one request (the probe); scrolling the whole
 //! cached conversation back is zero requests; a reset after falling 300 events behind costs the
 //! gap and no more (`before=306&after=201`); a file replaced on the server is caught by the
 //! probe and the reopen is cold; a reply streaming when the session is reopened continues at its
@@ -322,10 +322,13 @@ async fn a_reset_after_falling_300_behind_costs_the_gap_and_no_more() {
             }
             env.append("gap", json!({"type": "status", "status": "idle"}));
             env.append("gap", json!({"type": "usageDelta", "context": 1234}));
+            // About 5.2 KB each: the 200 fit in CATCH_UP_BYTES (the reset window), the whole
+            // gap does not (so the reopen is a reset).
+            let pad = "x".repeat(5_150);
             for i in 306..=505 {
                 env.append(
                     "gap",
-                    json!({"type": "userMessage", "text": format!("later {i}")}),
+                    json!({"type": "userMessage", "text": format!("later {i} {pad}")}),
                 );
             }
             let all = env.lines("gap");
@@ -612,21 +615,22 @@ async fn the_token_travels_on_every_request_and_the_stream() {
             s.wait("the streamed event", |v| v.cursor == newest).await;
             s.close().await;
 
-            // A session opened without the token shows why on the banner and keeps trying.
+            // A session opened without the token stops with an authentication error (retrying
+            // cannot fix a token), instead of retrying forever.
             let summary = client.sessions().await.unwrap().remove(0);
             let session = Rc::new(denied.open(summary, None).unwrap());
             let r = session.clone();
             let run = tokio::task::spawn_local(async move { r.run().await });
             let opened = Opened { session, run };
-            opened
-                .wait("the banner", |v| {
-                    v.banner.as_deref().is_some_and(|b| b.contains("401"))
-                })
-                .await;
-            // The cached rows stay shown while the probe cannot be made.
-            opened
-                .session
-                .with_view(|v| assert!(v.ready && !v.verified && v.cursor == newest));
+            opened.wait("the error", |v| v.error.is_some()).await;
+            opened.session.with_view(|v| {
+                let error = v.error.as_ref().unwrap();
+                assert_eq!((error.kind, error.status), ("unauthorized", Some(401)));
+                assert_eq!(error.message, "missing or wrong token");
+                assert_eq!(v.banner, None);
+                // The cached rows stay shown (nothing is purged for a wrong token).
+                assert!(v.ready && !v.verified && v.cursor == newest);
+            });
             opened.close().await;
             env.server.shutdown().await.unwrap();
         })

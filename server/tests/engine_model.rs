@@ -1,7 +1,7 @@
-//! The engine's randomized model test (seed 000's invariants, checked after every step).
+//! The engine's randomized model test (the cache's invariants I1-I4 of docs/design.md, checked after every step).
 //!
 //! Each run is a server transcript on a real file, read through the server library's own
-//! transcript functions (`window`, `events_after`: the code behind `/transcript` and `/events`),
+//! transcript functions (`window`, `follow::catch_up`: the code behind `/transcript` and `/events`),
 //! and one client: the real engine over a real `MemoryStore`. Steps interleave server appends
 //! and long replies, opens (some at a saved anchor), closes, page-backs, absences long enough for
 //! a reset, network loss, file replacement, crashes mid-append (a torn tail written into the
@@ -271,10 +271,9 @@ struct InProcess(Rc<World>);
 
 fn io_error(e: std::io::Error) -> TransportError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => TransportError::Http {
-            status: 404,
-            message: "no such session".into(),
-        },
+        std::io::ErrorKind::NotFound => {
+            TransportError::from_answer(404, r#"{"error":"no such session"}"#, None)
+        }
         _ => TransportError::Network(e.to_string()),
     }
 }
@@ -298,9 +297,9 @@ impl Transport for InProcess {
 
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.check_up()?;
-        query.validate().map_err(|e| TransportError::Http {
-            status: 400,
-            message: e.to_string(),
+        query.validate().map_err(|e| {
+            let body = serde_json::json!({ "error": e.to_string() }).to_string();
+            TransportError::from_answer(400, &body, None)
         })?;
         let lines = transcript::window(&self.0.path(id), query).map_err(io_error)?;
         let bytes = page_json(&lines).len() as u64;
@@ -308,23 +307,25 @@ impl Transport for InProcess {
     }
 
     async fn delete(&self, _: &str) -> TransportResult<()> {
-        Err(TransportError::Http {
-            status: 405,
-            message: "not in the model".into(),
-        })
+        Err(TransportError::from_answer(
+            405,
+            r#"{"error":"not in the model"}"#,
+            None,
+        ))
     }
 
     async fn post_message(&self, _: &str, _: &str) -> TransportResult<()> {
-        Err(TransportError::Http {
-            status: 405,
-            message: "not in the model".into(),
-        })
+        Err(TransportError::from_answer(
+            405,
+            r#"{"error":"not in the model"}"#,
+            None,
+        ))
     }
 
     async fn events(&self, id: &str, after: u64) -> TransportResult<InProcessStream> {
         self.check_up()?;
         let path = self.0.path(id);
-        let tail = transcript::events_after(&path, after).map_err(io_error)?;
+        let tail = scrollback_server::follow::catch_up(&path, after).map_err(io_error)?;
         let mut queue = VecDeque::new();
         let lines = match tail.catch_up {
             CatchUp::Lines(lines) => lines,

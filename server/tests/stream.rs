@@ -3,7 +3,7 @@
 
 mod server_support;
 
-use scrollback::protocol::{Line, CATCH_UP_LIMIT, RESET_EVENT};
+use scrollback::protocol::{Line, CATCH_UP_BYTES, RESET_EVENT};
 use serde_json::{json, Value};
 use server_support::{line, lines, transcript, Fixture};
 
@@ -57,28 +57,44 @@ async fn catch_up_sends_every_line_above_after_then_what_others_append() {
 }
 
 #[tokio::test]
-async fn further_behind_than_the_catch_up_limit_gets_a_reset_then_the_newest_200() {
+async fn further_behind_than_the_catch_up_bytes_gets_a_reset_then_the_newest_window() {
     let f = Fixture::new().await;
-    f.write("s", &transcript(300));
-    for (query, reset) in [
-        ("after=50", true),
-        ("after=99", true),
-        ("after=100", false),
-        ("", true),
-    ] {
-        let mut sse = f.events("s", query).await;
-        let mut first = sse.next().await;
-        if reset {
-            assert_eq!(first.event, RESET_EVENT, "{query}");
-            let data: Value = serde_json::from_str(&first.data).unwrap();
-            assert_eq!(data["first"], 101);
-            assert_eq!(data["reason"], "behind");
-            first = sse.next().await;
+    // 300 lines of about 7 KB: the newest MiB is about 147 of them.
+    let pad = "x".repeat(7_000);
+    let text: String = (1..=300)
+        .map(|seq| {
+            line(
+                seq,
+                json!({"type": "userMessage", "text": format!("{seq} {pad}")}),
+            )
+        })
+        .collect();
+    f.write("s", &text);
+    // The window: the newest lines whose bytes (with their newlines) fit in CATCH_UP_BYTES.
+    let (mut first, mut bytes) = (301, 0);
+    for l in text.lines().rev() {
+        if bytes + l.len() + 1 > CATCH_UP_BYTES {
+            break;
         }
-        assert_eq!(first.event, "message", "{query}");
-        let mut events = vec![first];
-        events.extend(sse.take(CATCH_UP_LIMIT - 1).await);
-        assert_eq!(ids(&events), (101..=300).collect::<Vec<_>>(), "{query}");
+        bytes += l.len() + 1;
+        first -= 1;
+    }
+    assert!(first > 100 && first < 200, "{first}");
+    for (after, reset) in [(50, true), (first - 2, true), (first - 1, false), (0, true)] {
+        let query = format!("after={after}");
+        let mut sse = f.events("s", &query).await;
+        let mut head = sse.next().await;
+        if reset {
+            assert_eq!(head.event, RESET_EVENT, "{query}");
+            let data: Value = serde_json::from_str(&head.data).unwrap();
+            assert_eq!(data["first"], first);
+            assert_eq!(data["reason"], "behind");
+            head = sse.next().await;
+        }
+        assert_eq!(head.event, "message", "{query}");
+        let mut events = vec![head];
+        events.extend(sse.take((300 - first) as usize).await);
+        assert_eq!(ids(&events), (first..=300).collect::<Vec<_>>(), "{query}");
         assert!(sse.quiet(150).await);
     }
 }

@@ -118,7 +118,8 @@ impl<S: Store> Cache<S> {
             .unwrap_or(0)
     }
 
-    /// Deletes the least recently opened sessions, never `keep` (the one on screen), until
+    /// Deletes the least recently opened sessions, never `keep` (the one on screen) nor one
+    /// whose writer role another tab holds, until
     /// the server's cache holds at most `budget` bytes. Returns the ids deleted, oldest first.
     pub async fn enforce_budget(&self, budget: u64, keep: &str) -> Vec<String> {
         let keep = encode(keep).ok();
@@ -133,6 +134,11 @@ impl<S: Store> Cache<S> {
             if Some(&session.key) == keep.as_ref() {
                 continue;
             }
+            // A session another tab is writing is not this one's to evict.
+            let dir = format!("{}/{}", self.dir, session.key);
+            let Some(_role) = self.store.writer(&dir, false).await else {
+                continue;
+            };
             if self.remove(&session.key).await {
                 total -= session.size;
                 evicted.extend(session.id);

@@ -6,11 +6,11 @@
 //! coverage or out of order, an oldest line that is not the chunk's first.
 
 use super::coverage::Chunk;
-use crate::protocol::Line;
+use crate::protocol::{BackWalk, ForwardWalk, Line, Probed, Seek, SeqSeek, Step};
 use crate::store::{Store, StoreError};
 
 /// Bytes read from a chunk at a time when walking backwards.
-pub const BLOCK: usize = 64 * 1024;
+pub use crate::protocol::BLOCK;
 /// Bytes read at a time when probing for a line during a seek.
 const PROBE: usize = 4 * 1024;
 
@@ -59,15 +59,13 @@ fn parse(bytes: &[u8], chunk: &Chunk, path: &str) -> Result<Line, Fail> {
     Ok(line)
 }
 
-/// A chunk's lines, newest first, from a line boundary down to its start.
+/// A chunk's lines, newest first, from a line boundary down to its start: the protocol's
+/// [`BackWalk`] driven by the store, with the cache's policy (anything unexpected is damage).
 #[derive(Debug)]
 pub struct BackLines {
     path: String,
     chunk: Chunk,
-    /// Bytes below `pos` are not read yet.
-    pos: u64,
-    /// The bytes `[pos, pos + buf.len())`: whole lines, except the first may be partial.
-    buf: Vec<u8>,
+    walk: BackWalk,
     /// The seq of the line returned last, to check the order.
     newer: Option<u64>,
 }
@@ -78,8 +76,7 @@ impl BackLines {
         BackLines {
             path,
             chunk,
-            pos: end,
-            buf: Vec::new(),
+            walk: BackWalk::new(0, end).with_blocks(BLOCK, BLOCK),
             newer: None,
         }
     }
@@ -91,106 +88,73 @@ impl BackLines {
 
     /// The next older line and the byte offset where it starts; `None` past the chunk's start.
     pub async fn prev<S: Store>(&mut self, store: &S) -> Result<Option<(Line, u64)>, Fail> {
-        loop {
-            if self.buf.is_empty() {
-                if self.pos == 0 {
-                    return Ok(None);
-                }
-                self.fill(store).await?;
-                if self.buf.last() != Some(&b'\n') {
-                    return Err(Fail::Damaged(format!(
-                        "{}: no newline at the end",
-                        self.path
-                    )));
-                }
-                continue;
+        let found = loop {
+            match self.walk.step() {
+                Step::Line(found) => break found,
+                Step::Read { at, len } => self
+                    .walk
+                    .feed(read_exact(store, &self.path, at, len).await?),
+                Step::Done => return Ok(None),
             }
-            let body = &self.buf[..self.buf.len() - 1];
-            let start = match body.iter().rposition(|&b| b == b'\n') {
-                Some(i) => i + 1,
-                None if self.pos == 0 => 0,
-                None => {
-                    self.fill(store).await?;
-                    continue;
-                }
-            };
-            let offset = self.pos + start as u64;
-            let line = parse(
-                &self.buf[start..self.buf.len() - 1],
-                &self.chunk,
-                &self.path,
-            )?;
-            self.buf.truncate(start);
-            if self.newer.is_some_and(|newer| line.seq() >= newer) {
-                return Err(Fail::Damaged(format!(
-                    "{}: seq {} out of order",
-                    self.path,
-                    line.seq()
-                )));
-            }
-            if offset == 0 && line.seq() != self.chunk.first {
-                return Err(Fail::Damaged(format!(
-                    "{}: does not start at its first seq",
-                    self.path
-                )));
-            }
-            self.newer = Some(line.seq());
-            return Ok(Some((line, offset)));
+        };
+        if !found.newline {
+            return Err(Fail::Damaged(format!(
+                "{}: no newline at the end",
+                self.path
+            )));
         }
-    }
-
-    /// Prepends the block before `pos` to the buffer.
-    async fn fill<S: Store>(&mut self, store: &S) -> Result<(), Fail> {
-        let n = (self.pos as usize).min(BLOCK);
-        let from = self.pos - n as u64;
-        let mut block = read_exact(store, &self.path, from, n).await?;
-        block.extend_from_slice(&self.buf);
-        self.buf = block;
-        self.pos = from;
-        Ok(())
+        let line = parse(&found.bytes, &self.chunk, &self.path)?;
+        if self.newer.is_some_and(|newer| line.seq() >= newer) {
+            return Err(Fail::Damaged(format!(
+                "{}: seq {} out of order",
+                self.path,
+                line.seq()
+            )));
+        }
+        if found.offset == 0 && line.seq() != self.chunk.first {
+            return Err(Fail::Damaged(format!(
+                "{}: does not start at its first seq",
+                self.path
+            )));
+        }
+        self.newer = Some(line.seq());
+        Ok(Some((line, found.offset)))
     }
 }
 
-/// The first line starting at or after byte `from` and before `limit`, with its start and end
-/// offsets (the end just past its `\n`); `None` when no line starts there.
+/// The first line starting in `[from, until)`: its start, seq and end (just past its `\n`).
 async fn line_after<S: Store>(
     store: &S,
     path: &str,
     chunk: &Chunk,
     from: u64,
-    limit: u64,
-) -> Result<Option<(Line, u64, u64)>, Fail> {
-    // A line starts at `from` when the byte before it is a newline: read from `from - 1`.
-    let base = from.saturating_sub(1);
-    let mut bytes: Vec<u8> = Vec::new();
-    let mut start: Option<usize> = (from == 0).then_some(0);
+    until: u64,
+) -> Result<Probed, Fail> {
+    let mut walk = ForwardWalk::new(from, until).with_block(PROBE);
     loop {
-        let at = base + bytes.len() as u64;
-        let want = PROBE.min((chunk.len - at) as usize);
-        if want == 0 {
-            return Ok(None); // no complete line after `from` (cannot happen in a whole chunk)
-        }
-        bytes.extend(read_exact(store, path, at, want).await?);
-        if start.is_none() {
-            start = bytes.iter().position(|&b| b == b'\n').map(|i| i + 1);
-            if start.is_none() {
-                continue;
+        match walk.step() {
+            Step::Read { at, len } => walk.feed(&read_exact(store, path, at, len).await?),
+            Step::Line(found) if found.newline => {
+                let line = parse(&found.bytes, chunk, path)?;
+                return Ok(Probed {
+                    first: found.offset,
+                    line: Some((found.offset, line.seq(), found.end())),
+                });
             }
-        }
-        let s = start.expect("set above");
-        if base + s as u64 >= limit {
-            return Ok(None);
-        }
-        if let Some(e) = bytes[s..].iter().position(|&b| b == b'\n') {
-            let line = parse(&bytes[s..s + e], chunk, path)?;
-            return Ok(Some((line, base + s as u64, base + (s + e + 1) as u64)));
+            // No line ends before `until` (cannot happen in a whole chunk), or none starts.
+            Step::Line(_) | Step::Done => {
+                return Ok(Probed {
+                    first: until,
+                    line: None,
+                })
+            }
         }
     }
 }
 
 /// A line boundary at or below which every line of `chunk` has a seq below `before`, and close
 /// above the last such line (within a block, or one long line): where a backwards read for the
-/// lines before `before` starts. A binary search over byte offsets, O(log size) small reads.
+/// lines before `before` starts. The protocol's [`SeqSeek`], O(log size) small reads.
 pub async fn seek<S: Store>(
     store: &S,
     path: &str,
@@ -200,21 +164,13 @@ pub async fn seek<S: Store>(
     if before >= chunk.end {
         return Ok(chunk.len);
     }
-    // `lo` and `hi` are line boundaries: lines ending at or below `lo` have seqs below
-    // `before`; lines starting at or above `hi` have seqs at or above it.
-    let (mut lo, mut hi) = (0u64, chunk.len);
-    while hi - lo > BLOCK as u64 {
-        let mid = lo + (hi - lo) / 2;
-        match line_after(store, path, chunk, mid, hi).await? {
-            None => break, // one long line spans the rest: few lines to walk
-            Some((line, start, end)) => {
-                if line.seq() < before {
-                    lo = end;
-                } else {
-                    hi = start;
-                }
+    let mut seek = SeqSeek::new(0, chunk.len, before);
+    loop {
+        match seek.step() {
+            Seek::Done(at) => return Ok(at),
+            Seek::Probe { from, until } => {
+                seek.answer(line_after(store, path, chunk, from, until).await?)
             }
         }
     }
-    Ok(hi)
 }

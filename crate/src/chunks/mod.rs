@@ -1,5 +1,5 @@
 //! The chunk store: the transcript cache as chunk blobs over any [`Store`](crate::store::Store)
-//! (seed 000, decisions 1, 2, 5, 9 and 10).
+//! (design.md decisions 1, 2, 5, 9 and 10).
 //!
 //! Layout: `transcripts/v1/<host>_<port>/<sessionId>/` holds the session's chunks, each named by
 //! the seqs it covers, half-open `[first, end)`:

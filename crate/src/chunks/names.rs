@@ -1,67 +1,10 @@
 //! Names on disk: the server and session keys, and chunk names.
 //!
-//! A key is one path segment made from text the cache does not control (a host name, a session
-//! id from the network). [`encode`] keeps lowercase ASCII letters, digits, `-` and `.` (except a
-//! leading `.`) and writes every other byte as `%XX` with uppercase hex, so a key:
-//! - is never empty, `.` or `..`, never hidden, and holds no `/`, `\`, `:` or NUL;
-//! - decodes back to exactly its text ([`decode`]), so two different texts never share a key;
-//! - stays distinct on case-insensitive filesystems (an uppercase letter is always escaped).
+//! Keys are the protocol's ([`encode`], [`decode`]): the same rule that bounds the session ids
+//! a server accepts, so every id a server accepts keys here.
 
 use super::coverage::{Chunk, Kind};
-
-/// The longest key kept: most filesystems refuse a name over 255 bytes.
-pub const MAX_KEY_LEN: usize = 200;
-
-/// Why a name cannot be used as a key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyError {
-    /// An empty session id or host.
-    #[error("empty name")]
-    Empty,
-    /// Encoded, the name would be longer than [`MAX_KEY_LEN`] bytes.
-    #[error("name too long for a cache key ({0} bytes encoded)")]
-    TooLong(usize),
-}
-
-/// The key for a text: see the module's rules.
-pub fn encode(text: &str) -> Result<String, KeyError> {
-    if text.is_empty() {
-        return Err(KeyError::Empty);
-    }
-    let mut out = String::with_capacity(text.len());
-    for (i, b) in text.bytes().enumerate() {
-        let plain =
-            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && i > 0);
-        if plain {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    if out.len() > MAX_KEY_LEN {
-        return Err(KeyError::TooLong(out.len()));
-    }
-    Ok(out)
-}
-
-/// The text a key was made from; `None` when `key` is not something [`encode`] produces.
-pub fn decode(key: &str) -> Option<String> {
-    let bytes = key.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = key.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    let text = String::from_utf8(out).ok()?;
-    (encode(&text).ok()? == key).then_some(text)
-}
+pub use crate::protocol::{decode, encode, KeyError, MAX_KEY_LEN};
 
 /// The key of a server: `<host>_<port>`, the host lowercased (host names are case-insensitive)
 /// and encoded, so `_` and `:` (IPv6) never appear raw in it. An empty host is kept as `%00`

@@ -4,7 +4,8 @@ use super::coverage::{self, Chunk, Kind};
 use super::lines::{seek, BackLines, Fail, BLOCK};
 use super::names::{chunk_name, parse_chunk_name, TOUCH};
 use crate::protocol::{Line, RowWalk};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, WriterRole};
+use std::future::Future;
 use std::sync::Arc;
 
 /// A page served from the cache: raw cached lines, oldest first, never empty.
@@ -46,6 +47,8 @@ pub struct SessionCache<S> {
     dir: String,
     state: Option<State>,
     writing: bool,
+    /// Another tab holds the writer role: read only, and leave every repair to it.
+    reader: bool,
     hint: Option<Hint>,
 }
 
@@ -57,6 +60,7 @@ impl<S: Store> SessionCache<S> {
             dir,
             state: None,
             writing: true,
+            reader: false,
             hint: None,
         }
     }
@@ -66,9 +70,50 @@ impl<S: Store> SessionCache<S> {
         &self.id
     }
 
-    /// Whether this instance still writes (false after a write failure).
+    /// Whether this instance still writes (false after a write failure, or as a reader).
     pub fn is_writing(&self) -> bool {
         self.writing
+    }
+
+    /// The writer role for this session across tabs and workers ([`Store::writer`], keyed by
+    /// the session's folder): `None` at once when another holds it.
+    pub async fn try_writer(&self) -> Option<WriterRole> {
+        self.store.writer(&self.dir, false).await
+    }
+
+    /// Resolves with the writer role once its holder lets it go (its tab closed). Owns what it
+    /// needs, so it can be kept waiting beside the session's other work.
+    pub fn wait_for_writer(&self) -> impl Future<Output = Option<WriterRole>> + 'static
+    where
+        S: 'static,
+    {
+        let (store, key) = (self.store.clone(), self.dir.clone());
+        async move { store.writer(&key, true).await }
+    }
+
+    /// Makes this instance a reader (another tab writes: it never writes, truncates or
+    /// purges, and damage it reads is only forgotten) or, given `false`, the writer again,
+    /// re-reading the disk on next use (the tab before it may have left a torn tail, which the
+    /// next open repairs).
+    pub fn set_reader(&mut self, reader: bool) {
+        self.reader = reader;
+        self.writing = !reader;
+        self.state = None;
+        self.hint = None;
+    }
+
+    /// Whether this instance is a reader (see [`SessionCache::set_reader`]).
+    pub fn is_reader(&self) -> bool {
+        self.reader
+    }
+
+    /// Makes what was written durable and visible to other tabs ([`Store::flush`]) and lets go
+    /// of the session's blobs ([`Store::hand_over`]): before the writer role is given up.
+    pub async fn hand_over(&self) {
+        if let Err(e) = self.store.flush().await {
+            log::info!("scrollback: flushing the cache of {:?}: {e}", self.id);
+        }
+        self.store.hand_over(&self.dir).await;
     }
 
     /// Opens the session: touches it (for the budget's recency), lists its chunks and repairs
@@ -268,6 +313,9 @@ impl<S: Store> SessionCache<S> {
     pub async fn purge(&mut self) {
         self.hint = None;
         self.state = Some(State::default());
+        if self.reader {
+            return; // the writer's to do
+        }
         if let Err(e) = self.store.remove(&self.dir).await {
             self.stop_writing(&e);
         }

@@ -14,7 +14,7 @@ mod session;
 mod view;
 
 pub use session::Session;
-pub use view::{Change, Counters, View};
+pub use view::{Change, Counters, SessionError, View};
 
 use crate::chunks::{Cache, KeyError};
 use crate::protocol::{
@@ -35,8 +35,11 @@ pub struct Config {
     /// `page_rows` and this comes first, so a page of huge rows (a long tool output) does not
     /// download more than a screenful. `None` asks by rows only.
     pub page_bytes: Option<usize>,
-    /// Milliseconds between a failed probe or stream and the next try ([`RECONNECT_DELAY_MS`]).
+    /// Milliseconds before the first retry of a failed probe or stream ([`RECONNECT_DELAY_MS`]);
+    /// each further failure in a row doubles it, with jitter, up to `reconnect_max_ms`.
     pub reconnect_delay_ms: u32,
+    /// The longest wait between two retries.
+    pub reconnect_max_ms: u32,
     /// The cache's byte budget for this server ([`CACHE_BUDGET_BYTES`]), enforced after each
     /// open by evicting the least recently opened sessions (never the one opening).
     pub budget_bytes: u64,
@@ -49,6 +52,7 @@ impl Default for Config {
             page_rows: HISTORY_PAGE,
             page_bytes: Some(64 << 10),
             reconnect_delay_ms: RECONNECT_DELAY_MS,
+            reconnect_max_ms: 8 * RECONNECT_DELAY_MS,
             budget_bytes: CACHE_BUDGET_BYTES,
         }
     }

@@ -1,14 +1,16 @@
 //! One session's sync: open, probe, stream, reset, older pages, anchor restore, reload.
 
-use super::view::{Change, Counters, View};
+use super::view::{Change, Counters, SessionError, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
 use crate::protocol::{Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
-use crate::store::Store;
-use crate::transport::{EventStream, Page, StreamItem, Transport, TransportResult};
+use crate::store::{Store, WriterRole};
+use crate::transport::{
+    Backoff, EventStream, Page, Retry, StreamItem, Transport, TransportError, TransportResult,
+};
 use async_lock::Mutex;
 use futures::channel::mpsc;
-use futures::future::{select, Either};
+use futures::future::{select, Either, LocalBoxFuture};
 use futures::StreamExt;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -20,6 +22,10 @@ use std::rc::Rc;
 enum Command {
     Reload(Option<u64>),
     Close,
+    /// Not from the UI: a retry cannot help ([`Retry`]); wait for a reload or the close.
+    Stopped,
+    /// Not from the UI: this reader was handed the writer role (the writer's tab went away).
+    Promoted,
 }
 
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
@@ -51,6 +57,12 @@ pub struct Session<S: Store, T: Transport> {
     loading_older: Cell<bool>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
+    /// The retry schedule of the probe, the opening window and the stream.
+    backoff: RefCell<Backoff>,
+    /// The writer role, while this open writes the cache.
+    role: RefCell<Option<WriterRole>>,
+    /// A reader's wait for the writer role, polled beside every network wait.
+    waiting: RefCell<Option<LocalBoxFuture<'static, WriterRole>>>,
 }
 
 impl<S: Store, T: Transport> Session<S, T> {
@@ -63,6 +75,11 @@ impl<S: Store, T: Transport> Session<S, T> {
         config: Config,
     ) -> Self {
         let (commands, inbox) = mpsc::unbounded();
+        let seed = {
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(&summary.id)
+        };
+        let backoff = Backoff::new(config.reconnect_delay_ms, config.reconnect_max_ms, seed);
         Session {
             id: summary.id.clone(),
             view: RefCell::new(View::new(&summary.id)),
@@ -77,9 +94,14 @@ impl<S: Store, T: Transport> Session<S, T> {
             loading_older: Cell::new(false),
             commands,
             inbox: RefCell::new(Some(inbox)),
+            backoff: RefCell::new(backoff),
+            role: RefCell::new(None),
+            waiting: RefCell::new(None),
         }
     }
+}
 
+impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// The session's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -192,6 +214,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             v.state.clear_pending();
             v.verified &= ready;
             v.oldest = None;
+            v.cursor = 0;
             v.more_history = true;
             v.ready = ready;
         });
@@ -218,24 +241,110 @@ impl<S: Store, T: Transport> Session<S, T> {
         let Some(mut inbox) = self.inbox.borrow_mut().take() else {
             return;
         };
+        self.claim().await;
         let mut anchor = self.anchor;
+        let mut resume = false;
         loop {
-            let command = match self.open(&mut inbox, anchor).await {
+            let opened = match std::mem::take(&mut resume) {
+                true => self.resume_as_writer(&mut inbox, anchor).await,
+                false => self.open(&mut inbox, anchor).await,
+            };
+            let mut command = match opened {
                 Ok(cursor) => self.follow(&mut inbox, cursor).await,
                 Err(command) => command,
             };
             self.update(Change::State, |v| v.live = false);
+            if command == Command::Stopped {
+                // A retry cannot help: nothing is asked until the app reloads or closes.
+                command = inbox.next().await.unwrap_or(Command::Close);
+            }
             match command {
-                Command::Close => break,
+                Command::Close | Command::Stopped => break,
+                Command::Promoted => resume = true,
                 Command::Reload(at) => {
                     anchor = at;
                     self.cache.lock().await.purge().await;
                     self.clear(false);
-                    self.set_banner(None);
+                    self.backoff.borrow_mut().reset();
+                    self.update(Change::State, |v| {
+                        v.banner = None;
+                        v.error = None;
+                    });
                 }
             }
         }
+        self.give_up_role().await;
         *self.inbox.borrow_mut() = Some(inbox);
+    }
+
+    // ---- the writer role (one writer per session across tabs) ------------------------------
+
+    /// Takes the writer role if nobody holds it; else opens as a reader (shows the same rows,
+    /// never writes) and waits for the role beside every network wait.
+    async fn claim(&self) {
+        let mut cache = self.cache.lock().await;
+        match cache.try_writer().await {
+            Some(role) => {
+                cache.set_reader(false);
+                *self.role.borrow_mut() = Some(role);
+            }
+            None => {
+                cache.set_reader(true);
+                let role = cache.wait_for_writer();
+                // A lock request that fails writes without the lock rather than never.
+                let role = async move { role.await.unwrap_or_else(WriterRole::unshared) };
+                *self.waiting.borrow_mut() = Some(Box::pin(role));
+            }
+        }
+        drop(cache);
+        let writer = self.role.borrow().is_some();
+        self.update(Change::State, |v| v.writer = writer);
+    }
+
+    /// Whether this open holds the writer role.
+    fn writes(&self) -> bool {
+        self.role.borrow().is_some()
+    }
+
+    /// Flushes and gives the writer role up (the next tab waiting takes over).
+    async fn give_up_role(&self) {
+        self.waiting.borrow_mut().take();
+        if self.writes() {
+            self.cache.lock().await.hand_over().await;
+        }
+        self.role.borrow_mut().take();
+    }
+
+    /// A reader that was handed the writer role: brings the cache up to what is shown, without
+    /// a duplicate and without redrawing. The cache is reopened (its torn tail repaired); its
+    /// tail is checked as a probe does; the stream then resumes from the older of the cache's
+    /// newest seq and the newest one shown, so every line above the cache's end is appended once
+    /// and only lines above what is shown are drawn. A failed check purges and the cache starts
+    /// again above what is shown. With nothing checked shown yet, this is an ordinary open.
+    async fn resume_as_writer(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        anchor: Option<u64>,
+    ) -> Result<u64, Command> {
+        let tail = {
+            let mut cache = self.cache.lock().await;
+            cache.set_reader(false);
+            cache.open().await;
+            cache.cursor().await
+        };
+        self.update(Change::State, |v| v.writer = true);
+        let shown = self.with_view(|v| (v.ready && v.verified).then_some(v.cursor));
+        let Some(shown) = shown.filter(|s| *s > 0) else {
+            self.clear(false);
+            return self.open(inbox, anchor).await;
+        };
+        if let Some(tail) = tail {
+            if self.tail_matches(inbox, &tail).await? {
+                return Ok(tail.seq().min(shown));
+            }
+            self.cache.lock().await.purge().await;
+        }
+        Ok(shown)
     }
 
     /// Awaits `work` unless a command arrives first. Only network waits go through here: cache
@@ -245,22 +354,74 @@ impl<S: Store, T: Transport> Session<S, T> {
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         work: F,
     ) -> Result<F::Output, Command> {
+        // A reader also waits for the writer role meanwhile.
+        let mut waiting = self.waiting.borrow_mut().take();
+        let promoted = async {
+            match waiting.as_mut() {
+                Some(role) => role.await,
+                None => std::future::pending().await,
+            }
+        };
         // Commands first: a stream with a burst ready must not keep a close waiting.
-        match select(inbox.next(), pin!(work)).await {
+        let outcome = match select(inbox.next(), select(pin!(promoted), pin!(work))).await {
             Either::Left((command, _)) => Err(command.unwrap_or(Command::Close)),
-            Either::Right((out, _)) => Ok(out),
+            Either::Right((Either::Left((role, _)), _)) => {
+                *self.role.borrow_mut() = Some(role);
+                Err(Command::Promoted)
+            }
+            Either::Right((Either::Right((out, _)), _)) => Ok(out),
+        };
+        if !matches!(outcome, Err(Command::Promoted)) {
+            *self.waiting.borrow_mut() = waiting;
+        }
+        outcome
+    }
+
+    /// After a failed request, the one retry rule ([`Backoff::decide`]): waits out the next
+    /// delay with the banner saying why and when, or stops ([`Session::stop`]) when a retry
+    /// cannot help, answering [`Command::Stopped`].
+    async fn retry(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        error: &TransportError,
+    ) -> Result<(), Command> {
+        let decision = self.backoff.borrow_mut().decide(error);
+        match decision {
+            Retry::After(ms) => {
+                let secs = ms.div_ceil(1000);
+                self.set_banner(Some(format!("{error} (retrying in {secs} s)")));
+                self.unless_asked(inbox, self.transport.sleep(ms)).await
+            }
+            why => {
+                self.stop(why, error).await;
+                Err(Command::Stopped)
+            }
         }
     }
 
-    /// Waits out the reconnect delay after showing `error` on the banner.
-    async fn back_off(
-        &self,
-        inbox: &mut mpsc::UnboundedReceiver<Command>,
-        error: String,
-    ) -> Result<(), Command> {
-        self.set_banner(Some(error));
-        self.unless_asked(inbox, self.transport.sleep(self.config.reconnect_delay_ms))
-            .await
+    /// Stops the session for an error a retry cannot fix, saying why in [`View::error`]. A
+    /// session the server says it does not have is gone: its cache is purged (by the writer)
+    /// and nothing of it stays shown.
+    async fn stop(&self, why: Retry, error: &TransportError) {
+        if why == Retry::Gone {
+            self.cache.lock().await.purge().await;
+            self.clear(true);
+            self.update(Change::State, |v| v.more_history = false);
+        }
+        let message = match error {
+            TransportError::Http { message, .. } => message.clone(),
+            other => other.to_string(),
+        };
+        let error = SessionError {
+            kind: why.kind(),
+            status: error.status(),
+            message,
+        };
+        self.update(Change::State, |v| {
+            v.banner = None;
+            v.live = false;
+            v.error = Some(error);
+        });
     }
 
     /// Shows the first rows (cached and probed, or the cold opening window), restores the
@@ -294,9 +455,11 @@ impl<S: Store, T: Transport> Session<S, T> {
             Some(cursor) => cursor,
             None => self.cold(inbox).await?,
         };
-        self.server
-            .enforce_budget(self.config.budget_bytes, &self.id)
-            .await;
+        if self.writes() {
+            self.server
+                .enforce_budget(self.config.budget_bytes, &self.id)
+                .await;
+        }
         self.restore(inbox, anchor).await?;
         Ok(cursor)
     }
@@ -309,6 +472,20 @@ impl<S: Store, T: Transport> Session<S, T> {
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         tail: &Line,
     ) -> Result<bool, Command> {
+        let passed = self.tail_matches(inbox, tail).await?;
+        self.update(Change::State, |v| {
+            v.banner = None;
+            v.verified = passed;
+        });
+        Ok(passed)
+    }
+
+    /// The probe's request and comparison, counted, without touching what is shown.
+    async fn tail_matches(
+        &self,
+        inbox: &mut mpsc::UnboundedReceiver<Command>,
+        tail: &Line,
+    ) -> Result<bool, Command> {
         let query = TranscriptQuery {
             before: Some(tail.seq() + 1),
             limit: Some(1),
@@ -316,13 +493,9 @@ impl<S: Store, T: Transport> Session<S, T> {
         };
         let page = self.fetch_retrying(inbox, &query).await?;
         let passed = matches!(page.lines.as_slice(), [line] if line == tail);
-        self.update(Change::State, |v| {
-            v.banner = None;
-            v.verified = passed;
-            match passed {
-                true => v.counters.probes_passed += 1,
-                false => v.counters.probes_failed += 1,
-            }
+        self.update(Change::State, |v| match passed {
+            true => v.counters.probes_passed += 1,
+            false => v.counters.probes_failed += 1,
         });
         Ok(passed)
     }
@@ -341,9 +514,13 @@ impl<S: Store, T: Transport> Session<S, T> {
             match answer {
                 Ok(page) => {
                     self.count_request(page.bytes);
+                    self.backoff.borrow_mut().reset();
                     return Ok(page);
                 }
-                Err(e) => self.back_off(inbox, e.to_string()).await?,
+                Err(e) => {
+                    self.count_request(0);
+                    self.retry(inbox, &e).await?
+                }
             }
         }
     }
@@ -513,6 +690,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             self.count_request(0);
             let error = match connected {
                 Ok(mut stream) => {
+                    self.backoff.borrow_mut().reset();
                     self.update(Change::State, |v| {
                         v.live = true;
                         v.banner = None;
@@ -523,18 +701,27 @@ impl<S: Store, T: Transport> Session<S, T> {
                             Err(command) => return command,
                         };
                         match item {
-                            None => break "the server closed the stream".to_string(),
-                            Some(Err(e)) => break e.to_string(),
+                            None => {
+                                break TransportError::Network(
+                                    "the server closed the stream".into(),
+                                )
+                            }
+                            Some(Err(e)) => break e,
                             Some(Ok(StreamItem::Reset)) => {
                                 self.view.borrow_mut().counters.resets += 1;
                                 self.clear(true);
                             }
                             Some(Ok(StreamItem::Line(line))) => {
                                 if line.seq() <= cursor {
-                                    continue; // already shown: the stream's contract is seq > after
+                                    continue; // the stream's contract is seq > after
                                 }
+                                // A reader's cache appends nothing; a line the cache already
+                                // covers is not appended again.
                                 self.cache.lock().await.append(&line).await;
                                 cursor = line.seq();
+                                if line.seq() <= self.view.borrow().cursor {
+                                    continue; // shown already (a takeover resumes below it)
+                                }
                                 {
                                     let mut view = self.view.borrow_mut();
                                     view.counters.events += 1;
@@ -547,9 +734,9 @@ impl<S: Store, T: Transport> Session<S, T> {
                     self.update(Change::State, |v| v.live = false);
                     error
                 }
-                Err(e) => e.to_string(),
+                Err(e) => e,
             };
-            if let Err(command) = self.back_off(inbox, error).await {
+            if let Err(command) = self.retry(inbox, &error).await {
                 return command;
             }
         }

@@ -55,6 +55,12 @@ pub struct View {
     pub cursor: u64,
     /// Whether the stream is connected.
     pub live: bool,
+    /// Why the session stopped, when a retry cannot help (the session is gone, the token is
+    /// refused, the server refused the request): nothing more is asked until a reload.
+    pub error: Option<SessionError>,
+    /// Whether this open writes the cache: one writer per session across tabs; the others
+    /// show the same rows read-only and take over when the writer goes away.
+    pub writer: bool,
     /// Requests, bytes and cache hits so far.
     pub counters: Counters,
 }
@@ -72,9 +78,24 @@ impl View {
             oldest: None,
             cursor: 0,
             live: false,
+            error: None,
+            writer: false,
             counters: Counters::default(),
         }
     }
+}
+
+/// Why a session stopped (see [`View::error`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionError {
+    /// `"gone"` (the server has no such session: its cache was purged), `"unauthorized"` (401
+    /// or 403: the token is missing or wrong) or `"refused"` (another 4xx).
+    pub kind: &'static str,
+    /// The HTTP status, when the server answered.
+    pub status: Option<u16>,
+    /// The server's own explanation.
+    pub message: String,
 }
 
 fn rows<S: serde::Serializer>(t: &Transcript, s: S) -> Result<S::Ok, S::Error> {

@@ -13,7 +13,7 @@
 //!
 //! The fold takes [`Line`](crate::protocol::Line)s, which have a seq, a timestamp and an event
 //! with a type. Text that does not parse as a line has no seq and so no place in the
-//! transcript's order: the caller drops it (the cache treats it as damage, seed 000
+//! transcript's order: the caller drops it (the cache treats it as damage, design.md
 //! decision 10), and nothing about it reaches the fold. A line whose event is of a known type
 //! but not of its shape (a `toolCall` without an id) is kept as a [`Row::Malformed`] and
 //! changes no state; an event of an unknown type is a [`Row::Unknown`]. Neither is ever folded.

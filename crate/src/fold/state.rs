@@ -8,7 +8,7 @@ use serde::Serialize;
 /// queued, the commands still running, and whether compaction is under way.
 ///
 /// Fed the newest lines in order ([`SessionState::apply`]). Two things the events alone cannot
-/// get right, and the engine must do (seed 000): after a reset, [`SessionState::clear_pending`]
+/// get right, and the engine must do (design.md, Part A): after a reset, [`SessionState::clear_pending`]
 /// (a `messageQueued` whose resolving `userMessage` fell in the gap would otherwise wait
 /// forever); and after replaying a cache, [`SessionState::apply_summary`] (the session list is
 /// newer than the cache). Lines of a type it does not know, or of a shape it cannot read, change
@@ -150,7 +150,7 @@ impl SessionState {
     }
 
     /// Takes status, model and permission mode from the session list's entry, the newer
-    /// measurement than a replayed cache (seed 000, decision 7).
+    /// measurement than a replayed cache (design.md decision 7).
     pub fn apply_summary(&mut self, summary: &SessionSummary) {
         self.status = summary.status.clone();
         self.model = summary.model.clone();

@@ -1,11 +1,14 @@
 //! Choosing a browser backend, and the glue the browser backends share: the global scope, error
 //! mapping, timers.
 //!
-//! [`open_store`] picks OPFS with sync access handles where they exist (a dedicated worker),
-//! else IndexedDB, else memory; an application can ask for one by name instead
-//! ([`Backend::parse`]: `"opfs"`, `"indexeddb"`, `"memory"`).
+//! [`open_store`] picks OPFS where a sync access handle really opens (a dedicated worker in
+//! Chromium or Firefox; WebKitGTK has the method but throws NotSupportedError), else IndexedDB,
+//! else memory; an application can ask for one by name instead ([`Backend::parse`]: `"opfs"`,
+//! `"indexeddb"`, `"memory"`). [`BrowserStore::name`] says which one it got.
 
-use super::{Entry, IdbStore, MemoryStore, Meta, OpfsStore, Store, StoreError, StoreResult};
+use super::{
+    Entry, IdbStore, MemoryStore, Meta, OpfsStore, Store, StoreError, StoreResult, WriterRole,
+};
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -14,9 +17,11 @@ use wasm_bindgen_futures::JsFuture;
 /// Which browser backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    /// The best one here: OPFS in a dedicated worker, else IndexedDB, else memory.
+    /// The best one that works here: OPFS when a sync access handle opens (tried, not assumed
+    /// from the method's presence), else IndexedDB, else memory.
     Auto,
-    /// The origin private file system, through sync access handles (dedicated workers only).
+    /// The origin private file system, through sync access handles (dedicated workers only;
+    /// an engine without working sync handles is an error at open, not at the first write).
     Opfs,
     /// IndexedDB, as segment records.
     IndexedDb,
@@ -60,19 +65,29 @@ impl BrowserStore {
     }
 }
 
-/// Opens the backend asked for (see [`Backend`]), after asking for persistent storage. With
-/// [`Backend::Auto`] a backend that fails to open (IndexedDB in some private windows) falls
-/// through to the next; a backend asked for by name that cannot open is an error.
+/// Opens the backend asked for (see [`Backend`]). With [`Backend::Auto`] a backend that fails
+/// to open (OPFS whose sync handles throw, IndexedDB in some private windows) falls through to
+/// the next; a backend asked for by name that cannot open is an error.
+///
+/// Persistent storage is asked for on the side ([`ask_persistence`]), never awaited: Firefox's
+/// `persist()` waits on a permission prompt a person may never answer.
 pub async fn open_store(backend: Backend) -> StoreResult<BrowserStore> {
-    request_persistence().await;
+    ask_persistence();
     match backend {
-        Backend::Opfs => Ok(BrowserStore::Opfs(OpfsStore::open().await?)),
+        Backend::Opfs => {
+            let s = OpfsStore::open().await?;
+            s.check_sync_handles().await?;
+            Ok(BrowserStore::Opfs(s))
+        }
         Backend::IndexedDb => Ok(BrowserStore::IndexedDb(IdbStore::open().await?)),
         Backend::Memory => Ok(BrowserStore::Memory(MemoryStore::new())),
         Backend::Auto => {
             if OpfsStore::available() {
                 if let Ok(s) = OpfsStore::open().await {
-                    return Ok(BrowserStore::Opfs(s));
+                    match s.check_sync_handles().await {
+                        Ok(()) => return Ok(BrowserStore::Opfs(s)),
+                        Err(e) => log::info!("scrollback: OPFS not used: {e}"),
+                    }
                 }
             }
             match IdbStore::open().await {
@@ -83,9 +98,18 @@ pub async fn open_store(backend: Backend) -> StoreResult<BrowserStore> {
     }
 }
 
+/// Starts [`request_persistence`] without waiting for its answer.
+pub fn ask_persistence() {
+    wasm_bindgen_futures::spawn_local(async {
+        request_persistence().await;
+    });
+}
+
 /// Asks the browser to keep this origin's storage under pressure
 /// (`navigator.storage.persist()`); `true` when granted. Chromium grants it by engagement,
-/// without a prompt; where it is refused or missing the cache still works, and may be evicted.
+/// without a prompt; WebKitGTK answers `false`; Firefox resolves only once a person answers its
+/// permission prompt (so nothing may wait on this). Where it is refused or missing the cache
+/// still works, and may be evicted.
 pub async fn request_persistence() -> bool {
     let Some(storage) = storage_manager() else {
         return false;
@@ -139,6 +163,19 @@ impl Store for BrowserStore {
     }
     async fn flush(&self) -> StoreResult<()> {
         delegate!(self, s => s.flush().await)
+    }
+    /// OPFS and IndexedDB are shared by every tab of the origin: the role is a Web Lock. Memory
+    /// is this worker's own.
+    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
+        match self {
+            BrowserStore::Memory(s) => s.writer(key, wait).await,
+            _ => super::writer::web_writer(key, wait).await,
+        }
+    }
+    async fn hand_over(&self, key: &str) {
+        if let BrowserStore::Opfs(s) = self {
+            s.close_handles_below(key);
+        }
     }
 }
 

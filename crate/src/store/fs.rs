@@ -41,14 +41,30 @@ impl FsStore {
         &self.root
     }
 
-    /// The file path of a checked store path.
+    /// The file path of a checked store path. Beyond [`segments`], every segment must be a
+    /// portable file name ([`portable`]) on every OS, so a path means the same file everywhere
+    /// and none can reach outside the root on Windows (`C:` as a segment replaces the root).
     fn resolve(&self, path: &str) -> StoreResult<PathBuf> {
         let mut p = self.root.clone();
         for seg in segments(path)? {
+            if !portable(seg) {
+                return Err(StoreError::InvalidPath(path.to_string()));
+            }
             p.push(seg);
         }
         Ok(p)
     }
+}
+
+/// Whether a path segment names the same one file on every OS: none of `< > : " | ? *` (`:`
+/// makes `C:` a drive), no control character, no trailing `.` or space (Windows drops them, so
+/// `a.` and `a` would share a file), and not a name Windows reserves for a device (`CON`,
+/// `NUL`, `com1.txt`, in any case).
+pub fn portable(seg: &str) -> bool {
+    !seg.bytes()
+        .any(|b| b < 0x20 || matches!(b, b'<' | b'>' | b':' | b'"' | b'|' | b'?' | b'*'))
+        && !seg.ends_with(['.', ' '])
+        && !crate::protocol::is_reserved_name(seg)
 }
 
 /// Maps an I/O error to a store error, naming the store path.

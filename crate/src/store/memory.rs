@@ -1,6 +1,8 @@
 //! An in-memory store: for tests, private windows, and as the reference the others conform to.
 
-use super::{entries_below, segments, Entry, Meta, Store, StoreError, StoreResult};
+use super::{
+    entries_below, segments, Entry, Meta, Store, StoreError, StoreResult, WriterRole, Writers,
+};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -10,6 +12,7 @@ pub struct MemoryStore {
     blobs: Mutex<BTreeMap<String, Blob>>,
     quota: Mutex<Option<u64>>,
     clock: Mutex<u64>,
+    writers: Writers,
 }
 
 #[derive(Debug, Default)]
@@ -139,5 +142,9 @@ impl Store for MemoryStore {
         let mut blobs = self.blobs.lock().unwrap();
         blobs.retain(|name, _| name != &k && !name.starts_with(&prefix));
         Ok(())
+    }
+
+    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
+        self.writers.acquire(key, wait).await
     }
 }

@@ -17,11 +17,12 @@ mod idb;
 mod memory;
 #[cfg(target_arch = "wasm32")]
 mod opfs;
+mod role;
 #[cfg(target_arch = "wasm32")]
 mod writer;
 
 #[cfg(target_arch = "wasm32")]
-pub use browser::{open_store, request_persistence, Backend, BrowserStore};
+pub use browser::{ask_persistence, open_store, request_persistence, Backend, BrowserStore};
 #[cfg(not(target_arch = "wasm32"))]
 pub use fs::FsStore;
 #[cfg(target_arch = "wasm32")]
@@ -29,6 +30,7 @@ pub use idb::IdbStore;
 pub use memory::MemoryStore;
 #[cfg(target_arch = "wasm32")]
 pub use opfs::OpfsStore;
+pub use role::{WriterRole, Writers};
 #[cfg(target_arch = "wasm32")]
 pub use writer::WriterLock;
 
@@ -103,6 +105,21 @@ pub trait Store {
     /// writer role. Backends that write through answer `Ok` at once.
     async fn flush(&self) -> StoreResult<()> {
         Ok(())
+    }
+    /// The writer role for `key` (one writer per session across tabs: a session's cache
+    /// folder), held until the [`WriterRole`] is dropped or its holder goes away. With `wait`
+    /// false, `None` at once when another holds it; with `wait`, resolves once it is free. A
+    /// store that nothing else shares grants it at once (the default); the browser's stores use
+    /// Web Locks, [`MemoryStore`] an in-process lock.
+    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
+        let _ = (key, wait);
+        Some(WriterRole::unshared())
+    }
+    /// The writer role for `key` is being given up: lets go of whatever this store holds open
+    /// below `key`, so the next writer can write there (OPFS closes its sync access handles,
+    /// which lock their files). Called after [`Store::flush`]; a no-op by default.
+    async fn hand_over(&self, key: &str) {
+        let _ = key;
     }
 }
 

@@ -91,6 +91,36 @@ impl OpfsStore {
         in_worker && has_sync && storage_manager().is_some()
     }
 
+    /// Whether a sync access handle really opens here: creates a probe file below the store's
+    /// root, opens and closes a handle on it, removes it. WebKitGTK has
+    /// `createSyncAccessHandle` but rejects it (NotSupportedError: WebKit implements it on
+    /// Apple platforms only), so [`OpfsStore::available`] alone cannot tell.
+    pub async fn check_sync_handles(&self) -> StoreResult<()> {
+        if !Self::available() {
+            return Err(StoreError::Io(
+                "OPFS writes need a dedicated worker (FileSystemSyncAccessHandle)".into(),
+            ));
+        }
+        let name = format!(".probe-{}", (js_sys::Math::random() * 1e15) as u64);
+        let opts = FileSystemGetFileOptions::new();
+        opts.set_create(true);
+        let file: FileHandle = wait(&name, self.root.get_file_handle_with_options(&name, &opts))
+            .await?
+            .unchecked_into();
+        let opened = JsFuture::from(file.create_sync_access_handle()).await;
+        if let Ok(h) = &opened {
+            h.unchecked_ref::<SyncHandle>().close();
+        }
+        let _ = JsFuture::from(self.root.remove_entry(&name)).await;
+        match opened {
+            Ok(_) => Ok(()),
+            Err(e) => Err(StoreError::Io(format!(
+                "OPFS sync access handles do not work here: {}",
+                js_error(&name, &e)
+            ))),
+        }
+    }
+
     /// The store at the root of this origin's private file system.
     pub async fn open() -> StoreResult<Self> {
         Self::open_in("").await
@@ -132,6 +162,19 @@ impl OpfsStore {
         }
     }
 
+    /// Closes the sync handles of the blobs below folder `dir` (a session's chunks), so
+    /// another context can open them: when this tab gives up that session's writer role.
+    pub fn close_handles_below(&self, dir: &str) {
+        let prefix = format!("{dir}/");
+        self.open.borrow_mut().retain(|path, o| {
+            let below = path.starts_with(&prefix);
+            if below {
+                o.handle.close();
+            }
+            !below
+        });
+    }
+
     /// The number of sync handles open now.
     pub fn open_handles(&self) -> usize {
         self.open.borrow().len()
@@ -168,7 +211,7 @@ impl OpfsStore {
         match JsFuture::from(dir.get_file_handle_with_options(name, &opts)).await {
             Ok(f) => Ok(Some((dir, f.unchecked_into()))),
             Err(e) if !create && missing(&e) => Ok(None),
-            Err(e) => Err(js_error(path, &e)),
+            Err(e) => Err(create_error(path, &e)),
         }
     }
 
@@ -333,13 +376,24 @@ fn missing(e: &JsValue) -> bool {
     )
 }
 
+/// An error from getting (or creating) an entry below a directory handle. Creating in a
+/// directory that was removed (site data cleared) is NotFoundError in Chromium and WebKit, and
+/// UnknownError in Firefox (on the old handle): both say the tree is gone, so both are `NotFound`.
+fn create_error(path: &str, e: &JsValue) -> StoreError {
+    if error_name(e) == "UnknownError" {
+        StoreError::NotFound(path.to_string())
+    } else {
+        js_error(path, e)
+    }
+}
+
 async fn child_dir(parent: &Dir, name: &str, create: bool, path: &str) -> StoreResult<Option<Dir>> {
     let opts = FileSystemGetDirectoryOptions::new();
     opts.set_create(create);
     match JsFuture::from(parent.get_directory_handle_with_options(name, &opts)).await {
         Ok(d) => Ok(Some(d.unchecked_into())),
         Err(e) if !create && missing(&e) => Ok(None),
-        Err(e) => Err(js_error(path, &e)),
+        Err(e) => Err(create_error(path, &e)),
     }
 }
 

@@ -8,7 +8,7 @@
 //! next writer continues from everything written.
 
 use super::browser::lock_manager;
-use super::{StoreError, StoreResult};
+use super::{StoreError, StoreResult, WriterRole};
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -50,6 +50,24 @@ impl WriterLock {
     /// The Web Locks name this holds (`scrollback-writer:<key>`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// The writer role of [`Store::writer`](super::Store::writer) over Web Locks. Where Web Locks
+/// are missing the role is granted at once (one tab is the common case; the cache is never
+/// load-bearing).
+pub(super) async fn web_writer(key: &str, wait: bool) -> Option<WriterRole> {
+    let got = match wait {
+        true => WriterLock::acquire(key).await.map(Some),
+        false => WriterLock::try_acquire(key).await,
+    };
+    match got {
+        Ok(Some(lock)) => Some(WriterRole::holding(lock)),
+        Ok(None) => None,
+        Err(e) => {
+            log::info!("scrollback: no writer lock ({e}); writing without one");
+            Some(WriterRole::unshared())
+        }
     }
 }
 

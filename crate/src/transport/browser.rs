@@ -7,8 +7,7 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    error_message, parse_sessions, EventStream, Page, StreamItem, Transport, TransportError,
-    TransportResult,
+    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
 use futures::channel::mpsc;
@@ -136,12 +135,43 @@ impl BrowserTransport {
             .map_err(|e| TransportError::Network(format!("{url}: {e}")))?;
         self.count(0, text.len() as u64);
         if !response.ok() {
-            return Err(TransportError::Http {
-                status: response.status(),
-                message: error_message(&text),
-            });
+            let retry_after = response.headers().get("Retry-After");
+            return Err(TransportError::from_answer(
+                response.status(),
+                &text,
+                retry_after.as_deref(),
+            ));
         }
         Ok(text)
+    }
+
+    /// Why the browser refused an event stream: `EventSource` hides the status, so the same URL
+    /// is asked once more with `fetch`, which shows it (and the server's JSON error), and the
+    /// answer is classified as every other request's is. A stream that opens this time is cut
+    /// at once, and the refusal stays a network error, to be retried.
+    async fn refusal(&self, url: &str, fallback: TransportError) -> TransportError {
+        let Ok(controller) = web_sys::AbortController::new() else {
+            return fallback;
+        };
+        let Ok(request) = Request::get(url)
+            .abort_signal(Some(&controller.signal()))
+            .header("Accept", "text/event-stream")
+            .build()
+        else {
+            return fallback;
+        };
+        self.count(1, 0);
+        let Ok(response) = request.send().await else {
+            return fallback;
+        };
+        if response.ok() {
+            controller.abort();
+            return fallback;
+        }
+        let text = response.text().await.unwrap_or_default();
+        self.count(0, text.len() as u64);
+        let retry_after = response.headers().get("Retry-After");
+        TransportError::from_answer(response.status(), &text, retry_after.as_deref())
     }
 }
 
@@ -192,7 +222,15 @@ impl Transport for BrowserTransport {
         let mut stream = BrowserStream::connect(&url, path, self.counters.clone())?;
         match stream.signals.next().await {
             Some(Signal::Open) => Ok(stream),
-            _ => Err(stream.failure(false)),
+            _ => {
+                let refused = stream.source.ready_state() == EventSource::CLOSED;
+                let error = stream.failure(false);
+                drop(stream);
+                match refused {
+                    true => Err(self.refusal(&url, error).await),
+                    false => Err(error),
+                }
+            }
         }
     }
 

@@ -34,6 +34,11 @@ pub enum TransportError {
         status: u16,
         /// The server's own explanation.
         message: String,
+        /// Whether the body was the server's own `{"error": ...}` (not a proxy's or a gateway's
+        /// page): only then does a 404 mean that the session is gone.
+        from_server: bool,
+        /// The answer's `Retry-After`, in milliseconds (delay-seconds form only).
+        retry_after_ms: Option<u32>,
     },
     /// No answer: connection refused, reset, timed out, DNS, a stream cut mid-frame.
     #[error("network error: {0}")]
@@ -51,14 +56,159 @@ pub enum TransportError {
 }
 
 impl TransportError {
-    /// Whether the request reached the server and was refused (4xx): retrying the same
-    /// request will not help.
+    /// Whether retrying the same request will not help (the session is gone, the token is
+    /// refused, or the server refused the request itself): [`Retry::classify`] is no retry.
     pub fn is_client_error(&self) -> bool {
-        match self {
-            TransportError::Http { status, .. } => (400..500).contains(status),
-            TransportError::BadId(_) => true,
-            _ => false,
+        !matches!(Retry::classify(self), Retry::After(_))
+    }
+}
+
+impl TransportError {
+    /// The error for a non-2xx answer: `status`, the body (the server's `{"error": ...}` or
+    /// anything else, shortened) and the `Retry-After` header's value, if any.
+    pub fn from_answer(status: u16, body: &str, retry_after: Option<&str>) -> TransportError {
+        TransportError::Http {
+            status,
+            message: error_message(body),
+            from_server: server_error(body).is_some(),
+            retry_after_ms: retry_after.and_then(parse_retry_after),
         }
+    }
+
+    /// The HTTP status, when the server (or something in front of it) answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            TransportError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A `Retry-After` value in milliseconds: the delay-seconds form (`120`); the HTTP-date form is
+/// not trusted (the two clocks need not agree) and answers `None`.
+pub fn parse_retry_after(value: &str) -> Option<u32> {
+    let secs: u32 = value.trim().parse().ok()?;
+    Some(secs.saturating_mul(1000))
+}
+
+/// What to do after a failed request. [`Backoff::decide`] is the one rule, used for the probe,
+/// the opening window and the stream alike, whatever the transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Try again after this many milliseconds (a network error, a 5xx, a 408 or 429, a 2xx
+    /// body that does not parse, or a 4xx that is not the server's own answer).
+    After(u32),
+    /// The server itself said the session does not exist (its own JSON 404): the session is
+    /// gone. Purge it and stop.
+    Gone,
+    /// 401 or 403: the token is missing or wrong. Stop until the app does something.
+    Unauthorized,
+    /// Any other 4xx from the server (or an id that cannot be sent): the same request will be
+    /// refused again. Stop, showing the server's message.
+    Refused,
+}
+
+impl Retry {
+    /// The name an app sees for this class of error (`kind` of a JS error and of a session's
+    /// `error`): `"unavailable"`, `"gone"`, `"unauthorized"` or `"refused"`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Retry::After(_) => "unavailable",
+            Retry::Gone => "gone",
+            Retry::Unauthorized => "unauthorized",
+            Retry::Refused => "refused",
+        }
+    }
+
+    /// The class of `error`, without a delay (`After(0)` for a retryable one).
+    pub fn classify(error: &TransportError) -> Retry {
+        match error {
+            TransportError::Http {
+                status,
+                from_server,
+                ..
+            } => match status {
+                401 | 403 => Retry::Unauthorized,
+                404 if *from_server => Retry::Gone,
+                408 | 429 => Retry::After(0),
+                // A 4xx that is not the server's own JSON (a proxy's or a gateway's page) says
+                // nothing about the session: the path to the server is broken, for now.
+                400..=499 if *from_server => Retry::Refused,
+                _ => Retry::After(0),
+            },
+            TransportError::BadId(_) => Retry::Refused,
+            TransportError::Network(_)
+            | TransportError::BadLine(_)
+            | TransportError::BadResponse(_) => Retry::After(0),
+        }
+    }
+}
+
+/// The longest `Retry-After` honoured, in milliseconds (a server asking for more is waited on
+/// this long, then asked again).
+pub const MAX_RETRY_AFTER_MS: u32 = 300_000;
+
+/// Exponential backoff with jitter, capped: the delay before the `n`th retry in a row is drawn
+/// from `[d/2, d]` with `d = min(max, base * 2^n)`; a success resets it.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    base_ms: u32,
+    max_ms: u32,
+    failures: u32,
+    rng: u64,
+}
+
+impl Backoff {
+    /// A backoff from `base_ms` doubling up to `max_ms`, its jitter seeded with `seed` (any
+    /// value; two clients with different seeds do not retry in step).
+    pub fn new(base_ms: u32, max_ms: u32, seed: u64) -> Backoff {
+        Backoff {
+            base_ms,
+            max_ms: max_ms.max(base_ms),
+            failures: 0,
+            rng: seed | 1,
+        }
+    }
+
+    /// A request succeeded: the next failure waits the base delay again.
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+
+    /// Failures in a row so far.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// What to do after `error`: its class ([`Retry::classify`]), with the delay filled in for
+    /// a retry: the answer's `Retry-After` when it gave one (408, 429, 503), else the next
+    /// backoff step.
+    pub fn decide(&mut self, error: &TransportError) -> Retry {
+        match Retry::classify(error) {
+            Retry::After(_) => {
+                let step = self.next_delay();
+                match error {
+                    TransportError::Http {
+                        retry_after_ms: Some(ms),
+                        ..
+                    } => Retry::After((*ms).min(MAX_RETRY_AFTER_MS)),
+                    _ => Retry::After(step),
+                }
+            }
+            stop => stop,
+        }
+    }
+
+    fn next_delay(&mut self) -> u32 {
+        let shift = self.failures.min(20);
+        self.failures = self.failures.saturating_add(1);
+        let d = (u64::from(self.base_ms) << shift).min(u64::from(self.max_ms));
+        // xorshift64: enough to keep clients out of step.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let half = d / 2;
+        (half + self.rng % (d - half + 1)) as u32
     }
 }
 
@@ -120,15 +270,22 @@ pub trait Transport {
     async fn sleep(&self, ms: u32);
 }
 
-/// The `{"error": "..."}` text of an error body, or the body itself shortened.
-pub fn error_message(body: &str) -> String {
+/// The `{"error": "..."}` text of a body the server itself wrote, if it is one.
+fn server_error(body: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct ErrorBody {
         error: String,
     }
-    match serde_json::from_str::<ErrorBody>(body) {
-        Ok(e) => e.error,
-        Err(_) => {
+    serde_json::from_str::<ErrorBody>(body)
+        .ok()
+        .map(|e| e.error)
+}
+
+/// The `{"error": "..."}` text of an error body, or the body itself shortened.
+pub fn error_message(body: &str) -> String {
+    match server_error(body) {
+        Some(e) => e,
+        None => {
             let body = body.trim();
             match body.char_indices().nth(200) {
                 Some((cut, _)) => format!("{}…", &body[..cut]),
@@ -158,13 +315,61 @@ mod tests {
         let long = "x".repeat(500);
         let short = error_message(&long);
         assert!(short.chars().count() == 201 && short.ends_with('…'));
-        let e = TransportError::Http {
-            status: 404,
-            message: "no such session".into(),
-        };
+        let e = TransportError::from_answer(404, r#"{"error":"no such session"}"#, None);
         assert_eq!(e.to_string(), "server answered 404: no such session");
         assert!(e.is_client_error());
         assert!(!TransportError::Network("refused".into()).is_client_error());
+    }
+
+    #[test]
+    fn the_retry_rule_stops_on_what_a_retry_cannot_fix_and_backs_off_on_the_rest() {
+        let json = |status| TransportError::from_answer(status, r#"{"error":"x"}"#, None);
+        let page = |status| TransportError::from_answer(status, "<html>not found</html>", None);
+        assert_eq!(Retry::classify(&json(404)), Retry::Gone);
+        assert_eq!(
+            Retry::classify(&page(404)),
+            Retry::After(0),
+            "a proxy's 404"
+        );
+        assert_eq!(Retry::classify(&json(401)), Retry::Unauthorized);
+        assert_eq!(Retry::classify(&page(403)), Retry::Unauthorized);
+        assert_eq!(Retry::classify(&json(400)), Retry::Refused);
+        assert_eq!(Retry::classify(&json(408)), Retry::After(0));
+        assert_eq!(Retry::classify(&json(429)), Retry::After(0));
+        assert_eq!(Retry::classify(&page(502)), Retry::After(0));
+        assert_eq!(
+            Retry::classify(&TransportError::BadId("..".into())),
+            Retry::Refused
+        );
+
+        let mut b = Backoff::new(1000, 8000, 42);
+        let delays: Vec<u32> = (0..6)
+            .map(
+                |_| match b.decide(&TransportError::Network("down".into())) {
+                    Retry::After(ms) => ms,
+                    other => panic!("{other:?}"),
+                },
+            )
+            .collect();
+        for (i, d) in delays.iter().enumerate() {
+            let full = (1000u32 << i).min(8000);
+            assert!(
+                (full / 2..=full).contains(d),
+                "retry {i}: {d} not in [{}, {full}]",
+                full / 2
+            );
+        }
+        b.reset();
+        assert!(matches!(b.decide(&page(503)), Retry::After(ms) if ms <= 1000));
+        let throttled = TransportError::from_answer(429, "{}", Some("7"));
+        assert_eq!(
+            b.decide(&throttled),
+            Retry::After(7000),
+            "Retry-After is honoured"
+        );
+        let huge = TransportError::from_answer(503, "", Some("999999"));
+        assert_eq!(b.decide(&huge), Retry::After(MAX_RETRY_AFTER_MS));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
     }
 
     #[test]

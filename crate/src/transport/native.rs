@@ -2,8 +2,7 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    error_message, parse_sessions, EventStream, Page, StreamItem, Transport, TransportError,
-    TransportResult,
+    parse_sessions, EventStream, Page, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{parse_page, Line, SessionSummary, TranscriptQuery, RESET_EVENT};
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -89,11 +88,17 @@ impl HttpTransport {
         if status.is_success() {
             return Ok(response);
         }
+        let retry_after = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = response.text().await.unwrap_or_default();
-        Err(TransportError::Http {
-            status: status.as_u16(),
-            message: error_message(&body),
-        })
+        Err(TransportError::from_answer(
+            status.as_u16(),
+            &body,
+            retry_after.as_deref(),
+        ))
     }
 
     async fn body(&self, request: RequestBuilder) -> TransportResult<String> {

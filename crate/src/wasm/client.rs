@@ -88,6 +88,7 @@ pub struct Client {
     summaries: Rc<RefCell<HashMap<String, SessionSummary>>>,
     tally: Rc<Tally>,
     chats: Rc<ChatState>,
+    storage: &'static str,
 }
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
@@ -115,6 +116,7 @@ impl Client {
                 transport.base(),
                 store.name()
             );
+            let storage = store.name();
             let store = Arc::new(store);
             let chats = ChatState::new(store.clone());
             let cache = Cache::new(store, transport.host(), transport.port()).await;
@@ -127,9 +129,17 @@ impl Client {
                 summaries: Rc::default(),
                 tally: Rc::default(),
                 chats,
+                storage,
             }
             .into())
         })
+    }
+
+    /// The storage the cache opened on: `"opfs"`, `"indexeddb"` or `"memory"` (with `auto`,
+    /// the one that worked here).
+    #[wasm_bindgen(getter)]
+    pub fn storage(&self) -> String {
+        self.storage.to_string()
     }
 
     /// The session list (`[{id, title, status, model, permissionMode, seq}]`); prunes the cache

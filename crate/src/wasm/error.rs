@@ -1,10 +1,11 @@
 //! What a binding call can fail with. Each error becomes a real JS `Error` (a `TypeError` for a
-//! bad argument) whose message says what went wrong; an error the server answered also carries
-//! its HTTP `status`.
+//! bad argument) whose message says what went wrong; a network or server error also carries its
+//! `kind` (the retry rule's class: `unavailable`, `gone`, `unauthorized`, `refused`) and, when
+//! the server answered, its HTTP `status`.
 
 use crate::chunks::KeyError;
 use crate::store::StoreError;
-use crate::transport::TransportError;
+use crate::transport::{Retry, TransportError};
 use wasm_bindgen::prelude::*;
 
 /// A failed binding call.
@@ -46,8 +47,14 @@ impl From<BindingError> for JsValue {
                 error
             }
         };
-        if let BindingError::Transport(TransportError::Http { status, .. }) = e {
-            let _ = js_sys::Reflect::set(&error, &"status".into(), &status.into());
+        if let BindingError::Transport(e) = &e {
+            // The retry rule's class of the error (`unavailable`, `gone`, `unauthorized`,
+            // `refused`), and the HTTP status when the server answered.
+            let kind = Retry::classify(e).kind();
+            let _ = js_sys::Reflect::set(&error, &"kind".into(), &kind.into());
+            if let Some(status) = e.status() {
+                let _ = js_sys::Reflect::set(&error, &"status".into(), &status.into());
+            }
         }
         error.into()
     }

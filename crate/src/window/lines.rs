@@ -5,6 +5,7 @@
 //! A line is the bytes up to and including its `\n`; the last line of a file may lack the `\n`.
 
 use super::WindowError;
+use crate::protocol::{BackWalk, Step};
 use crate::store::Store;
 
 /// How many bytes one storage read asks for.
@@ -12,8 +13,8 @@ pub(super) const BLOCK: usize = 64 * 1024;
 
 type Result<T> = std::result::Result<T, WindowError>;
 
-fn text(bytes: &[u8], offset: u64) -> Result<String> {
-    String::from_utf8(bytes.to_vec()).map_err(|_| WindowError::NotUtf8 { offset })
+fn text(bytes: Vec<u8>, offset: u64) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| WindowError::NotUtf8 { offset })
 }
 
 /// The header line (without its newline) and where the body starts: just after the header's
@@ -32,12 +33,12 @@ pub(super) async fn read_header<S: Store>(
         if let Some(i) = block.iter().position(|&b| b == b'\n') {
             header.extend_from_slice(&block[..i]);
             let body_start = header.len() as u64 + 1;
-            return Ok((text(&header, 0)?, body_start));
+            return Ok((text(header, 0)?, body_start));
         }
         header.extend_from_slice(&block);
     }
     let body_start = header.len() as u64;
-    Ok((text(&header, 0)?, body_start))
+    Ok((text(header, 0)?, body_start))
 }
 
 /// Whether a window may start at `offset`: the start of the body, the end of the file, or just
@@ -65,7 +66,8 @@ pub(super) async fn ends_with_newline<S: Store>(store: &S, path: &str, size: u64
 
 /// Up to `max` lines that end at `end` (a line boundary), none starting before `floor` (the
 /// body's start). Returns where the first of them starts (`end` when none) and the lines, oldest
-/// first, without their newlines.
+/// first, without their newlines (raw: a `\r` before a `\n` is kept). The protocol's
+/// [`BackWalk`] driven by the store.
 pub(super) async fn lines_before<S: Store>(
     store: &S,
     path: &str,
@@ -74,41 +76,31 @@ pub(super) async fn lines_before<S: Store>(
     max: usize,
 ) -> Result<(u64, Vec<String>)> {
     let mut newest_first: Vec<String> = Vec::new();
-    // `pending` holds the bytes [pos, cur_end): the unsplit part of the file before the lines
-    // taken so far; `cur_end` is the start of the oldest line taken.
-    let mut pending: Vec<u8> = Vec::new();
-    let mut pos = end;
-    let mut cur_end = end;
-    while newest_first.len() < max && cur_end > floor {
-        // The line ending at `cur_end` has its own newline as the last pending byte (except an
-        // unterminated last line of the file); look for the newline before that.
-        let own = usize::from(pending.last() == Some(&b'\n'));
-        let search = &pending[..pending.len() - own];
-        if let Some(i) = search.iter().rposition(|&b| b == b'\n') {
-            let start = pos + i as u64 + 1;
-            newest_first.push(text(&pending[i + 1..pending.len() - own], start)?);
-            pending.truncate(i + 1);
-            cur_end = start;
-        } else if pos == floor {
-            newest_first.push(text(search, floor)?);
-            pending.clear();
-            cur_end = floor;
-        } else {
-            let from = pos.saturating_sub(BLOCK as u64).max(floor);
-            let mut block = store.read(path, from, (pos - from) as usize).await?;
-            if block.len() as u64 != pos - from {
-                // The file shrank under us; the caller's signature check will see it next time.
-                return Err(
-                    crate::store::StoreError::Io("chat file changed while reading".into()).into(),
-                );
+    let mut walk = BackWalk::new(floor, end).with_blocks(BLOCK, BLOCK);
+    let mut first = end;
+    while newest_first.len() < max {
+        match walk.step() {
+            Step::Line(found) => {
+                newest_first.push(text(found.bytes, found.offset)?);
+                first = found.offset;
             }
-            block.extend_from_slice(&pending);
-            pending = block;
-            pos = from;
+            Step::Read { at, len } => {
+                let block = store.read(path, at, len).await?;
+                if block.len() != len {
+                    // The file shrank under us; the caller's signature check will see it next
+                    // time.
+                    return Err(crate::store::StoreError::Io(
+                        "chat file changed while reading".into(),
+                    )
+                    .into());
+                }
+                walk.feed(block);
+            }
+            Step::Done => break,
         }
     }
     newest_first.reverse();
-    Ok((cur_end, newest_first))
+    Ok((first, newest_first))
 }
 
 /// The start offset of every line in `[from, size)`, reading forwards (`from` is a boundary).

@@ -1,4 +1,4 @@
-//! The windowed chat file (seed 003) and prompt backfill.
+//! The windowed chat file (design.md, Part C) and prompt backfill.
 //!
 //! For apps that keep chats locally and edit them (a Tauri app's backend natively over the
 //! filesystem; a browser over OPFS or IndexedDB): a chat is a JSONL file, a header line then one

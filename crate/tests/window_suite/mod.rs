@@ -1076,7 +1076,7 @@ pub async fn an_unterminated_last_line_is_kept_whole<S: Store>(store: S) {
     assert_eq!(chat.tail(5, false).await.unwrap().cursor, c);
 }
 
-/// Seed 003's first data-loss scenario: a 300-message chat open as a 50-message window, then a
+/// The windowed chat file's first data-loss scenario (design.md, rules W1, W2): a 300-message chat open as a 50-message window, then a
 /// full save (the fallback path, by a caller that held the whole chat), then a windowed save
 /// with the cursor read before it.
 pub async fn data_loss_full_save_then_stale_windowed_save_is_refused<S: Store>(store: S) {
@@ -1134,7 +1134,7 @@ pub async fn data_loss_full_save_then_stale_windowed_save_is_refused<S: Store>(s
     assert_eq!(all.lines, full, "all 301 messages");
 }
 
-/// Seed 003's second data-loss scenario: the same 300-message chat open in two windows (say the
+/// The windowed chat file's second data-loss scenario (design.md, rules W1, W2): the same 300-message chat open in two windows (say the
 /// UI's, and one kept by a view the app switched away from and back); one saves a windowed edit
 /// of exactly the same length, so the size does not change; the other then saves its stale
 /// window.

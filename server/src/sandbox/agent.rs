@@ -12,7 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// Sessions with a reply streaming, and the messages queued behind it.
+/// The most messages queued behind one session's reply.
+pub const MAX_QUEUED: usize = 8;
+/// The most messages queued behind all the sessions' replies together.
+pub const MAX_QUEUED_TOTAL: usize = 64;
+
+/// Sessions with a reply streaming, and the messages queued behind it (at most [`MAX_QUEUED`]
+/// per session and [`MAX_QUEUED_TOTAL`] in all: a message past that is refused, not held).
 #[derive(Default)]
 pub struct Agent {
     busy: Mutex<HashMap<String, VecDeque<(String, String)>>>,
@@ -34,10 +40,17 @@ fn reply_len(text: &str) -> usize {
 }
 
 /// Posts a user message to session `id`: appended at once (or queued while a reply streams),
-/// then answered. Returns the line appended.
+/// then answered. Returns the line appended. A full queue is `QuotaExceeded` (nothing written).
 pub fn post(app: &Arc<App>, id: &str, text: String) -> io::Result<Line> {
     let mut busy = app.agent.lock();
+    let total: usize = busy.values().map(VecDeque::len).sum();
     if let Some(queue) = busy.get_mut(id) {
+        if queue.len() >= MAX_QUEUED || total >= MAX_QUEUED_TOTAL {
+            return Err(io::Error::new(
+                io::ErrorKind::QuotaExceeded,
+                "the sandbox's queue of messages is full",
+            ));
+        }
         let n = app.agent.queued.fetch_add(1, Ordering::Relaxed) + 1;
         let queued_id = format!("q_{}_{n}", (crate::transcript::now_ts() * 1000.0) as u64);
         let line = app.append(

@@ -4,7 +4,7 @@
 //! transcript exists is left as it is. The long session (`long`) is about 24,000 events and
 //! 21 MB, shaped like the seeds' measurements: replies of hundreds of `assistantText` deltas
 //! that each carry a few bytes of text under an identifier stack of several hundred bytes
-//! (seed 001), with tool calls and results, usage updates, queued messages, a command that
+//! (design.md, fold rules F1-F3), with tool calls and results, usage updates, queued messages, a command that
 //! waits and then finishes, compaction, an error and an event of a type from the future.
 
 pub mod agent;
@@ -21,7 +21,7 @@ pub use words::Rng;
 pub const LONG: &str = "long";
 /// Events in the long session.
 pub const LONG_EVENTS: usize = 24_000;
-/// The first line's `ts`, with all the digits a real clock gives (seed 000).
+/// The first line's `ts`, with all the digits a real clock gives (design.md, Part A).
 const BASE_TS: f64 = 1788546972.6030757;
 
 fn obj(value: Value) -> Map<String, Value> {

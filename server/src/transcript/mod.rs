@@ -9,7 +9,7 @@ use reader::BackLines;
 use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery, CATCH_UP_LIMIT, MAX_LIMIT};
 use serde_json::{Map, Value};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 
 /// Which file a path named when it was read: a file replaced under the same name is another.
@@ -79,12 +79,27 @@ fn for_each_back(
 /// `before` is found by bisecting the file by seq, then lines are read backwards from there.
 /// The page stops at `limit` (events, or rows by the protocol's row rule when coalesced), at
 /// `after` (a run cut there is the partial it is), and at `bytes` of line text: a line or row
-/// that would pass the budget is left out, but a page always has at least one. With `bytes` and
-/// no `limit`, only the budget and `after` bound the page.
+/// that would pass the budget is left out, but a page always has at least one. A first row whose
+/// text alone passes the budget is cut there and sent as the partial row it is (its newest
+/// deltas; the older ones are the next page's), so history stays pageable whatever a row's
+/// length. With `bytes` and no `limit`, only the budget and `after` bound the page.
+///
+/// Nothing past the page is read: the walk stops at the `limit`-th event, and a line that
+/// cannot fit the budget is not read to its end.
 pub fn window(path: &Path, query: &TranscriptQuery) -> io::Result<Vec<Line>> {
     let Opened { mut file, end, .. } = open(path)?;
+    window_in(path, &mut file, end, query)
+}
+
+/// [`window`] over an open file whose complete lines end at `end`.
+pub fn window_in<F: Read + Seek>(
+    path: &Path,
+    file: &mut F,
+    end: u64,
+    query: &TranscriptQuery,
+) -> io::Result<Vec<Line>> {
     let start = match query.before {
-        Some(before) => reader::offset_of_seq(path, &mut file, end, before)?,
+        Some(before) => reader::offset_of_seq(path, file, end, before)?,
         None => end,
     };
     let limit = match (query.limit, query.bytes) {
@@ -93,15 +108,18 @@ pub fn window(path: &Path, query: &TranscriptQuery) -> io::Result<Vec<Line>> {
         (None, None) => query.limit(),
     };
     let mut page = Page::new(query.coalesced(), limit, query.bytes);
-    for_each_back(path, &mut file, start, |line| {
+    let mut lines = BackLines::new(file, start);
+    while let Some((offset, bytes)) = lines.next_line_within(page.room())? {
+        let Some(line) = reader::parse(path, offset, &bytes) else {
+            continue;
+        };
         if query.before.is_some_and(|b| line.seq() >= b) {
-            return true;
+            continue;
         }
-        if query.after.is_some_and(|a| line.seq() <= a) {
-            return false;
+        if query.after.is_some_and(|a| line.seq() <= a) || !page.offer(line) {
+            break;
         }
-        page.offer(line)
-    })?;
+    }
     Ok(page.finish())
 }
 
@@ -115,6 +133,8 @@ struct Page {
     rows: Vec<Line>,
     /// The row being gathered (coalesced pages), newest line first.
     run: Vec<Line>,
+    /// The bytes of text in `run`.
+    run_text: usize,
 }
 
 impl Page {
@@ -126,13 +146,24 @@ impl Page {
             used: 0,
             rows: Vec::new(),
             run: Vec::new(),
+            run_text: 0,
         }
     }
 
-    /// Offers the next older line; `false` when the page is complete without it.
+    /// The longest line the page could still take (`None`: any). A plain page that holds a
+    /// line takes none longer than the budget left; a coalesced one decides by rows, so reads
+    /// the next line whole.
+    fn room(&self) -> Option<usize> {
+        match (self.budget, &self.walk) {
+            (Some(budget), None) if !self.rows.is_empty() => Some(budget.saturating_sub(self.used)),
+            _ => None,
+        }
+    }
+
+    /// Offers the next older line; `false` when the page is complete (with or without it).
     fn offer(&mut self, line: Line) -> bool {
         let Some(walk) = &mut self.walk else {
-            return self.rows.len() < self.limit && self.accept(line);
+            return self.accept(line) && self.rows.len() < self.limit;
         };
         let rows = walk.rows();
         if !walk.take(&line) {
@@ -142,12 +173,24 @@ impl Page {
         if walk.rows() > rows && !self.run.is_empty() && !self.close_run() {
             return false;
         }
+        let text = line.text().map_or(0, str::len);
+        if !self.run.is_empty() && self.budget.is_some_and(|b| self.run_text + text > b) {
+            // This row's text alone passes the budget: a first row is cut here and sent as a
+            // partial row; a later one is left out whole (it would not fit).
+            if self.rows.is_empty() {
+                self.close_run();
+            }
+            self.run.clear();
+            return false;
+        }
+        self.run_text += text;
         self.run.push(line);
         true
     }
 
     fn close_run(&mut self) -> bool {
         let mut run = std::mem::take(&mut self.run);
+        self.run_text = 0;
         run.reverse();
         let mut rows = coalesce(&run);
         rows.reverse();

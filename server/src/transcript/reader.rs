@@ -1,91 +1,67 @@
-//! Reading a JSONL file by lines without reading it whole: backwards from an offset in blocks,
-//! forwards from an offset, and a bisection by `seq`.
+//! Reading a JSONL file by lines without reading it whole: backwards from an offset, forwards
+//! from an offset, and a bisection by `seq`. The walks themselves are the protocol's
+//! ([`BackWalk`], [`ForwardWalk`], [`SeqSeek`], shared with the client); this module drives them
+//! with a file and keeps the server's policy: an unreadable line is skipped and reported.
 //!
 //! Every offset handed out is a line start. A last line with no newline yet (a writer mid-line)
 //! is never a line: [`complete_end`] stops before it.
 
-use scrollback_protocol::Line;
+use scrollback_protocol::{BackWalk, ForwardWalk, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK};
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// The largest block read at once. The first block is smaller: most reads want a few lines.
-const BLOCK: u64 = 64 * 1024;
-const FIRST_BLOCK: u64 = 8 * 1024;
-
-fn read_exact_at(file: &mut File, at: u64, len: usize) -> io::Result<Vec<u8>> {
+fn read_exact_at<F: Read + io::Seek>(file: &mut F, at: u64, len: usize) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; len];
     file.seek(SeekFrom::Start(at))?;
     file.read_exact(&mut buf)?;
     Ok(buf)
 }
 
-/// Lines of a file walked newest-first, from `start` (a line start) towards the file's head,
-/// reading blocks backwards. Yields `(offset, bytes)` for each line, without its newline.
-pub struct BackLines<'f> {
-    file: &'f mut File,
-    /// File offset of `buf[0]`.
-    pos: u64,
-    /// The unread region `[pos, pos + buf.len())`; it ends just after a newline (or is empty).
-    buf: Vec<u8>,
-    block: u64,
+/// Lines of a file walked newest-first, from `start` (a line start) towards the file's head.
+/// Yields `(offset, bytes)` for each line, without its newline.
+pub struct BackLines<'f, F> {
+    file: &'f mut F,
+    walk: BackWalk,
 }
 
-impl<'f> BackLines<'f> {
+impl<'f, F: Read + io::Seek> BackLines<'f, F> {
     /// Walks back from `start`, which must be 0, the file's complete end or just after a newline.
-    pub fn new(file: &'f mut File, start: u64) -> Self {
+    pub fn new(file: &'f mut F, start: u64) -> Self {
         BackLines {
             file,
-            pos: start,
-            buf: Vec::new(),
-            block: FIRST_BLOCK,
+            walk: BackWalk::new(0, start),
         }
-    }
-
-    fn read_more(&mut self) -> io::Result<bool> {
-        if self.pos == 0 {
-            return Ok(false);
-        }
-        let n = self.block.min(self.pos);
-        self.block = (self.block * 2).min(BLOCK);
-        let at = self.pos - n;
-        let mut block = read_exact_at(self.file, at, n as usize)?;
-        block.extend_from_slice(&self.buf);
-        self.buf = block;
-        self.pos = at;
-        Ok(true)
     }
 
     /// The next older line: its offset and bytes (no newline), or `None` at the file's head.
     pub fn next_line(&mut self) -> io::Result<Option<(u64, Vec<u8>)>> {
+        self.next_line_within(None)
+    }
+
+    /// The next older line if it is at most `max` bytes long; `None` at the file's head or as
+    /// soon as the line is known to be longer (it is not read further).
+    pub fn next_line_within(&mut self, max: Option<usize>) -> io::Result<Option<(u64, Vec<u8>)>> {
         loop {
-            if self.buf.is_empty() && !self.read_more()? {
-                return Ok(None);
+            match self.walk.step() {
+                Step::Line(found) if max.is_some_and(|m| found.bytes.len() > m) => return Ok(None),
+                Step::Line(found) => return Ok(Some((found.offset, found.bytes))),
+                Step::Read { .. } if max.is_some_and(|m| self.walk.pending() > m) => {
+                    return Ok(None)
+                }
+                Step::Read { at, len } => self.walk.feed(read_exact_at(self.file, at, len)?),
+                Step::Done => return Ok(None),
             }
-            // The region ends with the current line's newline; look for the one before it.
-            let body = self.buf.len() - 1;
-            if let Some(i) = self.buf[..body].iter().rposition(|&b| b == b'\n') {
-                let line = self.buf[i + 1..body].to_vec();
-                self.buf.truncate(i + 1);
-                return Ok(Some((self.pos + i as u64 + 1, line)));
-            }
-            if self.pos == 0 {
-                let mut line = std::mem::take(&mut self.buf);
-                line.pop();
-                return Ok(Some((0, line)));
-            }
-            self.read_more()?;
         }
     }
 }
 
 /// The end of the file's complete lines: just after its last newline (a torn last line, still
 /// being written, is left out), reading backwards only as far as that newline.
-pub fn complete_end(file: &mut File, len: u64) -> io::Result<u64> {
+pub fn complete_end<F: Read + io::Seek>(file: &mut F, len: u64) -> io::Result<u64> {
     let mut end = len;
-    let mut block = FIRST_BLOCK;
+    let mut block = FIRST_BLOCK as u64;
     while end > 0 {
         let n = block.min(end);
         let at = end - n;
@@ -94,86 +70,85 @@ pub fn complete_end(file: &mut File, len: u64) -> io::Result<u64> {
             return Ok(at + i as u64 + 1);
         }
         end = at;
-        block = (block * 2).min(BLOCK);
+        block = (block * 2).min(scrollback_protocol::BLOCK as u64);
     }
     Ok(0)
 }
 
+/// Lines starting at or after an offset, oldest first, up to a bound; a line not ended by a
+/// newline before the bound is not one.
+struct Forward<'f, F> {
+    file: &'f mut F,
+    walk: ForwardWalk,
+}
+
+impl<'f, F: Read + io::Seek> Forward<'f, F> {
+    fn new(file: &'f mut F, from: u64, end: u64) -> Self {
+        Forward {
+            file,
+            walk: ForwardWalk::new(from, end),
+        }
+    }
+
+    /// The next complete line: its offset, bytes and the offset after its newline.
+    fn next_line(&mut self) -> io::Result<Option<(u64, Vec<u8>, u64)>> {
+        loop {
+            match self.walk.step() {
+                Step::Line(found) if found.newline => {
+                    let end = found.end();
+                    return Ok(Some((found.offset, found.bytes, end)));
+                }
+                Step::Read { at, len } => self.walk.feed(&read_exact_at(self.file, at, len)?),
+                Step::Line(_) | Step::Done => return Ok(None),
+            }
+        }
+    }
+}
+
 /// The line starting at `start` (a line start) if it ends before `end`: its bytes (no
 /// newline) and the offset just after its newline.
-pub fn line_at(file: &mut File, start: u64, end: u64) -> io::Result<Option<(Vec<u8>, u64)>> {
-    let mut line = Vec::new();
-    let mut at = start;
-    let mut block = FIRST_BLOCK;
-    while at < end {
-        let n = block.min(end - at);
-        let bytes = read_exact_at(file, at, n as usize)?;
-        if let Some(i) = bytes.iter().position(|&b| b == b'\n') {
-            line.extend_from_slice(&bytes[..i]);
-            return Ok(Some((line, at + i as u64 + 1)));
-        }
-        line.extend_from_slice(&bytes);
-        at += n;
-        block = (block * 2).min(BLOCK);
-    }
-    Ok(None)
+pub fn line_at<F: Read + io::Seek>(
+    file: &mut F,
+    start: u64,
+    end: u64,
+) -> io::Result<Option<(Vec<u8>, u64)>> {
+    Ok(Forward::new(file, start, end)
+        .next_line()?
+        .filter(|(offset, _, _)| *offset == start)
+        .map(|(_, bytes, next)| (bytes, next)))
 }
 
-/// The first line start at or after `at` (0 stays 0).
-fn line_start_from(file: &mut File, at: u64, end: u64) -> io::Result<u64> {
-    if at == 0 {
-        return Ok(0);
-    }
-    // The byte before `at` is a newline exactly when `at` is a line start.
-    Ok(match line_at(file, at - 1, end)? {
-        Some((_, next)) => next,
-        None => end,
-    })
-}
-
-/// A line start that splits the complete region `[0, end)` by seq: every readable line before
-/// it has a seq below `seq`, every one at or after it has a seq of `seq` or more. Bisects by
-/// byte offset (seqs grow along the file), so it reads a few lines, not the file.
-pub fn offset_of_seq(path: &Path, file: &mut File, end: u64, seq: u64) -> io::Result<u64> {
-    let (mut lo, mut hi) = (0u64, end);
-    while hi - lo > BLOCK {
-        let mid = lo + (hi - lo) / 2;
-        let first = line_start_from(file, mid, hi)?;
-        if first >= hi {
-            break;
-        }
-        let mut at = first;
-        // The first readable line from `at`; unreadable ones are skipped.
-        let mut found = None;
-        while at < hi {
-            let Some((bytes, next)) = line_at(file, at, hi)? else {
-                break;
-            };
-            if let Some(line) = parse(path, at, &bytes) {
-                found = Some((line.seq(), next));
+/// A line start that splits the complete region `[0, end)` by seq, to within a block: every
+/// readable line ending at or before it has a seq below `seq`, every one starting at or after
+/// it has a seq of `seq` or more. Bisects by byte offset (seqs grow along the file), so it
+/// reads a few lines, not the file; a backward walk from it skips the few lines at or above
+/// `seq` it meets first.
+pub fn offset_of_seq<F: Read + io::Seek>(
+    path: &Path,
+    file: &mut F,
+    end: u64,
+    seq: u64,
+) -> io::Result<u64> {
+    let mut seek = SeqSeek::new(0, end, seq);
+    loop {
+        let (from, until) = match seek.step() {
+            Seek::Done(at) => return Ok(at),
+            Seek::Probe { from, until } => (from, until),
+        };
+        let mut lines = Forward::new(&mut *file, from, until);
+        let mut probed = Probed {
+            first: until,
+            line: None,
+        };
+        while let Some((offset, bytes, next)) = lines.next_line()? {
+            probed.first = probed.first.min(offset);
+            if let Some(line) = parse(path, offset, &bytes) {
+                probed.line = Some((offset, line.seq(), next));
                 break;
             }
-            at = next;
         }
-        match found {
-            Some((s, _)) if s >= seq => hi = at,
-            Some((_, next)) => lo = next,
-            // Only unreadable lines from `at` to `hi`: either bound splits the same way.
-            None => hi = first,
-        }
+        seek.answer(probed);
     }
-    // Within one block: walk forwards.
-    let mut at = lo;
-    while at < hi {
-        let Some((bytes, next)) = line_at(file, at, hi)? else {
-            break;
-        };
-        if parse(path, at, &bytes).is_some_and(|l| l.seq() >= seq) {
-            return Ok(at);
-        }
-        at = next;
-    }
-    Ok(hi)
 }
 
 /// Parses one line of the file; anything unreadable (blank, not JSON, no event, not UTF-8) is

@@ -1,0 +1,107 @@
+//! Reading does not grow with a long line or a long row: the time of `?limit=1`, of the session
+//! list, of a coalesced `limit=1&bytes=1` page over a run of a million deltas, and of a coalesced
+//! page over two 1.6M-character deltas sharing a prefix, each read in-process from a real file.
+//!
+//!     cargo run --release -p scrollback-server --example long_line
+
+use scrollback_protocol::TranscriptQuery;
+use scrollback_server::{session::Summaries, transcript};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+fn line(seq: u64, event: serde_json::Value) -> String {
+    format!(
+        "{}\n",
+        serde_json::json!({"seq": seq, "ts": seq as f64, "event": event})
+    )
+}
+
+fn write(data: &Path, id: &str, text: &[String]) -> std::path::PathBuf {
+    let dir = data.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("transcript.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for l in text {
+        f.write_all(l.as_bytes()).unwrap();
+    }
+    path
+}
+
+fn time<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let started = Instant::now();
+    let out = f();
+    println!("{what}: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    out
+}
+
+fn main() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+
+    // A 60 MB line (the newest but one), then a short one.
+    let huge = "x".repeat(60 << 20);
+    let path = write(
+        data,
+        "huge",
+        &[
+            line(1, serde_json::json!({"type": "userMessage", "text": "go"})),
+            line(
+                2,
+                serde_json::json!({"type": "toolResult", "id": "t", "output": huge}),
+            ),
+            line(3, serde_json::json!({"type": "status", "status": "idle"})),
+        ],
+    );
+    let q = TranscriptQuery::parse("limit=1").unwrap();
+    time("GET ?limit=1 with a 60 MB line before the newest", || {
+        transcript::window(&path, &q).unwrap()
+    });
+    let summaries = Summaries::default();
+    time("GET /sessions with a 60 MB line (cold)", || {
+        summaries.list(data).unwrap()
+    });
+
+    // A run of a million deltas.
+    let deltas: Vec<String> = (1..=1_000_000u64)
+        .map(|s| {
+            line(
+                s,
+                serde_json::json!({"type": "assistantText", "text": format!("w{s} ")}),
+            )
+        })
+        .collect();
+    let path = write(data, "run", &deltas);
+    let q = TranscriptQuery::parse("before=1000001&limit=1&coalesce=true&bytes=1").unwrap();
+    let page = time("coalesced limit=1&bytes=1 over a run of 1M deltas", || {
+        transcript::window(&path, &q).unwrap()
+    });
+    println!(
+        "  answer: {} line(s), {} bytes",
+        page.len(),
+        page.iter().map(|l| l.raw().len()).sum::<usize>()
+    );
+
+    // Two adjacent deltas sharing a 1.6M-character prefix.
+    let a = "a".repeat(1_600_000);
+    let path = write(
+        data,
+        "seam",
+        &[
+            line(
+                1,
+                serde_json::json!({"type": "assistantText", "text": format!("{a}b")}),
+            ),
+            line(
+                2,
+                serde_json::json!({"type": "assistantText", "text": format!("{a}c")}),
+            ),
+            line(3, serde_json::json!({"type": "status", "status": "idle"})),
+        ],
+    );
+    let q = TranscriptQuery::parse("before=3&coalesce=true").unwrap();
+    let page = time("coalesced page over two 1.6M-char deltas", || {
+        transcript::window(&path, &q).unwrap()
+    });
+    println!("  answer: {} row(s)", page.len());
+}

@@ -1,0 +1,235 @@
+//! Accepting connections: a cap on open connections derived from the process's descriptor
+//! limit, timeouts on reading request heads and on pauses within bodies, and room for a new client when the cap is reached
+//! (the oldest connection with no request in progress, such as a half-sent head or an idle
+//! keep-alive, is closed for it).
+
+use axum::body::{Body, Bytes};
+use axum::Router;
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify, Semaphore};
+use tower::ServiceExt;
+use tower_http::timeout::TimeoutBody;
+
+/// Descriptors kept back from connections: files being read or written (the blocking pool's
+/// threads), the change notifier, logs.
+const RESERVED_FDS: u64 = 600;
+
+/// The most connections this process can hold and still open the files it serves: raises the
+/// soft descriptor limit to the hard one, then keeps [`RESERVED_FDS`] (or half) for files.
+pub fn descriptor_cap() -> usize {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+        let soft = unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return 256;
+            }
+            let want = limit.rlim_max.min(1 << 20);
+            if limit.rlim_cur < want {
+                let raised = libc::rlimit {
+                    rlim_cur: want,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    limit.rlim_cur = want;
+                }
+            }
+            limit.rlim_cur
+        };
+        let soft = soft as u64;
+        soft.saturating_sub(RESERVED_FDS).max(soft / 2).max(8) as usize
+    }
+    #[cfg(not(unix))]
+    {
+        8_192
+    }
+}
+
+/// The open connections (for `/stats` and for making room).
+pub struct Connections {
+    open: Mutex<BTreeMap<u64, Conn>>,
+    next: AtomicU64,
+    max: usize,
+}
+
+struct Conn {
+    busy: Arc<AtomicUsize>,
+    close: Arc<Notify>,
+}
+
+impl Connections {
+    /// A registry allowing `max` connections.
+    pub fn new(max: usize) -> Connections {
+        Connections {
+            open: Mutex::default(),
+            next: AtomicU64::new(0),
+            max: max.max(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Conn>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `{"open": n, "max": n}`.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "open": self.lock().len(), "max": self.max })
+    }
+
+    fn add(&self) -> (u64, Arc<AtomicUsize>, Arc<Notify>) {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let conn = Conn {
+            busy: Arc::default(),
+            close: Arc::default(),
+        };
+        let out = (key, conn.busy.clone(), conn.close.clone());
+        self.lock().insert(key, conn);
+        out
+    }
+
+    /// Closes the oldest connection with no request in progress; `false` when there is none.
+    fn evict_idle(&self) -> bool {
+        let mut open = self.lock();
+        let Some(key) = open
+            .iter()
+            .find(|(_, c)| c.busy.load(Ordering::Acquire) == 0)
+            .map(|(k, _)| *k)
+        else {
+            return false;
+        };
+        if let Some(conn) = open.remove(&key) {
+            conn.close.notify_one();
+        }
+        true
+    }
+}
+
+/// Serves `router` on `listener` until `stop` turns `true`.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    conns: Arc<Connections>,
+    header_timeout: Duration,
+    body_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(conns.max));
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of descriptors or a connection reset before accept: wait a little.
+                    eprintln!("scrollback-server: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = async { let _ = stop.wait_for(|s| *s).await; } => break,
+        };
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                conns.evict_idle();
+                let wait = slots.clone().acquire_owned();
+                match tokio::time::timeout(Duration::from_secs(5), wait).await {
+                    Ok(Ok(permit)) => permit,
+                    // Every connection is busy with a request: this one is refused.
+                    _ => continue,
+                }
+            }
+        };
+        let (key, busy, close) = conns.add();
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+            let guard = Busy::new(busy.clone());
+            let router = router.clone();
+            async move {
+                let req = req.map(|body| Body::new(TimeoutBody::new(body_timeout, body)));
+                let response = router.oneshot(req).await?;
+                Ok::<_, Infallible>(response.map(|body| {
+                    Body::new(Guarded {
+                        inner: body,
+                        _busy: guard,
+                    })
+                }))
+            }
+        });
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout);
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let conns = conns.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = conn => {}
+                _ = close.notified() => {}
+            }
+            conns.lock().remove(&key);
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+    Ok(())
+}
+
+/// A request in progress on a connection, until its response body is done or dropped.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(busy: Arc<AtomicUsize>) -> Busy {
+        busy.fetch_add(1, Ordering::AcqRel);
+        Busy(busy)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct Guarded {
+    inner: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,491 @@
+//! The server under load and malice (issue 19), over real HTTP: streams that stall or idle,
+//! files rewritten in place, half-sent requests and the connection cap, oversized and
+//! concurrent `PUT`s, `PUT` racing `DELETE`, forged `Host`s and cross-site writes, appends on a
+//! torn line, and the sandbox's queue. Memory and CPU are checked by their mechanism (a bound, a
+//! cap, a reset, one watcher); the figures are `examples/soak.rs`'s.
+
+mod server_support;
+
+use serde_json::{json, Value};
+use server_support::{line, transcript, Fixture};
+use std::io::Write;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// Waits (up to 10 s) until `/stats` satisfies `ok`; returns it.
+async fn stats_until(f: &Fixture, ok: impl Fn(&Value) -> bool) -> Value {
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let stats: Value = f.get("/stats").await.json().await.unwrap();
+        if ok(&stats) {
+            return stats;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "stats never got there: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads what the server sends on `conn` until it closes it (`None` if it stays open 10 s).
+async fn read_until_closed(conn: &mut TcpStream) -> Option<String> {
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(DEADLINE, conn.read_to_end(&mut got)).await;
+    match read {
+        Ok(_) => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// One raw request (head and body as given) and the status of its answer.
+async fn raw_status(f: &Fixture, request: &str) -> u16 {
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let answer = read_until_closed(&mut conn).await.expect("an answer");
+    answer.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+fn big_lines(from: u64, to: u64, pad: usize) -> String {
+    let pad = "y".repeat(pad);
+    (from..=to)
+        .map(|seq| {
+            line(
+                seq,
+                json!({"type": "toolResult", "output": format!("{seq} {pad}")}),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stream_that_falls_behind_by_more_than_the_bound_is_reset_not_buffered() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(10));
+    let mut sse = f.events("s", "after=10").await;
+    f.append(
+        "s",
+        &line(11, json!({"type": "status", "status": "working"})),
+    );
+    assert_eq!(sse.next().await.id, "11");
+    // 3 MiB lands at once while the client holds what it had: it is not fed line by line.
+    f.append("s", &big_lines(12, 1_011, 3_000));
+    let mut seen = 0;
+    let reset = loop {
+        let event = sse.next().await;
+        if event.event == "reset" {
+            break event;
+        }
+        seen += 1;
+        assert!(seen < 200, "no reset after {seen} lines of a 3 MiB burst");
+    };
+    let data: Value = serde_json::from_str(&reset.data).unwrap();
+    assert_eq!(data["reason"], "behind");
+    let first = data["first"].as_u64().unwrap();
+    assert!(first > 700, "the window is the newest lines: {data}");
+    let rest = sse.take((1_011 - first + 1) as usize).await;
+    assert_eq!(rest.first().unwrap().id, first.to_string());
+    assert_eq!(rest.last().unwrap().id, "1011");
+}
+
+#[tokio::test]
+async fn the_streams_of_a_session_share_one_watcher_that_goes_when_they_do() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(10));
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(f.events("s", "after=10").await);
+    }
+    let stats = stats_until(&f, |s| s["streams"]["open"] == 3).await;
+    assert_eq!(
+        stats["streams"]["watched"], 1,
+        "one watcher per file: {stats}"
+    );
+    assert_eq!(
+        stats["streams"]["mode"], "notify",
+        "change notification: {stats}"
+    );
+    f.append(
+        "s",
+        &line(11, json!({"type": "status", "status": "working"})),
+    );
+    for sse in &mut streams {
+        assert_eq!(sse.next().await.id, "11");
+    }
+    // A stream reads the file when it changes, not on a clock: a few looks each, however long
+    // they have been open.
+    let looks = f.get("/stats").await.json::<Value>().await.unwrap()["streams"]["looks"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        looks <= 3 * 4,
+        "{looks} looks for one append to three streams"
+    );
+    drop(streams);
+    let stats = stats_until(&f, |s| s["streams"]["open"] == 0).await;
+    assert_eq!(stats["streams"]["watched"], 0, "{stats}");
+}
+
+#[tokio::test]
+async fn a_file_rewritten_in_place_resets_with_replaced() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(3));
+    let mut sse = f.events("s", "").await;
+    assert_eq!(sse.take(3).await.last().unwrap().id, "3");
+    // The same inode, written over from the start with other, longer content.
+    let new: String = (1..=5)
+        .map(|seq| {
+            line(
+                seq,
+                json!({"type": "userMessage", "text": format!("rewritten {seq}")}),
+            )
+        })
+        .collect();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(f.transcript_path("s"))
+        .unwrap();
+    file.write_all(new.as_bytes()).unwrap();
+    drop(file);
+    let reset = sse.next().await;
+    assert_eq!(reset.event, "reset");
+    let data: Value = serde_json::from_str(&reset.data).unwrap();
+    assert_eq!(data["reason"], "replaced");
+    let lines = sse.take(5).await;
+    assert!(lines[0].data.contains("rewritten 1"), "{}", lines[0].data);
+    assert_eq!(lines[4].id, "5");
+}
+
+#[tokio::test]
+async fn half_sent_request_heads_are_closed_after_the_head_timeout() {
+    let f = Fixture::with(|c| c.header_timeout_ms = 300).await;
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    let head = format!("GET /sessions HTTP/1.1\r\nHost: {}\r\n", f.server.addr());
+    conn.write_all(head.as_bytes()).await.unwrap();
+    assert!(
+        read_until_closed(&mut conn).await.is_some(),
+        "a half-sent head is closed"
+    );
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_an_idle_connection_makes_room_for_a_new_client() {
+    let f = Fixture::with(|c| c.max_connections = Some(4)).await;
+    let stats: Value = f.get("/stats").await.json().await.unwrap();
+    assert_eq!(stats["connections"]["max"], 4);
+    // Four half-sent requests (the head timeout is long) fill the cap.
+    let mut held = Vec::new();
+    let fresh = reqwest::Client::builder().no_gzip().build().unwrap();
+    for _ in 0..4 {
+        let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+        conn.write_all(b"GET /sessions HTTP/1.1\r\n").await.unwrap();
+        held.push(conn);
+    }
+    let response = tokio::time::timeout(DEADLINE, fresh.get(f.url("/sessions")).send())
+        .await
+        .expect("a valid client finds room")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The room was made by closing the oldest idle connection: one of the held ones.
+    let mut closed = 0;
+    for conn in &mut held {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0)) =
+            tokio::time::timeout(Duration::from_millis(200), conn.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 1, "no held connection was closed to make room");
+}
+
+#[tokio::test]
+async fn a_put_declaring_too_much_is_refused_before_its_body_is_read() {
+    let f = Fixture::new().await;
+    let head = format!(
+        "PUT /sessions/big/transcript HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+        f.server.addr(),
+        600u64 << 20
+    );
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 12];
+    tokio::time::timeout(DEADLINE, conn.read_exact(&mut answer))
+        .await
+        .expect("answered without sending the body")
+        .unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    assert!(!f.transcript_path("big").exists());
+}
+
+#[tokio::test]
+async fn puts_are_received_into_files_and_past_the_cap_get_503() {
+    let f = Fixture::with(|c| c.max_puts = 2).await;
+    f.write("s", &transcript(3));
+    let body = transcript(50);
+    let mut slow = Vec::new();
+    for id in ["a", "b"] {
+        let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+        let head = format!(
+            "PUT /sessions/{id}/transcript HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+            f.server.addr(),
+            body.len()
+        );
+        conn.write_all(head.as_bytes()).await.unwrap();
+        conn.write_all(&body.as_bytes()[..100]).await.unwrap();
+        slow.push(conn);
+    }
+    // Both are being received into files beside the sessions, not into memory.
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let receiving = std::fs::read_dir(f.data())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("#put-"))
+            .count();
+        if receiving == 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{receiving} PUTs receiving"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let third = f
+        .http
+        .put(f.url("/sessions/c/transcript"))
+        .body(transcript(3))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(third.status(), 503);
+    assert_eq!(third.headers()["retry-after"], "1");
+    // The slow ones finish and land whole.
+    for conn in &mut slow {
+        conn.write_all(&body.as_bytes()[100..]).await.unwrap();
+        let mut answer = vec![0u8; 12];
+        conn.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 201");
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.transcript_path("a")).unwrap(),
+        body
+    );
+}
+
+#[tokio::test]
+async fn put_and_delete_of_one_session_never_race_to_a_404() {
+    // Room for every PUT at once: this is about the race, not the cap.
+    let f = Fixture::with(|c| c.max_puts = 100).await;
+    let body = transcript(20);
+    for round in 0..6 {
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let id = format!("r{}", i % 5);
+            let http = f.http.clone();
+            let put = f.url(&format!("/sessions/{id}/transcript"));
+            let delete = f.url(&format!("/sessions/{id}"));
+            let body = body.clone();
+            tasks.push(tokio::spawn(async move {
+                let (put, _) =
+                    tokio::join!(http.put(put).body(body).send(), http.delete(delete).send());
+                put.unwrap().status().as_u16()
+            }));
+        }
+        for task in tasks {
+            let status = task.await.unwrap();
+            assert!(
+                status == 200 || status == 201,
+                "round {round}: PUT {status}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_forged_host_and_cross_site_writes_are_refused() {
+    let f = Fixture::with(|c| c.allow_host = vec!["box.lan".into()]).await;
+    f.write("s", &transcript(3));
+    let addr = f.server.addr();
+    let port = addr.port();
+    let request = |method: &str, path: &str, host: &str, extra: &str, body: &str| {
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    // DNS rebinding: the page's origin is the attacker's name, resolved to this address.
+    let rebind = "rebind.attacker.example";
+    assert_eq!(
+        raw_status(&f, &request("GET", "/sessions", rebind, "", "")).await,
+        421
+    );
+    assert_eq!(
+        raw_status(&f, &request("DELETE", "/sessions/s", rebind, "", "")).await,
+        421
+    );
+    assert!(f.transcript_path("s").exists());
+    for host in [
+        addr.to_string(),
+        format!("localhost:{port}"),
+        "box.lan".into(),
+    ] {
+        assert_eq!(
+            raw_status(&f, &request("GET", "/sessions", &host, "", "")).await,
+            200,
+            "{host}"
+        );
+    }
+    // A cross-site form posts text/plain; a cross-site script with JSON names its origin.
+    let host = addr.to_string();
+    let body = r#"{"text":"from evil"}"#;
+    let form = "Content-Type: text/plain\r\n";
+    assert_eq!(
+        raw_status(
+            &f,
+            &request("POST", "/sessions/s/messages", &host, form, body)
+        )
+        .await,
+        415
+    );
+    let evil = "Content-Type: application/json\r\nOrigin: http://evil.example\r\n";
+    assert_eq!(
+        raw_status(
+            &f,
+            &request("POST", "/sessions/s/messages", &host, evil, body)
+        )
+        .await,
+        403
+    );
+    let other_port = format!(
+        "Content-Type: application/json\r\nOrigin: http://localhost:{}\r\n",
+        port ^ 1
+    );
+    assert_eq!(
+        raw_status(
+            &f,
+            &request("POST", "/sessions/s/messages", &host, &other_port, body)
+        )
+        .await,
+        403
+    );
+    let evil_delete = "Origin: http://evil.example\r\n";
+    assert_eq!(
+        raw_status(
+            &f,
+            &request("DELETE", "/sessions/s", &host, evil_delete, "")
+        )
+        .await,
+        403
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.transcript_path("s")).unwrap(),
+        transcript(3)
+    );
+    // The page's own origin may post.
+    let own = format!("Content-Type: application/json\r\nOrigin: http://{host}\r\n");
+    assert_eq!(
+        raw_status(
+            &f,
+            &request("POST", "/sessions/s/messages", &host, &own, body)
+        )
+        .await,
+        200
+    );
+}
+
+#[tokio::test]
+async fn the_token_cookie_is_refused_from_another_port_of_the_same_host() {
+    let f = Fixture::with(|c| c.token = Some("s3cret".into())).await;
+    f.write("s", &transcript(3));
+    let host = f.server.addr().to_string();
+    let get = |extra: &str| {
+        format!("GET /sessions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nCookie: scrollback_token=s3cret\r\n{extra}\r\n")
+    };
+    let other = format!("http://127.0.0.1:{}", f.server.addr().port() ^ 1);
+    assert_eq!(
+        raw_status(&f, &get(&format!("Origin: {other}\r\n"))).await,
+        403
+    );
+    assert_eq!(
+        raw_status(&f, &get("Sec-Fetch-Site: same-site\r\n")).await,
+        403
+    );
+    assert_eq!(
+        raw_status(&f, &get("Sec-Fetch-Site: same-origin\r\n")).await,
+        200
+    );
+    assert_eq!(
+        raw_status(&f, &get(&format!("Origin: http://{host}\r\n"))).await,
+        200
+    );
+    // The bearer header is not sent by a browser on its own: it stands wherever it comes from.
+    let bearer = format!("GET /sessions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: Bearer s3cret\r\nSec-Fetch-Site: cross-site\r\n\r\n");
+    assert_eq!(raw_status(&f, &bearer).await, 200);
+}
+
+#[tokio::test]
+async fn a_post_on_a_torn_last_line_waits_then_refuses_and_never_writes_after_it() {
+    let f = Fixture::new().await;
+    let torn = format!("{}{{\"seq\":4,\"ts\":178854", transcript(3));
+    f.write("s", &torn);
+    let post = || {
+        f.http
+            .post(f.url("/sessions/s/messages"))
+            .json(&json!({"text": "hello"}))
+            .send()
+    };
+    // Nobody completes it: refused, nothing written.
+    let refused = post().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    assert_eq!(
+        std::fs::read_to_string(f.transcript_path("s")).unwrap(),
+        torn
+    );
+    // The other writer completes its line while the POST waits: the POST comes after it.
+    let waiting = tokio::spawn(post());
+    f.append("s", r#"0.5,"event":{"type":"status","status":"idle"}}"#);
+    f.append("s", "\n");
+    let answered = waiting.await.unwrap().unwrap();
+    assert_eq!(answered.status(), 200);
+    let line: Value = answered.json().await.unwrap();
+    assert_eq!(line["seq"], 5);
+    let text = std::fs::read_to_string(f.transcript_path("s")).unwrap();
+    let seqs: Vec<u64> = text
+        .lines()
+        .map(|l| scrollback::protocol::Line::parse(l).unwrap().seq())
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+}
+
+#[tokio::test]
+async fn the_sandbox_queue_of_messages_is_bounded() {
+    let f = Fixture::with(|c| {
+        c.sandbox = true;
+        c.pace_ms = 600_000;
+    })
+    .await;
+    let post = |text: String| {
+        f.http
+            .post(f.url("/sessions/welcome/messages"))
+            .json(&json!({ "text": text }))
+            .send()
+    };
+    assert_eq!(post("start".into()).await.unwrap().status(), 200);
+    let mut queued = 0;
+    let refused = loop {
+        let response = post(format!("more {queued}")).await.unwrap();
+        if response.status() != 200 {
+            break response;
+        }
+        queued += 1;
+        assert!(queued <= 64, "{queued} messages queued behind one reply");
+    };
+    assert_eq!(refused.status(), 503);
+    assert_eq!(queued, scrollback_server::sandbox::agent::MAX_QUEUED);
+}

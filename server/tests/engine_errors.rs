@@ -1,0 +1,456 @@
+//! Errors that end and errors that are retried: the native engine over real HTTP against the
+//! real server, with a small front (a proxy on another loopback port) that can answer a request
+//! with a scripted status instead of forwarding it, as a gateway, a rate limiter or a proxy's
+//! error page would.
+//!
+//! The one rule ([`scrollback::transport::Backoff`]): the server's own 404 means the session is
+//! gone (purged, stopped); 401/403 stop as an authentication error; other 4xx from the server
+//! stop with its message; 408/429 retry honouring `Retry-After`; network errors, 5xx and a
+//! proxy's page retry with exponential backoff and jitter, capped. The transport's clock is
+//! recorded (and shortened), so the delays the engine asked for are checked exactly, with no
+//! timing.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use scrollback::chunks::Cache;
+use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::protocol::{SessionSummary, TranscriptQuery};
+use scrollback::store::FsStore;
+use scrollback::transport::{HttpTransport, Page, Transport, TransportResult};
+use scrollback_server::{spawn, Server};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::LocalSet;
+
+/// A scripted answer: for requests whose path ends with `route`, answer `status` with `body`
+/// (and `Retry-After` when given) instead of forwarding.
+#[derive(Clone)]
+struct Canned {
+    route: &'static str,
+    status: u16,
+    body: &'static str,
+    retry_after: Option<&'static str>,
+}
+
+#[derive(Clone)]
+struct Front {
+    upstream: String,
+    script: Arc<Mutex<VecDeque<Canned>>>,
+    http: reqwest::Client,
+}
+
+async fn front(State(front): State<Front>, request: Request) -> Response {
+    let path = request.uri().path().to_string();
+    let canned = {
+        let mut script = front.script.lock().unwrap();
+        match script.front() {
+            Some(c) if path.ends_with(c.route) => script.pop_front(),
+            _ => None,
+        }
+    };
+    if let Some(c) = canned {
+        let mut answer = Response::builder().status(c.status);
+        if let Some(after) = c.retry_after {
+            answer = answer.header("retry-after", after);
+        }
+        return answer.body(Body::from(c.body)).unwrap();
+    }
+    let url = format!(
+        "{}{}",
+        front.upstream,
+        request.uri().path_and_query().unwrap().as_str()
+    );
+    let mut forwarded = front.http.request(request.method().clone(), url);
+    for (name, value) in request.headers() {
+        if name != "host" {
+            forwarded = forwarded.header(name, value);
+        }
+    }
+    let body = axum::body::to_bytes(request.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let upstream = forwarded.body(body).send().await.unwrap();
+    let mut answer = Response::builder().status(upstream.status().as_u16());
+    for (name, value) in upstream.headers() {
+        answer = answer.header(name, value);
+    }
+    answer
+        .body(Body::from_stream(upstream.bytes_stream()))
+        .unwrap()
+}
+
+/// The native transport, with its clock recorded: every retry delay the engine asks for, slept
+/// as one millisecond.
+struct Clocked {
+    inner: HttpTransport,
+    sleeps: Rc<RefCell<Vec<u32>>>,
+}
+
+impl Transport for Clocked {
+    type Stream = <HttpTransport as Transport>::Stream;
+    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        self.inner.sessions().await
+    }
+    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
+        self.inner.transcript(id, query).await
+    }
+    async fn delete(&self, id: &str) -> TransportResult<()> {
+        self.inner.delete(id).await
+    }
+    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
+        self.inner.post_message(id, text).await
+    }
+    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
+        self.inner.events(id, after).await
+    }
+    async fn sleep(&self, ms: u32) {
+        self.sleeps.borrow_mut().push(ms);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    cache: PathBuf,
+    _server: Server,
+    front: String,
+    script: Arc<Mutex<VecDeque<Canned>>>,
+    sleeps: Rc<RefCell<Vec<u32>>>,
+}
+
+impl Env {
+    async fn start(token: Option<&str>) -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let mut config = scrollback_server::Config::new(&data);
+        config.sandbox = true;
+        config.token = token.map(str::to_string);
+        let server = spawn(config).await.unwrap();
+        let script = Arc::new(Mutex::new(VecDeque::new()));
+        let state = Front {
+            upstream: server.url(),
+            script: script.clone(),
+            http: reqwest::Client::new(),
+        };
+        let app = axum::Router::new().fallback(front).with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let front = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Env {
+            cache: tmp.path().join("cache"),
+            data,
+            _tmp: tmp,
+            _server: server,
+            front,
+            script,
+            sleeps: Rc::default(),
+        }
+    }
+
+    /// Scripts the next answers of the front, in order.
+    fn script(&self, canned: &[Canned]) {
+        self.script.lock().unwrap().extend(canned.iter().cloned());
+    }
+
+    fn scripted_left(&self) -> usize {
+        self.script.lock().unwrap().len()
+    }
+
+    /// An engine through the front, over the same cache folder each time.
+    async fn client(&self, token: Option<&str>) -> Engine<FsStore, Clocked> {
+        let transport = HttpTransport::new(&self.front, token.map(str::to_string)).unwrap();
+        let store = Arc::new(FsStore::new(&self.cache));
+        let cache = Cache::new(store, transport.host(), transport.port()).await;
+        let clocked = Clocked {
+            inner: transport,
+            sleeps: self.sleeps.clone(),
+        };
+        let config = Config {
+            reconnect_delay_ms: 100,
+            reconnect_max_ms: 800,
+            ..Config::default()
+        };
+        Engine::new(cache, clocked, config)
+    }
+
+    fn sleeps(&self) -> Vec<u32> {
+        self.sleeps.borrow().clone()
+    }
+}
+
+fn summary(id: &str) -> SessionSummary {
+    SessionSummary {
+        id: id.into(),
+        title: String::new(),
+        status: "idle".into(),
+        model: String::new(),
+        permission_mode: String::new(),
+        seq: 0,
+    }
+}
+
+struct Opened {
+    session: Rc<Session<FsStore, Clocked>>,
+    run: tokio::task::JoinHandle<()>,
+}
+
+fn open(client: &Engine<FsStore, Clocked>, id: &str) -> Opened {
+    let session = Rc::new(client.open(summary(id), None).unwrap());
+    let s = session.clone();
+    let run = tokio::task::spawn_local(async move { s.run().await });
+    Opened { session, run }
+}
+
+impl Opened {
+    async fn wait(&self, what: &str, cond: impl Fn(&View) -> bool) {
+        for _ in 0..4000 {
+            if self.session.with_view(&cond) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!(
+            "timed out waiting for {what}: {:?}",
+            self.session.with_view(|v| (
+                v.ready,
+                v.live,
+                v.cursor,
+                v.banner.clone(),
+                v.error.clone()
+            ))
+        );
+    }
+
+    async fn close(self) {
+        self.session.close();
+        self.run.await.unwrap();
+    }
+}
+
+fn local<F: std::future::Future>(f: F) -> F::Output {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(LocalSet::new().run_until(f))
+}
+
+const NOT_FOUND_JSON: &str = r#"{"error":"unknown session"}"#;
+
+#[test]
+fn a_session_deleted_on_the_server_is_purged_said_and_not_asked_again() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let warm = open(&client, "welcome");
+        warm.wait("live", |v| v.live).await;
+        warm.close().await;
+        assert!(client.cache().session_size("welcome").await > 0, "cached");
+
+        // Deleted behind the client's back (another device): the probe finds nothing.
+        std::fs::remove_dir_all(env.data.join("welcome")).unwrap();
+        let again = open(&client, "welcome");
+        again
+            .wait("the session said to be gone", |v| v.error.is_some())
+            .await;
+        let view = again.session.view();
+        let error = view.error.clone().unwrap();
+        assert_eq!((error.kind, error.status), ("gone", Some(404)), "{error:?}");
+        assert_eq!(error.message, "unknown session", "the server's own words");
+        assert_eq!(view.counters.requests, 1, "the probe, and no retry");
+        assert!(env.sleeps().is_empty(), "nothing waited to retry");
+        assert!(
+            view.transcript.rows().is_empty(),
+            "nothing of it stays shown"
+        );
+        assert_eq!(view.banner, None);
+        assert_eq!(
+            client.cache().session_size("welcome").await,
+            0,
+            "its cache is purged"
+        );
+        again.close().await;
+    });
+}
+
+#[test]
+fn a_wrong_token_is_an_authentication_error_that_stops() {
+    local(async {
+        let env = Env::start(Some("right")).await;
+        let client = env.client(Some("wrong")).await;
+        let opened = open(&client, "welcome");
+        opened.wait("the error", |v| v.error.is_some()).await;
+        let view = opened.session.view();
+        let error = view.error.unwrap();
+        assert_eq!((error.kind, error.status), ("unauthorized", Some(401)));
+        assert_eq!(view.counters.requests, 1, "asked once");
+        assert!(env.sleeps().is_empty(), "no retry");
+        // A reload tries again (and is refused again).
+        opened.session.reload(None);
+        opened
+            .wait("refused again", |v| {
+                v.error.is_some() && v.counters.requests == 2
+            })
+            .await;
+        opened.close().await;
+    });
+}
+
+#[test]
+fn another_4xx_from_the_server_stops_with_its_message() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        env.script(&[Canned {
+            route: "/transcript",
+            status: 400,
+            body: r#"{"error":"limit must be at most 10000"}"#,
+            retry_after: None,
+        }]);
+        let opened = open(&client, "welcome");
+        opened.wait("the error", |v| v.error.is_some()).await;
+        let error = opened.session.view().error.unwrap();
+        assert_eq!((error.kind, error.status), ("refused", Some(400)));
+        assert_eq!(error.message, "limit must be at most 10000");
+        assert!(env.sleeps().is_empty());
+        opened.close().await;
+    });
+}
+
+#[test]
+fn throttling_is_retried_after_the_servers_retry_after_and_then_the_session_opens() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        env.script(&[
+            Canned {
+                route: "/transcript",
+                status: 429,
+                body: r#"{"error":"slow down"}"#,
+                retry_after: Some("3"),
+            },
+            Canned {
+                route: "/transcript",
+                status: 408,
+                body: "",
+                retry_after: None,
+            },
+        ]);
+        let opened = open(&client, "welcome");
+        opened.wait("live", |v| v.live).await;
+        let sleeps = env.sleeps();
+        assert_eq!(sleeps.len(), 2, "{sleeps:?}");
+        assert_eq!(sleeps[0], 3000, "Retry-After: 3 is honoured");
+        assert!((50..=200).contains(&sleeps[1]), "then backoff: {sleeps:?}");
+        assert_eq!(opened.session.view().error, None);
+        opened.close().await;
+    });
+}
+
+#[test]
+fn server_errors_and_a_proxys_404_page_back_off_exponentially_with_jitter_up_to_the_cap() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let failure = |status, body| Canned {
+            route: "/transcript",
+            status,
+            body,
+            retry_after: None,
+        };
+        env.script(&[
+            failure(503, "Service Unavailable"),
+            failure(502, "<html>Bad Gateway</html>"),
+            failure(404, "<html><h1>404 Not Found</h1>nginx</html>"),
+            failure(500, r#"{"error":"boom"}"#),
+            failure(503, ""),
+            failure(503, ""),
+        ]);
+        let opened = open(&client, "welcome");
+        let banners = Rc::new(RefCell::new(Vec::new()));
+        let seen = banners.clone();
+        opened.session.on_change(move |v, _| {
+            if let Some(b) = &v.banner {
+                if seen.borrow().last() != Some(b) {
+                    seen.borrow_mut().push(b.clone());
+                }
+            }
+        });
+        opened.wait("live", |v| v.live).await;
+        assert_eq!(env.scripted_left(), 0);
+        let sleeps = env.sleeps();
+        assert_eq!(sleeps.len(), 6, "{sleeps:?}");
+        for (i, ms) in sleeps.iter().enumerate() {
+            let full = (100u32 << i).min(800);
+            assert!(
+                (full / 2..=full).contains(ms),
+                "retry {i} waited {ms} ms, not in [{}, {full}]: {sleeps:?}",
+                full / 2
+            );
+        }
+        assert!(
+            banners
+                .borrow()
+                .iter()
+                .any(|b| b.contains("502") && b.contains("retrying in")),
+            "the banner says so: {:?}",
+            banners.borrow()
+        );
+        let view = opened.session.view();
+        assert_eq!(view.error, None, "a proxy's 404 is not the session gone");
+        assert!(!view.transcript.rows().is_empty());
+        opened.close().await;
+    });
+}
+
+#[test]
+fn the_stream_refused_by_the_server_is_classified_by_the_same_rule() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        // The opening window passes; the stream's connection is answered 404 by the server.
+        env.script(&[Canned {
+            route: "/events",
+            status: 404,
+            body: NOT_FOUND_JSON,
+            retry_after: None,
+        }]);
+        let opened = open(&client, "welcome");
+        opened.wait("the error", |v| v.error.is_some()).await;
+        let view = opened.session.view();
+        assert_eq!(view.error.as_ref().map(|e| e.kind), Some("gone"));
+        assert!(view.transcript.rows().is_empty());
+        assert_eq!(client.cache().session_size("welcome").await, 0);
+        assert!(env.sleeps().is_empty());
+        opened.close().await;
+
+        // A 503 on the stream is retried with backoff, then it connects.
+        env.script(&[
+            Canned {
+                route: "/events",
+                status: 503,
+                body: "",
+                retry_after: None,
+            },
+            Canned {
+                route: "/events",
+                status: 429,
+                body: "",
+                retry_after: Some("2"),
+            },
+        ]);
+        let opened = open(&client, "welcome");
+        opened.wait("live", |v| v.live).await;
+        let sleeps = env.sleeps();
+        assert_eq!(sleeps.len(), 2, "{sleeps:?}");
+        assert!((50..=100).contains(&sleeps[0]));
+        assert_eq!(sleeps[1], 2000);
+        opened.close().await;
+    });
+}

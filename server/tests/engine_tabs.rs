@@ -1,0 +1,196 @@
+//! Two tabs on one session, natively: two sessions of one engine share one store (one origin),
+//! whose in-process writer lock stands for Web Locks. The first open writes; the second shows
+//! the same rows read-only; when the writer goes away half-way through a streaming reply, the
+//! reader takes over and brings the cache up to what it shows. Afterwards every chunk is what
+//! the server answers for its coverage and no seq is cached twice. (tests/tabs.test.mjs does
+//! the same with two real tabs in Chromium, on OPFS and on IndexedDB.)
+
+use scrollback::chunks::names::{encode, parse_chunk_name};
+use scrollback::chunks::Cache;
+use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::protocol::{last_seq, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use scrollback::store::{MemoryStore, Store};
+use scrollback::transport::{HttpTransport, Transport};
+use scrollback_server::spawn;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::LocalSet;
+
+type Tab = Session<MemoryStore, HttpTransport>;
+
+struct Opened {
+    session: Rc<Tab>,
+    run: tokio::task::JoinHandle<()>,
+}
+
+async fn open(engine: &Engine<MemoryStore, HttpTransport>, id: &str) -> Opened {
+    let summary: SessionSummary = engine
+        .sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == id)
+        .unwrap();
+    let session = Rc::new(engine.open(summary, None).unwrap());
+    let s = session.clone();
+    let run = tokio::task::spawn_local(async move { s.run().await });
+    Opened { session, run }
+}
+
+async fn wait(session: &Tab, what: &str, cond: impl Fn(&View) -> bool) {
+    for _ in 0..6000 {
+        if session.with_view(&cond) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "timed out waiting for {what}: {:?}",
+        session.with_view(|v| (v.ready, v.live, v.writer, v.cursor, v.banner.clone()))
+    );
+}
+
+fn rows(session: &Tab) -> String {
+    session.with_view(|v| serde_json::to_string(&v.transcript.rows()).unwrap())
+}
+
+fn file_lines(path: &Path) -> Vec<Line> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| Line::parse(l).unwrap())
+        .collect()
+}
+
+/// Every chunk is what the server answers for its own coverage, and no seq is in two chunks.
+async fn check_chunks(store: &MemoryStore, dir: &str, transport: &HttpTransport, id: &str) {
+    let mut covered: Vec<(u64, u64)> = Vec::new();
+    for entry in store.list(dir).await.unwrap() {
+        let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
+            continue;
+        };
+        let path = format!("{dir}/{}", entry.name);
+        let bytes = store.read(&path, 0, usize::MAX).await.unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.ends_with('\n'), "{path} ends in a whole line");
+        let lines: Vec<Line> = text.lines().map(|l| Line::parse(l).unwrap()).collect();
+        let end = end.unwrap_or_else(|| last_seq(lines.last().unwrap()) + 1);
+        let query = TranscriptQuery {
+            before: Some(end),
+            after: Some(first - 1),
+            limit: Some(MAX_LIMIT),
+            coalesce: kind == scrollback::chunks::coverage::Kind::Rows,
+            bytes: None,
+        };
+        let server = transport.transcript(id, &query).await.unwrap().lines;
+        let raw = |ls: &[Line]| ls.iter().map(|l| l.raw().to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            raw(&lines),
+            raw(&server),
+            "{path} is the server's [{first}, {end})"
+        );
+        covered.push((first, end));
+    }
+    covered.sort();
+    for pair in covered.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "no seq cached twice: {covered:?}");
+    }
+    assert!(!covered.is_empty(), "something is cached");
+}
+
+#[test]
+fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(LocalSet::new().run_until(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let mut config = scrollback_server::Config::new(&data);
+        config.sandbox = true;
+        config.pace_ms = 20;
+        let server = spawn(config).await.unwrap();
+        let transport = HttpTransport::new(&server.url(), None).unwrap();
+        let store = Arc::new(MemoryStore::new());
+        let cache = Cache::new(store.clone(), transport.host(), transport.port()).await;
+        let dir = format!("{}/{}", cache.dir(), encode("welcome").unwrap());
+        let config = Config {
+            reconnect_delay_ms: 50,
+            ..Config::default()
+        };
+        let engine = Engine::new(
+            cache,
+            HttpTransport::new(&server.url(), None).unwrap(),
+            config,
+        );
+
+        let a = open(&engine, "welcome").await;
+        wait(&a.session, "the first tab live", |v| v.live).await;
+        let b = open(&engine, "welcome").await;
+        wait(&b.session, "the second tab live", |v| v.live).await;
+        assert!(a.session.view().writer, "the first tab writes");
+        assert!(!b.session.view().writer, "the second reads");
+
+        transport
+            .post_message("welcome", "tell me about two tabs")
+            .await
+            .unwrap();
+        let file = data.join("welcome").join("transcript.jsonl");
+        let posted = file_lines(&file).last().unwrap().seq();
+        // Half-way through the reply: both tabs show the same rows, then the writer goes.
+        wait(&a.session, "the reply streaming", |v| {
+            v.cursor >= posted + 10
+        })
+        .await;
+        let at = a.session.view().cursor;
+        wait(&b.session, "the reader at the same line", |v| {
+            v.cursor >= at
+        })
+        .await;
+        a.session.close();
+        a.run.await.unwrap();
+        let shown_a = rows(&a.session);
+        let cursor_a = a.session.view().cursor;
+        drop(a.session);
+        wait(&b.session, "the reader took over", |v| v.writer && v.live).await;
+
+        // The reply ends; the new writer has every line once.
+        for _ in 0..6000 {
+            let lines = file_lines(&file);
+            let done = lines
+                .iter()
+                .any(|l| l.seq() > posted && l.raw().contains(r#""status":"idle""#));
+            if done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let newest = file_lines(&file).last().unwrap().seq();
+        wait(&b.session, "the reader at the reply's end", |v| {
+            v.cursor == newest
+        })
+        .await;
+        let shown_b = rows(&b.session);
+        // What the first tab showed is what the second showed up to the same line: the second's
+        // rows up to the writer's cursor draw the same (the reply's row grew since).
+        let cut = shown_a.trim_end_matches(']').to_string();
+        let common = cut
+            .rsplit_once(r#"{"kind""#)
+            .map_or(cut.as_str(), |(head, _)| head);
+        assert!(
+            shown_b.starts_with(common),
+            "both tabs showed the same rows (first tab at {cursor_a})"
+        );
+        check_chunks(&store, &dir, &transport, "welcome").await;
+        // The cache reaches the newest line.
+        let mut reopened = engine.cache().session("welcome").unwrap();
+        reopened.open().await;
+        assert_eq!(reopened.cursor().await.map(|l| l.seq()), Some(newest));
+
+        b.session.close();
+        b.run.await.unwrap();
+    }));
+}

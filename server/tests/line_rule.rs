@@ -1,0 +1,69 @@
+//! One definition of a valid line (issue row 7): a raw CR inside a line (JSON whitespace) is
+//! refused by PUT with a clear 400, and a file holding one (written by another process) has that
+//! line skipped by both routes alike, so `/events` never splits it into two `data:` fields.
+
+mod server_support;
+
+use scrollback::protocol::Line;
+use serde_json::json;
+use server_support::{line, seqs, Fixture};
+
+fn with_raw_cr() -> String {
+    format!(
+        "{}{}{}",
+        line(1, json!({"type": "userMessage", "text": "hi"})),
+        "{\"seq\":2,\"ts\":1,\r\"event\":{\"type\":\"status\",\"status\":\"idle\"}}\n",
+        line(3, json!({"type": "userMessage", "text": "again"})),
+    )
+}
+
+#[test]
+fn the_parser_refuses_a_raw_cr_inside_a_line_and_accepts_crlf_endings() {
+    assert!(Line::parse("{\"seq\":2,\"ts\":1,\r\"event\":{\"type\":\"x\"}}").is_err());
+    assert!(Line::parse("{\"seq\":2,\"ts\":1,\"event\":{\"type\":\"x\"}}\r\n").is_ok());
+    assert!(
+        Line::parse("{\"seq\":2,\"ts\":1,\"event\":{\"type\":\"x\",\"text\":\"a\\rb\"}}").is_ok()
+    );
+}
+
+#[tokio::test]
+async fn put_refuses_a_raw_cr_naming_the_line() {
+    let f = Fixture::new().await;
+    let response = f
+        .http
+        .put(f.url("/sessions/s/transcript"))
+        .body(with_raw_cr())
+        .send()
+        .await
+        .unwrap();
+    let (status, message) = f.error(response).await;
+    assert_eq!(status, 400);
+    assert!(
+        message.contains("line 2") && message.contains("raw CR"),
+        "{message}"
+    );
+    assert_eq!(
+        f.get("/sessions/s/transcript").await.status(),
+        404,
+        "nothing written"
+    );
+}
+
+#[tokio::test]
+async fn both_routes_skip_a_line_with_a_raw_cr_alike() {
+    let f = Fixture::new().await;
+    f.write("s", &with_raw_cr());
+    assert_eq!(seqs(&f.page("s", "").await), [1, 3]);
+    let mut events = f.events("s", "after=0").await;
+    let got: Vec<u64> = events
+        .take(2)
+        .await
+        .iter()
+        .map(|e| {
+            Line::parse(&e.data)
+                .expect("every data field is a whole line")
+                .seq()
+        })
+        .collect();
+    assert_eq!(got, [1, 3]);
+}

@@ -1,0 +1,162 @@
+// The package in each engine a user meets (SCROLLBACK_ENGINE: chromium, webkitgtk, firefox; see
+// tests/lib/engines.mjs), against the real server: `Scrollback.open` on the storage `auto`
+// picks there, a cold open, a reopen after a page reload with one probe and the rows from the
+// cache, scrolling back through cached pages without a request, a reply streaming while the
+// page is reloaded continuing in one row, and `view.reload()`. One description for all engines.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { ENGINE, FACTS, launch, unavailable } from './lib/engines.mjs';
+import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+
+const missing = unavailable();
+let server, browser;
+
+before(async () => {
+  if (missing) return;
+  for (const file of ['pkg/index.js', SERVER_BIN]) {
+    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
+  }
+  // The page and the package from the server itself: one origin, as an app ships them.
+  server = await startServer({ args: ['--pace-ms', '80'], www: path.join(ROOT, 'tests/lib') });
+  browser = await launch();
+});
+after(async () => { await browser?.close(); await server?.dispose(); });
+
+const it = (name, fn) => test(`${ENGINE}: ${name}`, missing ? { skip: missing } : {}, fn);
+
+/** Loads the blank page afresh (a reload: the worker and its memory go, storage stays). */
+async function reload() {
+  await browser.goto(`${server.url}/blank.html?${Math.random()}`);
+}
+
+/**
+ * Opens Scrollback in the page (`window.sb`) and the session `id` (`window.view`), and waits until
+ * it is ready and live. Resolves to `{ storage, rowsAtReady, counters }`.
+ */
+function open(id) {
+  return browser.run(async ({ server, id }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server, storage: 'auto' });
+    window.sb = sb;
+    const view = await sb.openSession(id);
+    window.view = view;
+    const deadline = Date.now() + 60_000;
+    let rowsAtReady = null;
+    while (!(view.state.ready && view.state.live)) {
+      if (view.state.ready && rowsAtReady === null) rowsAtReady = view.state.rows.length;
+      if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return { storage: sb.storage, rowsAtReady: rowsAtReady ?? view.state.rows.length, counters: await sb.counters() };
+  }, { server: server.url, id });
+}
+
+/** Pages back `n` times; resolves to the counters after, and the rows' first seq. */
+function older(n) {
+  return browser.run(async (n) => {
+    for (let i = 0; i < n; i += 1) if (!(await window.view.loadOlder())) break;
+    const seqs = window.view.state.rows.map((r) => r.seq).filter((s) => typeof s === 'number');
+    return { counters: await window.sb.counters(), rows: window.view.state.rows.length, first: Math.min(...seqs) };
+  }, n);
+}
+
+/** Waits in the page until `check(view.state)` holds (its source is sent as text). */
+function until(check, arg) {
+  return browser.run(async ({ check, arg }) => {
+    const f = new Function(`return (${check})`)();
+    const deadline = Date.now() + 120_000;
+    while (!f(window.view.state, arg)) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${check}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return null;
+  }, { check: check.toString(), arg });
+}
+
+const closeAll = () => browser.run(async () => { window.view?.close(); window.sb?.close(); });
+
+it('opens a session cold from the server, on the storage auto picks here', async () => {
+  await reload();
+  const cold = await open('long');
+  assert.equal(cold.storage, FACTS.autoStorage, `auto picked ${cold.storage}`);
+  assert.ok(cold.rowsAtReady > 0, 'rows are drawn');
+  assert.equal(cold.counters.probesPassed, 0, 'nothing cached yet: no probe');
+  const back = await older(3);
+  assert.ok(back.rows > cold.rowsAtReady, `three older pages were added: ${back.rows} rows`);
+  assert.ok(back.counters.requests > cold.counters.requests, 'the older pages came from the server');
+  await closeAll();
+});
+
+it('reopens after a reload with one probe, draws from the cache, and scrolls back without a request', async () => {
+  await reload();
+  const warm = await open('long');
+  assert.equal(warm.counters.probesPassed, 1, `one probe: ${JSON.stringify(warm.counters)}`);
+  assert.equal(warm.counters.probesFailed, 0);
+  assert.equal(warm.counters.requests, 2, `the probe and the stream: ${JSON.stringify(warm.counters)}`);
+  assert.ok(warm.rowsAtReady > 0, 'the cached rows are there once ready');
+  const back = await older(3);
+  assert.equal(back.counters.requests, 2, `the pages seen before came from the cache: ${JSON.stringify(back.counters)}`);
+  assert.ok(back.counters.pagesLocal >= 3, `pages read locally: ${JSON.stringify(back.counters)}`);
+  await closeAll();
+});
+
+it('a reply streaming across a page reload continues in one row, no delta missing or doubled', async () => {
+  await reload();
+  await open('welcome');
+  const asked = `Across a reload in ${ENGINE}?`;
+  await browser.run(async (text) => { await window.sb.postMessage('welcome', text); }, asked);
+  const file = () => server.lines('welcome');
+  const waitFile = async (check, what) => {
+    const deadline = Date.now() + 120_000;
+    while (!(await check(await file()))) {
+      if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await waitFile((ls) => ls.some((l) => l.event.text === asked), 'the message was written');
+  const userSeq = (await file()).find((l) => l.event.type === 'userMessage' && l.event.text === asked).seq;
+  const deltas = async () => (await file()).filter((l) => l.seq > userSeq && l.event.type === 'assistantText').length;
+  // The reply is drawn growing, then the page goes away while it streams.
+  await until((s, seq) => s.rows.some((r) => r.kind === 'assistant' && r.seq > seq && r.text.split(' ').length > 5), userSeq);
+  await closeAll();
+  await reload();
+  const gone = await deltas();
+  await waitFile(async () => (await deltas()) >= gone + 10, '10 more deltas while the page was away');
+  await open('welcome');
+  const ended = (ls) => ls.some((l) => l.seq > userSeq && l.event.type === 'status' && l.event.status === 'idle');
+  assert.ok(!ended(await file()), 'the reply was still streaming when the page came back');
+  await waitFile(ended, 'the reply ended');
+  const lines = await file();
+  await until((s, last) => s.cursor >= last, lines.at(-1).seq);
+  const reply = lines.filter((l) => l.seq > userSeq && l.event.type === 'assistantText');
+  const rows = await browser.run(async (seq) => window.view.state.rows
+    .filter((r) => r.kind === 'assistant' && r.seq > seq).map((r) => ({ seq: r.seq, text: r.text })), userSeq);
+  assert.equal(rows.length, 1, `one row for the reply: ${JSON.stringify(rows.map((r) => r.seq))}`);
+  assert.equal(rows[0].seq, reply[0].seq, 'the row starts at the first delta');
+  assert.equal(rows[0].text, reply.map((l) => l.event.text).join(''), 'every delta once, in order');
+  await closeAll();
+});
+
+it('view.reload() purges the session and draws it again from the server', async () => {
+  await reload();
+  await open('long');
+  const out = await browser.run(async () => {
+    const view = window.view;
+    const before = await view.cachedSize();
+    const requests = (await window.sb.counters()).requests;
+    await view.reload();
+    const deadline = Date.now() + 60_000;
+    while (!(view.state.ready && view.state.live)) {
+      if (Date.now() > deadline) throw new Error('not live after reload');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return { before, after: await view.cachedSize(), rows: view.state.rows.length, requests, counters: await window.sb.counters() };
+  });
+  assert.ok(out.before > 0, 'the session was cached');
+  assert.ok(out.rows > 0, 'rows are drawn after the reload');
+  assert.ok(out.counters.requests > out.requests, 'the reload asked the server again');
+  assert.ok(out.after > 0 && out.after < out.before, `the older cached pages went: ${out.before} -> ${out.after} bytes`);
+  await closeAll();
+});

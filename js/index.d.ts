@@ -352,10 +352,35 @@ export declare class Scrollback {
    * began), `module` (the wasm module was compiled and ready), `open` (the store was open).
    */
   marks(): Promise<{ start: number; module?: number; open?: number }>;
-  /** The windowed chat files and prompt backfill, in the same worker and storage. */
-  chats(): Chats;
+  /**
+   * The windowed chat files and prompt backfill, in the same worker and storage. Each call is a
+   * handle with its own options and backfill cache; bad options reject its calls (TypeError).
+   */
+  chats(options?: ChatsOptions): Chats;
+  /**
+   * Only the chat store, in a worker of its own, with no server (an app that keeps its chats
+   * locally). `chats.close()` stops the worker.
+   */
+  static chats(options?: ChatStoreOptions): Promise<Chats>;
   /** Closes every view and stops the worker. */
   close(): void;
+}
+
+/** The seed's backfill cache capacities: `desktop` 12 pages, `mobile` 8. */
+export type BackfillPagesPreset = 'desktop' | 'mobile';
+
+/** Options of a {@link Chats} handle. */
+export interface ChatsOptions {
+  /** The window: a tail's and a page's lines when a call does not say (default 50). */
+  windowLines?: number;
+  /** The backfill page cache's capacity: a preset or a number of pages (default `desktop`, 12). */
+  backfillPages?: BackfillPagesPreset | number;
+}
+
+/** Options of {@link Scrollback.chats}: the handle's, and where the chats are kept. */
+export interface ChatStoreOptions extends ChatsOptions {
+  /** Where to keep the chats (default `auto`). */
+  storage?: Storage;
 }
 
 /**
@@ -370,7 +395,7 @@ export interface Cursor {
 
 /** `Chats.tail`'s options. */
 export interface TailOptions {
-  /** How many of the newest lines (default 50). */
+  /** How many of the newest lines (default: the handle's `windowLines`, 50). */
   maxLines?: number;
   /** Answer a missing chat as empty (no header, no lines) instead of a `notFound` error. */
   allowNotFound?: boolean;
@@ -417,7 +442,7 @@ export interface BackfillRequest {
   hasMoreBefore: boolean;
   /** Tokens the whole history (window and older) may take. */
   budgetTokens: number;
-  /** Lines per page read (default 50). */
+  /** Lines per page read (default: the handle's `windowLines`). */
   pageLines?: number;
   /** At most this many pages behind the window (default 12). */
   maxPages?: number;
@@ -466,20 +491,68 @@ export interface ChatError extends Error {
 
 /**
  * The app's chats (`chats/<name>.jsonl`), each a header line and one message a line, read and
- * written as a window. Rejections are {@link ChatError}s.
+ * written as a window. Names are normalized by one rule (trimmed, without `.jsonl`), and a chat
+ * stored under an older spelling is still found. Rejections are {@link ChatError}s.
  */
 export declare class Chats {
   private constructor();
-  /** The header and the newest lines, with the window's cursor. */
+  /** This handle's options as applied. */
+  options(): Promise<{ windowLines: number; backfillPages: number }>;
+  /** A chat's stored name (trimmed, without `.jsonl`): the rule every call applies. */
+  normalizeName(name: string): Promise<string>;
+  /** The header and the newest lines (default `windowLines`), with the window's cursor. */
   tail(name: string, options?: TailOptions): Promise<ChatTail>;
-  /** Up to `maxLines` lines just before `cursor`. */
-  before(name: string, cursor: Cursor, maxLines: number): Promise<ChatChunk>;
+  /** Up to `maxLines` (default `windowLines`) lines just before `cursor`. */
+  before(name: string, cursor: Cursor, maxLines?: number): Promise<ChatChunk>;
   /** Up to `maxPages` pages going backwards from `cursor`, newest first. */
   beforePages(name: string, cursor: Cursor, maxLines: number, maxPages: number): Promise<ChatChunk[]>;
   /** Windowed save: replaces everything from `cursor` on with `lines`; resolves to the new cursor. */
   save(name: string, cursor: Cursor, header: string, lines: string[], options?: WriteOptions): Promise<Cursor>;
   /** Windowed patch; resolves to the new cursor. */
   patch(name: string, cursor: Cursor, header: string, op: PatchOp, options?: WriteOptions): Promise<Cursor>;
+  /** Full save: the whole chat becomes `header` and `lines`; every earlier cursor is stale. */
+  replace(name: string, header: string, lines: string[]): Promise<Cursor>;
+  /** Undoes the last write (kind `notFound` when there is none); every cursor is stale after. */
+  restoreBackup(name: string): Promise<void>;
   /** Older messages behind the window for a prompt, up to a token budget. */
   backfill(name: string, request: BackfillRequest): Promise<Backfill>;
+  /** Frees the handle (for {@link Scrollback.chats}, stops its worker). */
+  close(): void;
+}
+
+/** The write that brings a chat to the app's window. */
+export type ChatWritePlan =
+  | { kind: 'none' }
+  | { kind: 'patch'; op: PatchOp; options: WriteOptions }
+  | { kind: 'replace' };
+
+/**
+ * What an app saved of a chat's window and what it changed since (`savedMessageCount`,
+ * `dirtyFromIndex`), turned into the smallest write: nothing, an append, a rewrite from the
+ * first changed line, or (no window read from the file) a full save.
+ */
+export declare class ChatWindow {
+  constructor(state?: { cursor?: Cursor | null; hasMoreBefore?: boolean; savedMessageCount?: number });
+  /** The window of a tail just read. */
+  static fromTail(tail: ChatTail): ChatWindow;
+  /** The window's cursor; null: the next save is a full save. */
+  cursor: Cursor | null;
+  hasMoreBefore: boolean;
+  /** How many window lines are on disk as the app has them. */
+  savedMessageCount: number;
+  /** The first window index changed since the last save, or null. */
+  dirtyFromIndex: number | null;
+  headerDirty: boolean;
+  /** The line at `index` was edited, inserted or deleted. */
+  markDirty(index: number): void;
+  /** The header changed. */
+  markHeaderDirty(): void;
+  /** Older lines were put in front of the window. */
+  prepended(chunk: ChatChunk): void;
+  /** The write that brings the file to `lines` (the whole window now). */
+  plan(lines: string[]): ChatWritePlan;
+  /** A write of `lines` succeeded with `cursor`. */
+  saved(cursor: Cursor, lines: string[], replaced?: boolean): void;
+  /** Plans, performs and records the write; resolves to the plan performed. */
+  save(chats: Chats, name: string, header: string, lines: string[], options?: WriteOptions): Promise<ChatWritePlan>;
 }

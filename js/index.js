@@ -36,6 +36,7 @@ export class Scrollback {
   #dirty = new Set();
   #frameAsked = false;
   #failure = null;
+  #nextChats = 1;
 
   /**
    * Starts the worker and opens the cache for `options.server`.
@@ -188,11 +189,50 @@ export class Scrollback {
 
   /**
    * The windowed chat files (`chats/<name>.jsonl`) and prompt backfill, in the same worker and
-   * storage as the cache.
+   * storage as the cache. Each call makes a handle with its own options and backfill cache;
+   * bad options reject its calls with a `TypeError`.
+   * @param {import('./index.js').ChatsOptions} [options]
    * @returns {Chats}
    */
-  chats() {
-    return new Chats((op, ...args) => this.#call(op, ...args));
+  chats(options) {
+    return this.#chats(options, () => {});
+  }
+
+  #chats(options, closed) {
+    const handle = this.#nextChats++;
+    const ready = this.#call('newChats', handle, options ?? null);
+    ready.catch(() => {}); // each call on the handle reports it
+    return new Chats(ready, (op, ...args) => this.#call(op, handle, ...args), () => {
+      if (this.#worker && !this.#failure) this.#worker.postMessage({ id: 0, op: 'freeChats', args: [handle] });
+      closed();
+    });
+  }
+
+  /**
+   * Opens only the chat store, in a worker of its own, with no server: for an app that keeps
+   * its chats locally. `chats.close()` stops the worker. Use one store per storage: beside a
+   * server's cache, take `sb.chats()` instead.
+   * @param {import('./index.js').ChatStoreOptions} [options]
+   * @returns {Promise<Chats>}
+   */
+  static async chats(options = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError('Scrollback.chats takes an options object: { storage?, windowLines?, backfillPages? }');
+    }
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback-chats' });
+    const sb = new Scrollback(worker);
+    try {
+      // The worker opens the store (and checks every option); the handle takes the rest.
+      const handleOptions = { ...options };
+      delete handleOptions.storage;
+      await sb.#call('openChats', { ...options });
+      const chats = sb.#chats(handleOptions, () => sb.close());
+      await chats.options();
+      return chats;
+    } catch (err) {
+      sb.close();
+      throw err;
+    }
   }
 
   /**
@@ -413,24 +453,53 @@ function chatName(name) {
 /**
  * The app's chats, each a JSONL file (a header line, then one message a line) of which the UI
  * holds a window: read backwards in pages, written as windowed saves and patches checked
- * against the window's cursor. Failures are `Error`s named `ChatError` whose `kind` says which
+ * against the window's cursor. Names are normalized by one rule (trimmed, without `.jsonl`:
+ * `"notes.jsonl"` and `" notes"` are the chat `notes`), and a chat stored under an older
+ * spelling is still found. Failures are `Error`s named `ChatError` whose `kind` says which
  * check refused (`signatureMismatch`, `integrityMismatch`, ...). Get it from
- * {@link Scrollback#chats}.
+ * {@link Scrollback#chats} or {@link Scrollback.chats}.
  */
 export class Chats {
+  #ready;
   #call;
+  #close;
 
-  /** @private Use {@link Scrollback#chats}. */
-  constructor(call) {
+  /** @private Use {@link Scrollback#chats} or {@link Scrollback.chats}. */
+  constructor(ready, call, close) {
+    this.#ready = ready;
     this.#call = call;
+    this.#close = close;
   }
 
   async #op(op, name, ...args) {
-    return this.#call(op, chatName(name), ...args);
+    chatName(name);
+    await this.#ready;
+    if (!this.#call) throw new Error('these chats are closed');
+    return this.#call(op, name, ...args);
   }
 
   /**
-   * The header and the newest lines, with the window's cursor.
+   * This handle's options as applied: `{windowLines, backfillPages}`.
+   * @returns {Promise<{ windowLines: number, backfillPages: number }>}
+   */
+  async options() {
+    await this.#ready;
+    if (!this.#call) throw new Error('these chats are closed');
+    return this.#call('chatsInfo');
+  }
+
+  /**
+   * A chat's stored name (trimmed, without `.jsonl`): the rule every call applies.
+   * @param {string} name
+   * @returns {Promise<string>}
+   */
+  normalizeName(name) {
+    return this.#op('chatNormalizeName', name);
+  }
+
+  /**
+   * The header and the newest lines (default: the handle's `windowLines`), with the window's
+   * cursor.
    * @param {string} name
    * @param {import('./index.js').TailOptions} [options]
    * @returns {Promise<import('./index.js').ChatTail>}
@@ -440,11 +509,11 @@ export class Chats {
   }
 
   /**
-   * Up to `maxLines` lines just before `cursor`.
+   * Up to `maxLines` (default: `windowLines`) lines just before `cursor`.
    * @returns {Promise<import('./index.js').ChatChunk>}
    */
   before(name, cursor, maxLines) {
-    return this.#op('chatBefore', name, cursor, maxLines);
+    return this.#op('chatBefore', name, cursor, maxLines ?? null);
   }
 
   /**
@@ -472,10 +541,159 @@ export class Chats {
   }
 
   /**
+   * Full save: the whole chat becomes `header` and `lines`, whatever the file held. Every
+   * earlier cursor is stale afterwards. Resolves to the cursor of a window holding all `lines`.
+   * @returns {Promise<import('./index.js').Cursor>}
+   */
+  replace(name, header, lines) {
+    return this.#op('chatReplace', name, header, lines);
+  }
+
+  /**
+   * Undoes the last write to the chat (rejects with kind `notFound` when there is nothing to
+   * undo). Every cursor is stale afterwards: reload the tail.
+   * @returns {Promise<void>}
+   */
+  async restoreBackup(name) {
+    await this.#op('chatRestoreBackup', name);
+  }
+
+  /**
    * Older messages behind the window for a prompt, up to a token budget.
    * @returns {Promise<import('./index.js').Backfill>}
    */
   backfill(name, request) {
     return this.#op('chatBackfill', name, request);
+  }
+
+  /** Frees this handle (and, for {@link Scrollback.chats}, stops its worker). */
+  close() {
+    if (!this.#call) return;
+    this.#call = null;
+    this.#close();
+  }
+}
+
+/**
+ * What an app saved of one chat's window and what it changed since (seed 003's window state:
+ * `savedMessageCount`, `dirtyFromIndex`), turned into the smallest write: nothing, an append,
+ * a rewrite from the first changed line, or, with no window read from the file, a full save.
+ *
+ * The app keeps its messages (`lines`, oldest first) as the window: a contiguous suffix of the
+ * chat from `cursor` to its end. Tell the window what changed: {@link ChatWindow#markDirty} for
+ * an edit, insertion or deletion at an index, {@link ChatWindow#prepended} after older lines were
+ * put in front, {@link ChatWindow#markHeaderDirty} for a new header. Appending needs no call.
+ */
+export class ChatWindow {
+  /**
+   * @param {{ cursor?: import('./index.js').Cursor | null, hasMoreBefore?: boolean, savedMessageCount?: number }} [state]
+   */
+  constructor({ cursor = null, hasMoreBefore = false, savedMessageCount = 0 } = {}) {
+    /** The window's cursor (null: nothing read from the file, the next save is a full save). */
+    this.cursor = cursor;
+    /** Whether the file has older lines before the window. */
+    this.hasMoreBefore = hasMoreBefore;
+    /** How many of the window's lines are on disk as the app has them. */
+    this.savedMessageCount = savedMessageCount;
+    /** The first window index changed since the last save, or null. */
+    this.dirtyFromIndex = null;
+    /** Whether the header changed since the last save. */
+    this.headerDirty = false;
+  }
+
+  /**
+   * The window of a tail just read.
+   * @param {import('./index.js').ChatTail} tail
+   */
+  static fromTail(tail) {
+    return new ChatWindow({ cursor: tail.cursor, hasMoreBefore: tail.hasMoreBefore, savedMessageCount: tail.lines.length });
+  }
+
+  /** The line at `index` was edited, inserted or deleted (lines after it may have moved). */
+  markDirty(index) {
+    if (!Number.isInteger(index) || index < 0) throw new RangeError('markDirty takes a line index (a whole number from 0)');
+    this.dirtyFromIndex = this.dirtyFromIndex === null ? index : Math.min(this.dirtyFromIndex, index);
+  }
+
+  /** The header changed: the next save writes it even if no line changed. */
+  markHeaderDirty() {
+    this.headerDirty = true;
+  }
+
+  /**
+   * Older lines were put in front of the window (a page from `before`): indexes shift by their
+   * count, and the window starts at the page's cursor.
+   * @param {import('./index.js').ChatChunk} chunk
+   */
+  prepended(chunk) {
+    const n = chunk.lines.length;
+    this.savedMessageCount += n;
+    if (this.dirtyFromIndex !== null) this.dirtyFromIndex += n;
+    this.cursor = chunk.cursor;
+    this.hasMoreBefore = chunk.hasMoreBefore;
+  }
+
+  /**
+   * The write that brings the file to `lines` (the app's whole window now).
+   * @param {string[]} lines
+   * @returns {import('./index.js').ChatWritePlan}
+   */
+  plan(lines) {
+    if (!Array.isArray(lines)) throw new TypeError('plan takes the window\'s lines (an array of strings)');
+    if (this.cursor === null) return { kind: 'replace' };
+    const saved = this.savedMessageCount;
+    let from = this.dirtyFromIndex ?? lines.length;
+    if (lines.length < saved) from = Math.min(from, lines.length);
+    // The baseline check: the file must still hold exactly the saved window after the cursor.
+    const options = this.cursor.size > 0 ? { expectedWindowLineCount: saved } : {};
+    if (from < saved) {
+      return { kind: 'patch', op: { rewriteFromIndex: from, lines: lines.slice(from) }, options };
+    }
+    if (lines.length > saved || this.headerDirty) {
+      return { kind: 'patch', op: { append: lines.slice(saved) }, options };
+    }
+    return { kind: 'none' };
+  }
+
+  /**
+   * A write of `lines` succeeded with the new `cursor`: they are the saved window now.
+   * @param {import('./index.js').Cursor} cursor
+   * @param {string[]} lines
+   * @param {boolean} [replaced] the write was a full save (the window is the whole chat)
+   */
+  saved(cursor, lines, replaced = false) {
+    this.cursor = cursor;
+    this.savedMessageCount = lines.length;
+    this.dirtyFromIndex = null;
+    this.headerDirty = false;
+    if (replaced) this.hasMoreBefore = false;
+  }
+
+  /**
+   * Plans and performs the write through `chats`, then records it. Resolves to the plan
+   * performed (`kind: 'none'` wrote nothing). A refused write (a `ChatError`) changes nothing,
+   * here or on disk.
+   * @param {Chats} chats
+   * @param {string} name
+   * @param {string} header
+   * @param {string[]} lines
+   * @param {import('./index.js').WriteOptions} [options] e.g. `{force: true}`
+   * @returns {Promise<import('./index.js').ChatWritePlan>}
+   */
+  async save(chats, name, header, lines, options = {}) {
+    const plan = this.plan(lines);
+    if (plan.kind === 'none') {
+      // Nothing before the saved count changed and the count is the same: the file holds
+      // `lines` already (say, a line inserted and deleted again).
+      this.dirtyFromIndex = null;
+      return plan;
+    }
+    const snapshot = [...lines];
+    if (plan.kind === 'replace') {
+      this.saved(await chats.replace(name, header, snapshot), snapshot, true);
+    } else {
+      this.saved(await chats.patch(name, this.cursor, header, plan.op, { ...plan.options, ...options }), snapshot);
+    }
+    return plan;
   }
 }

@@ -12,14 +12,15 @@
 // URL, which also lets the browser cache the compiled code), and it starts at once, before the
 // page's first message arrives. The worker leaves performance marks (`scrollback:module`,
 // `scrollback:open`) and answers `marks` with them, for the bench's timeline.
-import init, { Client } from './scrollback.js';
+import init, { Client, Chats } from './scrollback.js';
 
 const STATE_INTERVAL_MS = 16;
 
 const ready = init({ module_or_path: new URL('./scrollback_bg.wasm', import.meta.url) })
   .then(() => performance.mark('scrollback:module'));
 let client = null;
-let chats = null; // the client's windowed chat files, made on first use
+let chatStore = null; // `Scrollback.chats`: the chat store alone, no client
+const chatHandles = new Map(); // handle id -> the page's Chats object's wasm Chats
 const views = new Map(); // view id -> { session, timer, last, dirty }
 
 function need() {
@@ -27,9 +28,20 @@ function need() {
   return client;
 }
 
-function chat() {
-  chats ??= need().chats();
-  return chats;
+function chat(handle) {
+  const c = chatHandles.get(handle);
+  if (!c) throw new Error('these chats are closed');
+  return c;
+}
+
+function newChats(handle, options) {
+  if (chatStore) chatHandles.set(handle, chatStore.withOptions(options));
+  else chatHandles.set(handle, need().chats(options));
+}
+
+function freeChats(handle) {
+  chatHandles.get(handle)?.free();
+  chatHandles.delete(handle);
 }
 
 function view(viewId) {
@@ -106,16 +118,27 @@ const ops = {
   postMessage: (id, text) => need().postMessage(id, text),
   deleteSession: (id) => need().deleteSession(id),
   counters: () => need().counters(),
-  chatTail: (name, options) => chat().tail(name, options),
-  chatBefore: (name, cursor, maxLines) => chat().before(name, cursor, maxLines),
-  chatBeforePages: (name, cursor, maxLines, maxPages) => chat().beforePages(name, cursor, maxLines, maxPages),
-  chatSave: (name, cursor, header, lines, options) => chat().save(name, cursor, header, lines, options),
-  chatPatch: (name, cursor, header, op, options) => chat().patch(name, cursor, header, op, options),
-  chatBackfill: (name, request) => chat().backfill(name, request),
+  async openChats(options) {
+    if (client || chatStore) throw new Error('Scrollback is already open');
+    chatStore = await Chats.open(options);
+  },
+  newChats,
+  freeChats,
+  chatsInfo: (h) => ({ windowLines: chat(h).windowLines, backfillPages: chat(h).backfillPages }),
+  chatNormalizeName: (h, name) => Chats.normalizeName(name),
+  chatTail: (h, name, options) => chat(h).tail(name, options),
+  chatBefore: (h, name, cursor, maxLines) => chat(h).before(name, cursor, maxLines),
+  chatBeforePages: (h, name, cursor, maxLines, maxPages) => chat(h).beforePages(name, cursor, maxLines, maxPages),
+  chatSave: (h, name, cursor, header, lines, options) => chat(h).save(name, cursor, header, lines, options),
+  chatPatch: (h, name, cursor, header, op, options) => chat(h).patch(name, cursor, header, op, options),
+  chatReplace: (h, name, header, lines) => chat(h).replace(name, header, lines),
+  chatRestoreBackup: (h, name) => chat(h).restoreBackup(name),
+  chatBackfill: (h, name, request) => chat(h).backfill(name, request),
   close() {
     for (const viewId of [...views.keys()]) closeView(viewId);
-    chats?.free();
-    chats = null;
+    for (const handle of [...chatHandles.keys()]) freeChats(handle);
+    chatStore?.free();
+    chatStore = null;
     client?.free();
     client = null;
   },

@@ -64,3 +64,18 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   say "installing npm dependencies"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+
+# 4. The Tauri example (examples/tauri): the GTK/WebKitGTK headers its `cargo build` links
+#    against, and WebKitWebDriver plus a virtual display for its test. A separate block: the
+#    engines' packages are installed above.
+TAURI_PACKAGES=(libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev webkit2gtk-driver xvfb)
+missing=()
+for p in "${TAURI_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  say "installing the Tauri example's packages: ${missing[*]} (about 2 minutes on a fresh machine)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

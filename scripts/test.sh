@@ -8,6 +8,8 @@
 #   js chromium      end-to-end tests under tests/ (node's test runner, playwright-core)
 #   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) in WebKitGTK and
 #                    Firefox through WebDriver (tests/lib/engines.mjs)
+#   tauri            the Tauri example (examples/tauri), built, then driven in WebKitGTK under
+#                    xvfb-run through WebKitWebDriver (tests/tauri.e2e.mjs)
 # A line per engine per layer gives passed, failed and skipped counts, then each skipped test
 # with its reason. The last line is the total, as "N passed, N failed, N skipped".
 set -uo pipefail
@@ -59,6 +61,14 @@ if scripts/wasm.sh build && cargo build -q --release -p scrollback-server; then
   done
 else
   summary+=("js             build of the package or the server FAILED"); total_fail=$((total_fail + 1))
+fi
+
+# The Tauri example: its own workspace and target dir (examples/tauri/target), built here, then
+# driven through WebKitWebDriver in a virtual display (tests/tauri.e2e.mjs).
+if [ -f pkg/scrollback_bg.wasm ] && (cd examples/tauri && cargo build -q --release); then
+  layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-reporter=tap --test-concurrency=1 tests/tauri.e2e.mjs
+else
+  summary+=("tauri          build of the example FAILED"); total_fail=$((total_fail + 1))
 fi
 
 printf '\n\033[1m== summary\033[0m\n'

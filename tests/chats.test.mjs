@@ -78,6 +78,12 @@ async function scenario(storage) {
     r.backfillAgain = await chats.backfill(name, request);
     r.backfillStale = await chats.backfill(name, { ...request, cursor: c0 });
     r.backfillAll = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
+    // The cache now holds every page of this window. Another writer (a second handle, with its
+    // own cache) appends to the chat: the cached pages are of the old version, never served.
+    r.warmBeforeEdit = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
+    const writer = sb.chats();
+    await writer.patch(name, (await writer.tail(name)).cursor, head, { append: ['{"mes":"outside"}'] });
+    r.backfillAfterEdit = await chats.backfill(name, { ...request, budgetTokens: 1e6 });
     sb.close();
     return r;
   }, { storage, lines, head: header('chat-1'), other: header('chat-2') });
@@ -126,5 +132,257 @@ for (const storage of ['opfs', 'indexeddb']) {
     assert.deepEqual(r.backfillStale.older, []);
     assert.deepEqual(r.backfillAll.older, lines.slice(0, 26));
     assert.equal(r.backfillAll.stop, 'startOfChat');
+    assert.equal(r.warmBeforeEdit.pagesRead, 0, 'the cache is warm');
+    assert.deepEqual(r.warmBeforeEdit.older, lines.slice(0, 26));
+    assert.equal(r.backfillAfterEdit.stop, 'staleCursor', 'warm cache + outside edit: stale');
+    assert.equal(r.backfillAfterEdit.stale.kind, 'signatureMismatch');
+    assert.deepEqual(r.backfillAfterEdit.older, []);
+    assert.equal(r.backfillAfterEdit.pagesCached, 0);
+  });
+}
+
+/**
+ * The rest of the surface on a local-only chat store (`Scrollback.chats`, no server): options,
+ * normalized names and an older spelling (OPFS: the test writes the old file itself), full save
+ * and restore, and everything still there in a new worker.
+ */
+async function localScenario(storage) {
+  const page = await browser.newPage();
+  const log = [];
+  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+  await page.goto(`${site.url}/tests/lib/blank.html`);
+  const lines = Array.from({ length: 40 }, (_, i) => msg(i));
+  const out = await page.evaluate(async ({ storage, lines, head, extra }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const caught = async (promise) => {
+      try { await promise; return null; } catch (e) {
+        return { isError: e instanceof Error, name: e.name, kind: e.kind, message: e.message };
+      }
+    };
+    const r = {};
+    r.badPreset = await caught(Scrollback.chats({ storage, backfillPages: 'tablet' }));
+    r.badLines = await caught(Scrollback.chats({ storage, windowLines: 0 }));
+    r.badKey = await caught(Scrollback.chats({ storage, server: 'http://127.0.0.1:9' }));
+    if (storage === 'opfs') {
+      // A chat written by a version that kept names as given: "old.jsonl" at old.jsonl.jsonl.
+      const root = await navigator.storage.getDirectory();
+      const dir = await root.getDirectoryHandle('chats', { create: true });
+      const file = await dir.getFileHandle('old.jsonl.jsonl', { create: true });
+      const w = await file.createWritable();
+      await w.write([head, ...lines.slice(0, 3)].join('\n') + '\n');
+      await w.close();
+    }
+    let chats = await Scrollback.chats({ storage, windowLines: 4, backfillPages: 'mobile' });
+    r.options = await chats.options();
+    r.fractional = await caught(Scrollback.chats({ storage: 'memory', windowLines: 2.5 }));
+    // Names: one chat under every spelling; a name that is nothing once normalized is refused.
+    r.normalized = await chats.normalizeName('  notes.jsonl ');
+    const c0 = await chats.replace(' notes.jsonl', head, lines.slice(0, 30));
+    r.spellings = [];
+    for (const spelling of ['notes', 'notes.jsonl', '  notes  ']) {
+      const t = await chats.tail(spelling);
+      r.spellings.push({ lines: t.lines, cursor: t.cursor });
+    }
+    r.emptyName = await caught(chats.tail(' .jsonl'));
+    if (storage === 'opfs') r.legacy = (await chats.tail('old')).lines;
+    // windowLines is the default of tail and before.
+    r.tail = await chats.tail('notes');
+    r.before = await chats.before('notes', r.tail.cursor);
+    // A full save over a longer chat: the whole file is replaced, older cursors are stale.
+    const c1 = await chats.replace('notes', head, lines.slice(30, 35));
+    r.afterReplace = await chats.tail('notes', { maxLines: 100 });
+    r.staleAfterReplace = await caught(chats.patch('notes', c0, head, { append: [extra] }));
+    // restoreBackup undoes the last write (the replace), once.
+    await chats.restoreBackup('notes');
+    r.restored = await chats.tail('notes', { maxLines: 100 });
+    r.staleAfterRestore = await caught(chats.patch('notes', c1, head, { append: [extra] }));
+    r.restoreTwice = await caught(chats.restoreBackup('notes'));
+    r.restoreMissing = await caught(chats.restoreBackup('never written'));
+
+    // Backfill: warm the cache for a window, then another writer (a second handle, with its own
+    // cache) edits the chat. The warm pages belong to the old version: not served.
+    const t = await chats.tail('notes');
+    const request = { window: t.lines, cursor: t.cursor, hasMoreBefore: t.hasMoreBefore, budgetTokens: 1e6 };
+    r.warm = await chats.backfill('notes', request);
+    r.warmAgain = await chats.backfill('notes', request);
+    chats.close();
+    // Reopen: everything persisted in the storage.
+    chats = await Scrollback.chats({ storage });
+    r.reopenedOptions = await chats.options();
+    r.reopened = await chats.tail('notes', { maxLines: 100 });
+    chats.close();
+    r.closed = await caught(chats.tail('notes'));
+    return r;
+  }, { storage, lines, head: header('chat-1'), extra: msg(99) });
+  await page.close();
+  assert.deepEqual(log, []);
+  return { out, lines };
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`chats in ${storage}: a local-only store, options, names, full save, restore, stale backfill`, async () => {
+    const { out: r, lines } = await localScenario(storage);
+    // (a backfill's pageLines defaults to windowLines too, see warmAgain below)
+    for (const e of [r.badPreset, r.badLines, r.badKey]) {
+      assert.equal(e?.name, 'TypeError', JSON.stringify(e));
+    }
+    assert.match(r.badPreset.message, /desktop.*mobile/);
+    assert.deepEqual(r.options, { windowLines: 4, backfillPages: 8 });
+    assert.equal(r.fractional?.name, 'TypeError', 'windowLines must be a whole number');
+
+    assert.equal(r.normalized, 'notes');
+    for (const s of r.spellings) assert.deepEqual(s, r.spellings[0]);
+    assert.deepEqual(r.spellings[0].lines, lines.slice(26, 30));
+    assert.equal(r.emptyName?.kind, 'invalidArgument');
+    if (storage === 'opfs') assert.deepEqual(r.legacy, lines.slice(0, 3), 'found under its older spelling');
+
+    assert.deepEqual(r.tail.lines, lines.slice(26, 30), 'windowLines is the tail default');
+    assert.deepEqual(r.before.lines, lines.slice(22, 26), 'and the before default');
+    assert.deepEqual(r.afterReplace.lines, lines.slice(30, 35));
+    assert.equal(r.afterReplace.hasMoreBefore, false);
+    assert.equal(r.staleAfterReplace?.kind, 'signatureMismatch');
+    assert.deepEqual(r.restored.lines, lines.slice(0, 30), 'restoreBackup undid the full save');
+    assert.equal(r.staleAfterRestore?.kind, 'signatureMismatch');
+    assert.equal(r.restoreTwice?.kind, 'notFound');
+    assert.equal(r.restoreMissing?.kind, 'notFound');
+
+    assert.deepEqual(r.warm.older, lines.slice(0, 26));
+    assert.equal(r.warmAgain.pagesRead, 0);
+    assert.equal(r.warmAgain.pagesCached, 7, 'pages of windowLines (4): 26 lines');
+    assert.deepEqual(r.reopenedOptions, { windowLines: 50, backfillPages: 12 });
+    assert.deepEqual(r.reopened.lines, lines.slice(0, 30), 'persisted across workers');
+    assert.equal(r.closed?.message, 'these chats are closed');
+  });
+}
+
+/**
+ * The window-state helper against a model: random sequences of what a chat UI does (send,
+ * edit, delete, insert, regenerate the last replies, show older messages, change the header,
+ * reopen the chat) with saves in between through `ChatWindow.save`. After every save the whole
+ * file must equal the app's model: the lines before the window, then the window.
+ */
+async function windowProperty(storage, seed, sequences, steps) {
+  const page = await browser.newPage();
+  const log = [];
+  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+  await page.goto(`${site.url}/tests/lib/blank.html`);
+  const out = await page.evaluate(async ({ storage, seed, sequences, steps }) => {
+    const { Scrollback, ChatWindow } = await import('/pkg/index.js');
+    // mulberry32: a seeded PRNG, so a failure names its seed and replays.
+    let a = seed >>> 0;
+    const rand = () => {
+      a = (a + 0x6D2B79F5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const int = (n) => Math.floor(rand() * n);
+    let serial = 0;
+    const message = () => JSON.stringify({ mes: `m${serial++} ${'é'.repeat(int(4))}`, swipe: int(3) });
+    const chats = await Scrollback.chats({ storage, windowLines: 6 });
+    const kinds = {};
+    const failures = [];
+    let saves = 0;
+    for (let s = 0; s < sequences && failures.length === 0; s++) {
+      const name = `prop-${seed}-${s}`;
+      let header = JSON.stringify({ chat_metadata: { integrity: name, v: 0 } });
+      // The app's model: `older` (in the file, before the window) and `lines` (the window).
+      let older = [];
+      let lines;
+      let w;
+      let written = false;
+      if (s % 2 === 0) {
+        // A chat that is new on disk: the first save appends to the missing chat's cursor.
+        const t = await chats.tail(name, { allowNotFound: true });
+        w = ChatWindow.fromTail(t);
+        lines = [];
+      } else {
+        // A chat the app built in memory: no window yet, the first save is a full save.
+        w = new ChatWindow();
+        lines = Array.from({ length: 3 + int(10) }, message);
+      }
+      for (let step = 0; step < steps && failures.length === 0; step++) {
+        const op = int(10);
+        const at = lines.length ? int(lines.length) : 0;
+        if (op <= 1) {
+          lines.push(...Array.from({ length: 1 + int(3) }, message)); // send / reply
+        } else if (op === 2 && lines.length) {
+          lines[at] = message(); w.markDirty(at); // edit
+        } else if (op === 3 && lines.length) {
+          lines.splice(at, 1); w.markDirty(at); // delete
+        } else if (op === 4) {
+          lines.splice(at, 0, message()); w.markDirty(at); // insert
+        } else if (op === 5 && lines.length) {
+          const from = Math.max(0, lines.length - 1 - int(2)); // regenerate the last replies
+          lines.splice(from, lines.length - from, message()); w.markDirty(from);
+        } else if (op === 6 && w.cursor && w.hasMoreBefore && w.dirtyFromIndex === null
+          && w.savedMessageCount === lines.length) {
+          // Show more: older lines in front (the window saved, as the seed's UI requires).
+          const chunk = await chats.before(name, w.cursor, 1 + int(4));
+          const expected = older.slice(older.length - chunk.lines.length);
+          if (JSON.stringify(chunk.lines) !== JSON.stringify(expected)) {
+            failures.push({ seed, s, step, what: 'before', got: chunk.lines, expected });
+          }
+          older = older.slice(0, older.length - chunk.lines.length);
+          lines = [...chunk.lines, ...lines];
+          w.prepended(chunk);
+        } else if (op === 7) {
+          header = JSON.stringify({ chat_metadata: { integrity: name, v: step } }); w.markHeaderDirty();
+        } else if (op === 8 && w.cursor && w.cursor.size > 0 && w.dirtyFromIndex === null
+          && w.savedMessageCount === lines.length && !w.headerDirty) {
+          // Reopen the chat: a fresh tail of the saved file.
+          const t = await chats.tail(name, { maxLines: 1 + int(8) });
+          const all = [...older, ...lines];
+          older = all.slice(0, all.length - t.lines.length);
+          lines = t.lines;
+          w = ChatWindow.fromTail(t);
+          if (JSON.stringify(t.lines) !== JSON.stringify(all.slice(older.length))) {
+            failures.push({ seed, s, step, what: 'reopen', got: t.lines });
+          }
+        }
+        if (int(3) === 0 || step === steps - 1) {
+          let plan;
+          try {
+            plan = await w.save(chats, name, header, lines);
+          } catch (e) {
+            failures.push({ seed, s, step, what: 'save', error: `${e.name} ${e.kind} ${e.message}` });
+            break;
+          }
+          const kind = plan.kind === 'patch' ? Object.keys(plan.op)[0] : plan.kind;
+          kinds[kind] = (kinds[kind] ?? 0) + 1;
+          saves++;
+          written ||= plan.kind !== 'none';
+          if (!written) continue; // a new chat with nothing to save yet: still no file
+          const file = await chats.tail(name, { maxLines: 100000, allowNotFound: true });
+          const model = [...older, ...lines];
+          if (file.header !== header || JSON.stringify(file.lines) !== JSON.stringify(model)) {
+            failures.push({ seed, s, step, what: 'file', plan, file: file.lines, header: file.header, model, wantHeader: header });
+          }
+          if (w.savedMessageCount !== lines.length || w.dirtyFromIndex !== null) {
+            failures.push({ seed, s, step, what: 'state', w: { ...w } });
+          }
+        }
+      }
+    }
+    chats.close();
+    return { kinds, failures, saves };
+  }, { storage, seed, sequences, steps });
+  await page.close();
+  assert.deepEqual(log, []);
+  return out;
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`chats in ${storage}: ChatWindow's writes over random edit sequences keep the file equal to the app's model`, async () => {
+    const seed = Number(process.env.CHATS_SEED ?? 20261201);
+    const { kinds, failures, saves } = await windowProperty(storage, seed, 24, 40);
+    assert.deepEqual(failures, [], `seed ${seed}`);
+    // Every kind of write was exercised, many times.
+    for (const kind of ['append', 'rewriteFromIndex', 'replace', 'none']) {
+      assert.ok((kinds[kind] ?? 0) > 0, `${kind} was never planned: ${JSON.stringify(kinds)}`);
+    }
+    assert.ok(saves > 200, `saves: ${saves}`);
+    console.log(`# ${storage}: ${saves} saves, ${JSON.stringify(kinds)}`);
   });
 }

@@ -37,6 +37,7 @@ fn window_futures_are_send_for_tauri_commands() {
     sync(&chats);
     let chat = chats.chat("a.jsonl").unwrap();
     let (c, o) = (Cursor::default(), WriteOptions::default());
+    send(chats.named("chats", "a"));
     send(chat.tail(1, true));
     send(chat.before(c, 1));
     send(chat.before_pages(c, 1, 1));

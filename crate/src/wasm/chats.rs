@@ -1,13 +1,20 @@
 //! `Chats`: the windowed chat files (the `window` module) and prompt backfill, over the same
 //! browser storage as the worker's cache.
 //!
-//! A chat is named by the app; it lives at `chats/<name>.jsonl` in the store. The name goes
-//! through the window module's own path rules (no empty, `.` or `..` segment), so a hostile
-//! name is refused rather than used raw. Every window error becomes a JS `Error` named
+//! A chat is named by the app; it lives at `chats/<name>.jsonl` in the store, the name
+//! normalized by the window module's one rule ([`window::normalize_chat_name`]: trimmed, without
+//! `.jsonl`) and checked by its path rules (no empty, `.` or `..` segment), so a hostile name is
+//! refused rather than used raw, and a chat stored under an older spelling is still found.
+//!
+//! A `Chats` handle comes from `Client.chats(options)` (beside a server's cache) or from
+//! `Chats.open(options)` (the chat store alone, no server). Its options: `windowLines`, the
+//! default window (a tail's and a page's lines), and `backfillPages`, its backfill page cache's
+//! capacity (`"desktop"` 12, `"mobile"` 8, or a number). Every window error becomes a JS `Error` named
 //! `ChatError` whose `kind` is [`WindowError::kind`] (`signatureMismatch`, `integrityMismatch`,
 //! ...), so an app can tell a stale cursor from a bad request.
 
-use crate::store::{BrowserStore, Entry, Meta, Store, StoreResult};
+use super::error::BindingError;
+use crate::store::{open_store, Backend, BrowserStore, Entry, Meta, Store, StoreResult};
 use crate::window::{
     self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
     WindowError, WriteOptions,
@@ -56,30 +63,113 @@ impl Store for SharedStore {
     }
 }
 
-/// The chats of one store and their backfill cache, shared by every `Chats` handle of a client.
+/// The chats of one store: one set of per-chat write locks, shared by every `Chats` handle.
 pub(super) struct ChatState {
     chats: window::Chats<SharedStore>,
-    backfill: PromptBackfill,
 }
 
 impl ChatState {
     pub(super) fn new(store: Arc<BrowserStore>) -> Rc<Self> {
         Rc::new(ChatState {
             chats: window::Chats::new(SharedStore(store)),
-            backfill: PromptBackfill::new(PromptBackfill::DESKTOP_PAGES),
         })
     }
 }
 
-/// The windowed chat files of the worker's storage. Made by `Client.chats()`.
+/// A handle's options, as JS gives them (`storage` only to `Chats.open`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct ChatOptions {
+    #[serde(default)]
+    storage: Option<String>,
+    #[serde(default)]
+    window_lines: Option<usize>,
+    #[serde(default)]
+    backfill_pages: Option<BackfillPages>,
+}
+
+/// `backfillPages`: a preset or a number of pages.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum BackfillPages {
+    Pages(usize),
+    Preset(String),
+}
+
+impl ChatOptions {
+    pub(super) fn from_js(value: JsValue) -> Result<Self, BindingError> {
+        if value.is_undefined() || value.is_null() {
+            return Ok(Self::default());
+        }
+        // serde-wasm-bindgen reads only the fields it knows: a misspelt option would be
+        // silently ignored, so the keys are checked here.
+        if let Some(object) = value.dyn_ref::<js_sys::Object>() {
+            for key in js_sys::Object::keys(object).iter() {
+                let key = key.as_string().unwrap_or_default();
+                if !["storage", "windowLines", "backfillPages"].contains(&key.as_str()) {
+                    return Err(BindingError::Options(format!(
+                        "unknown option {key:?}: use storage, windowLines, backfillPages"
+                    )));
+                }
+            }
+        }
+        serde_wasm_bindgen::from_value(value).map_err(|e| BindingError::Options(e.to_string()))
+    }
+
+    fn window_lines(&self) -> Result<usize, BindingError> {
+        match self.window_lines {
+            None => Ok(DEFAULT_MAX_LINES),
+            Some(0) => Err(BindingError::Options(
+                "windowLines must be at least 1".into(),
+            )),
+            Some(n) => Ok(n),
+        }
+    }
+
+    fn backfill_pages(&self) -> Result<usize, BindingError> {
+        match &self.backfill_pages {
+            None => Ok(PromptBackfill::DESKTOP_PAGES),
+            Some(BackfillPages::Pages(0)) => Err(BindingError::Options(
+                "backfillPages must be at least 1".into(),
+            )),
+            Some(BackfillPages::Pages(n)) => Ok(*n),
+            Some(BackfillPages::Preset(p)) => match p.as_str() {
+                "desktop" => Ok(PromptBackfill::DESKTOP_PAGES),
+                "mobile" => Ok(PromptBackfill::MOBILE_PAGES),
+                _ => Err(BindingError::Options(format!(
+                    "backfillPages is \"desktop\" (12), \"mobile\" (8) or a number, got {p:?}"
+                ))),
+            },
+        }
+    }
+}
+
+/// The windowed chat files of a storage, with this handle's window size and backfill cache.
+/// Made by `Client.chats(options)` or `Chats.open(options)`.
 #[wasm_bindgen]
 pub struct Chats {
     state: Rc<ChatState>,
+    backfill: Rc<PromptBackfill>,
+    window_lines: usize,
 }
 
 impl Chats {
-    pub(super) fn new(state: Rc<ChatState>) -> Chats {
-        Chats { state }
+    /// A handle on `state` with `options` (which may not name a storage: the store is open).
+    pub(super) fn with_options(
+        state: Rc<ChatState>,
+        options: ChatOptions,
+    ) -> Result<Chats, BindingError> {
+        if options.storage.is_some() {
+            return Err(BindingError::Options(
+                "storage is chosen when the store opens (Scrollback.open or Scrollback.chats)"
+                    .into(),
+            ));
+        }
+        Ok(Chats {
+            state,
+            backfill: Rc::new(PromptBackfill::new(options.backfill_pages()?)),
+            window_lines: options.window_lines()?,
+        })
     }
 
     /// Runs `work` on the chat called `name`, converting its result and errors for JS.
@@ -91,9 +181,15 @@ impl Chats {
     {
         let state = self.state.clone();
         future_to_promise(async move {
-            let path = format!("{FOLDER}/{name}.jsonl");
-            // Checked here first so a bad name fails before any argument is looked at.
-            state.chats.chat(&path).map_err(chat_error)?;
+            // Normalized, checked and (from an older spelling) found first, so a bad name fails
+            // before any argument is looked at.
+            let path = state
+                .chats
+                .named(FOLDER, &name)
+                .await
+                .map_err(chat_error)?
+                .path()
+                .to_string();
             let value = work(state, path).await.map_err(chat_error)?;
             to_js(&value)
         })
@@ -150,8 +246,8 @@ struct JsBackfill {
     cursor: Cursor,
     has_more_before: bool,
     budget_tokens: usize,
-    #[serde(default = "default_page_lines")]
-    page_lines: usize,
+    #[serde(default)]
+    page_lines: Option<usize>,
     #[serde(default = "default_max_pages")]
     max_pages: usize,
     #[serde(default)]
@@ -160,15 +256,11 @@ struct JsBackfill {
     chars_per_token: Option<usize>,
 }
 
-fn default_page_lines() -> usize {
-    DEFAULT_MAX_LINES
-}
-
 fn default_max_pages() -> usize {
     PromptBackfill::DESKTOP_PAGES
 }
 
-/// Lines per read when the caller does not say (the seed's window).
+/// A handle's window when its options do not say (the seed's desktop window).
 const DEFAULT_MAX_LINES: usize = 50;
 
 /// What `backfill` resolves to.
@@ -212,26 +304,78 @@ fn chat_error(e: WindowError) -> JsValue {
 
 #[wasm_bindgen]
 impl Chats {
+    /// Opens the chat store alone, with no server: `{storage?, windowLines?, backfillPages?}`.
+    /// Resolves to a `Chats`.
+    pub fn open(options: JsValue) -> js_sys::Promise {
+        future_to_promise(async move {
+            let mut options = ChatOptions::from_js(options)?;
+            let storage = options.storage.take().unwrap_or_else(|| "auto".into());
+            let backend =
+                Backend::parse(&storage).ok_or_else(|| BindingError::Storage(storage.clone()))?;
+            // Options are checked before the store opens.
+            let _ = (options.window_lines()?, options.backfill_pages()?);
+            let store = open_store(backend).await.map_err(BindingError::from)?;
+            log::info!("scrollback: chats in {}", store.name());
+            let state = ChatState::new(Arc::new(store));
+            Ok(Chats::with_options(state, options)?.into())
+        })
+    }
+
+    /// Another handle on the same store and locks, with its own options (`windowLines`,
+    /// `backfillPages`) and backfill cache.
+    #[wasm_bindgen(js_name = withOptions)]
+    pub fn with_options_js(&self, options: JsValue) -> Result<Chats, JsValue> {
+        let options = ChatOptions::from_js(options)?;
+        Ok(Chats::with_options(self.state.clone(), options)?)
+    }
+
+    /// This handle's window: the default `maxLines` of `tail` and `before` and `pageLines` of
+    /// `backfill`.
+    #[wasm_bindgen(getter, js_name = windowLines)]
+    pub fn window_lines(&self) -> usize {
+        self.window_lines
+    }
+
+    /// The capacity of this handle's backfill page cache, in pages.
+    #[wasm_bindgen(getter, js_name = backfillPages)]
+    pub fn backfill_pages(&self) -> usize {
+        self.backfill.capacity()
+    }
+
+    /// The stored name of a chat (trimmed, without `.jsonl`), the rule every call applies.
+    #[wasm_bindgen(js_name = normalizeName)]
+    pub fn normalize_name(name: &str) -> Result<String, JsValue> {
+        window::normalize_chat_name(name).map_err(chat_error)
+    }
+
     /// `{header, lines, cursor, hasMoreBefore}`: the header and the last `maxLines` (default
-    /// 50) lines. `allowNotFound` answers a missing chat as empty instead of `notFound`.
+    /// the handle's `windowLines`) lines. `allowNotFound` answers a missing chat as empty
+    /// instead of `notFound`.
     pub fn tail(&self, name: String, options: JsValue) -> js_sys::Promise {
+        let window_lines = self.window_lines;
         self.with(name, move |state, path| async move {
             let options: TailOptions = if options.is_undefined() || options.is_null() {
                 TailOptions::default()
             } else {
                 from_js("tail options", options)?
             };
-            let max_lines = options.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+            let max_lines = options.max_lines.unwrap_or(window_lines);
             let chat = state.chats.chat(&path)?;
             chat.tail(max_lines, options.allow_not_found).await
         })
     }
 
-    /// `{lines, cursor, hasMoreBefore}`: up to `maxLines` lines just before `cursor`.
+    /// `{lines, cursor, hasMoreBefore}`: up to `maxLines` (default the handle's `windowLines`)
+    /// lines just before `cursor`.
     pub fn before(&self, name: String, cursor: JsValue, max_lines: JsValue) -> js_sys::Promise {
+        let window_lines = self.window_lines;
         self.with(name, move |state, path| async move {
             let cursor: Cursor = from_js("cursor", cursor)?;
-            let max_lines: usize = from_js("maxLines", max_lines)?;
+            let max_lines: usize = if max_lines.is_undefined() || max_lines.is_null() {
+                window_lines
+            } else {
+                from_js("maxLines", max_lines)?
+            };
             state.chats.chat(&path)?.before(cursor, max_lines).await
         })
     }
@@ -292,9 +436,29 @@ impl Chats {
         })
     }
 
+    /// Full save: replaces the whole chat with `header` and `lines`, whatever is on disk (the
+    /// fallback when the app holds the whole chat, or no window of it). Every earlier cursor is
+    /// stale afterwards. Resolves to the cursor of a window holding all of `lines`.
+    pub fn replace(&self, name: String, header: String, lines: JsValue) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            let lines: Vec<String> = from_js("lines", lines)?;
+            state.chats.chat(&path)?.replace(&header, &lines).await
+        })
+    }
+
+    /// Undoes the last write to the chat (from its backup). Rejects with `notFound` when there
+    /// is nothing to undo. Every cursor is stale afterwards: reload the tail.
+    #[wasm_bindgen(js_name = restoreBackup)]
+    pub fn restore_backup(&self, name: String) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            state.chats.chat(&path)?.restore_backup().await
+        })
+    }
+
     /// Older messages behind the window for a prompt, up to a token budget:
     /// `{older, windowTokens, olderTokens, stop, stale, pagesCached, pagesRead}`.
     pub fn backfill(&self, name: String, request: JsValue) -> js_sys::Promise {
+        let (backfill, window_lines) = (self.backfill.clone(), self.window_lines);
         self.with(name, move |state, path| async move {
             let r: JsBackfill = from_js("backfill request", request)?;
             let chat = state.chats.chat(&path)?;
@@ -303,14 +467,14 @@ impl Chats {
                 cursor: r.cursor,
                 has_more_before: r.has_more_before,
                 budget_tokens: r.budget_tokens,
-                page_lines: r.page_lines,
+                page_lines: r.page_lines.unwrap_or(window_lines),
                 max_pages: r.max_pages,
                 max_messages: r.max_messages.unwrap_or(usize::MAX),
             };
             let estimate = r
                 .chars_per_token
                 .map_or_else(CharsPerToken::default, CharsPerToken);
-            let b = state.backfill.collect(&chat, &request, &estimate).await?;
+            let b = backfill.collect(&chat, &request, &estimate).await?;
             let (stop, stale) = match b.stop {
                 BackfillStop::Budget => ("budget", None),
                 BackfillStop::PageCap => ("pageCap", None),

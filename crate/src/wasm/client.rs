@@ -1,6 +1,6 @@
 //! `Client`: one server's cache, transport and engine, as the worker holds it.
 
-use super::chats::{ChatState, Chats};
+use super::chats::{ChatOptions, ChatState, Chats};
 use super::error::{anchor, BindingError};
 use super::session::{Live, SessionHandle};
 use crate::chunks::Cache;
@@ -232,10 +232,12 @@ impl Client {
         })
     }
 
-    /// The windowed chat files (`chats/<name>.jsonl`) in the same storage as the cache. Every
-    /// handle shares one set of per-chat write locks and one backfill page cache.
-    pub fn chats(&self) -> Chats {
-        Chats::new(self.chats.clone())
+    /// The windowed chat files (`chats/<name>.jsonl`) in the same storage as the cache, with
+    /// `{windowLines?, backfillPages?}`. Every handle shares one set of per-chat write locks;
+    /// each has its own backfill page cache.
+    pub fn chats(&self, options: JsValue) -> Result<Chats, JsValue> {
+        let options = ChatOptions::from_js(options)?;
+        Ok(Chats::with_options(self.chats.clone(), options)?)
     }
 
     /// `{requests, bytesDownloaded, pagesLocal, probesPassed, probesFailed}` since `open`:

@@ -5,7 +5,8 @@
 //! Pages come through [`ChatFile::before_pages`] (several in one call on a miss) and are kept in
 //! a small LRU cache keyed by chat, cursor signature and page size, so the next generation on an
 //! unchanged chat reads nothing. A write changes the signature, so pages of an older version of
-//! the file are never served; they just age out.
+//! the file are never served; they just age out. The window's cursor is checked against the
+//! file before the cache is asked, so a stale cursor is reported even when its pages are cached.
 
 use super::{ChatChunk, ChatFile, Cursor, WindowError};
 use crate::store::Store;
@@ -133,6 +134,11 @@ impl PromptBackfill {
         }
     }
 
+    /// How many pages the cache holds at most.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// The pages the cache holds now.
     pub fn cached_pages(&self) -> usize {
         self.pages.lock().unwrap().len()
@@ -188,6 +194,19 @@ impl PromptBackfill {
         let mut pages_used = 0;
         // Pages this call read ahead, used before the cache is asked.
         let mut prefetched: VecDeque<Arc<ChatChunk>> = VecDeque::new();
+        // Cached pages are keyed by the cursor's signature, which says nothing about the file
+        // now: the cursor is checked against the file before any page is served, so a stale
+        // cursor is StaleCursor whether its pages were cached or not.
+        if more && budget > 0 && request.max_messages > 0 && request.max_pages > 0 {
+            match chat.verify(cursor).await {
+                Ok(()) => {}
+                Err(e) if e.is_stale_cursor() => {
+                    out.stop = BackfillStop::StaleCursor(e);
+                    return Ok(out);
+                }
+                Err(e) => return Err(e),
+            }
+        }
         out.stop = loop {
             if !more {
                 break BackfillStop::StartOfChat;

@@ -1,6 +1,7 @@
 //! [`Chats`] and [`ChatFile`]: the windowed reads and writes of one chat file over a [`Store`].
 
 use super::lines::{ends_with_newline, is_line_boundary, line_starts, lines_before, read_header};
+use super::name::{chat_path, normalize_chat_name, CHAT_EXTENSION};
 use super::signature::{self, State};
 use super::{ChatChunk, ChatTail, Cursor, PatchOp, WindowError, WriteOptions};
 use crate::store::{segments, Store};
@@ -68,6 +69,64 @@ impl<S: Store> Chats<S> {
             tmp: format!("{path}.tmp"),
             lock,
         })
+    }
+}
+
+impl<S: Store> Chats<S> {
+    /// The chat called `name` in `folder`, at `folder/<name>.jsonl` with the name normalized by
+    /// [`normalize_chat_name`](super::normalize_chat_name) (trimmed, without `.jsonl`), so every
+    /// spelling of a name opens the same chat.
+    ///
+    /// A chat stored under an older spelling (by a version that kept names as given, so
+    /// `"notes.jsonl"` lives at `notes.jsonl.jsonl`, `" notes"` at ` notes.jsonl`) is still
+    /// found: when no chat has the normalized path, the folder is searched for a chat whose
+    /// name normalizes the same (the newest if several), and it is moved to the normalized
+    /// path, with its signature and backup, under the chat's lock. That search costs one folder
+    /// listing, and only when the chat does not exist under its normalized path.
+    pub async fn named(&self, folder: &str, name: &str) -> Result<ChatFile<'_, S>> {
+        let path = chat_path(folder, name)?;
+        let chat = self.chat(&path)?;
+        let _guard = chat.lock.lock().await;
+        if self.store.stat(&path).await?.is_none() {
+            if let Some(old) = self.older_spelling(&path).await? {
+                for ext in ["", ".sig", ".bak"] {
+                    let from = format!("{old}{ext}");
+                    if self.store.stat(&from).await?.is_some() {
+                        self.store.rename(&from, &format!("{path}{ext}")).await?;
+                    }
+                }
+                log::info!("chat {old:?} moved to its normalized name {path:?}");
+            }
+        }
+        drop(_guard);
+        Ok(chat)
+    }
+
+    /// Another chat in `path`'s folder whose name normalizes to `path`'s.
+    async fn older_spelling(&self, path: &str) -> Result<Option<String>> {
+        let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+        let stem = &file[..file.len() - CHAT_EXTENSION.len()];
+        let mut best: Option<(u64, String)> = None;
+        for entry in self.store.list(dir).await? {
+            let Some(other) = entry.name.strip_suffix(CHAT_EXTENSION) else {
+                continue;
+            };
+            if entry.is_dir || entry.name == file || segments(&entry.name).is_err() {
+                continue;
+            }
+            if normalize_chat_name(other).is_ok_and(|n| n == stem)
+                && best.as_ref().is_none_or(|(m, _)| entry.modified > *m)
+            {
+                best = Some((entry.modified, entry.name));
+            }
+        }
+        Ok(best.map(|(_, name)| {
+            if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            }
+        }))
     }
 }
 
@@ -173,6 +232,14 @@ impl<S: Store> ChatFile<'_, S> {
             }
         }
         Ok(pages)
+    }
+
+    /// Checks that `cursor` still fits the chat (signature, bounds, body, line boundary: the
+    /// checks every cursor operation makes) without reading any line. The prompt backfill asks
+    /// this before it serves pages from its cache.
+    pub async fn verify(&self, cursor: Cursor) -> Result<()> {
+        let _guard = self.lock.lock().await;
+        self.check(cursor).await.map(|_| ())
     }
 
     /// Windowed save: keeps the bytes before `cursor.offset`, writes `header` and replaces

@@ -76,6 +76,7 @@ mod backfill;
 mod chat;
 mod error;
 mod lines;
+mod name;
 mod signature;
 mod types;
 
@@ -84,4 +85,5 @@ pub use backfill::{
 };
 pub use chat::{ChatFile, Chats};
 pub use error::WindowError;
+pub use name::{chat_path, normalize_chat_name, CHAT_EXTENSION};
 pub use types::{ChatChunk, ChatTail, Cursor, PatchOp, WriteOptions};

@@ -45,6 +45,8 @@ macro_rules! window_cases {
             backfill_stops_at_page_and_message_caps_and_the_start,
             backfill_serves_repeat_generations_from_its_lru_cache,
             backfill_reports_a_stale_cursor_and_takes_nothing,
+            backfill_with_a_warm_cache_reports_an_outside_edit_as_stale,
+            named_chats_normalize_and_find_older_spellings,
         );
     };
     (@each $make:expr; $($name:ident),* $(,)?) => {
@@ -1564,4 +1566,117 @@ pub async fn backfill_reports_a_stale_cursor_and_takes_nothing<S: Store>(store: 
         backfill.collect(&chat, &r, &CharsPerToken::default()).await,
         Err(WindowError::InvalidArgument(_))
     ));
+}
+
+/// The pages of the caller's cursor are in the cache when another hand edits the chat: the
+/// backfill must not serve them (an older version of the file) but report the stale cursor.
+pub async fn backfill_with_a_warm_cache_reports_an_outside_edit_as_stale<S: Store>(store: S) {
+    let chats = Chats::new(store);
+    let chat = backfill_chat(&chats).await;
+    let t = chat.tail(50, false).await.unwrap();
+    let est = CharsPerToken::default();
+    let backfill = PromptBackfill::new(PromptBackfill::MOBILE_PAGES);
+    let r = request(&t.lines, t.cursor, 500 + 1_000);
+    let warm = backfill.collect(&chat, &r, &est).await.unwrap();
+    assert_eq!((warm.older.len(), warm.pages_read), (100, 5));
+    let again = backfill.collect(&chat, &r, &est).await.unwrap();
+    assert_eq!(
+        (again.pages_read, again.pages_cached),
+        (0, 5),
+        "the cache is warm"
+    );
+
+    // Another program rewrites an old message in place: the file is a different version.
+    let mut file = bytes(chats.store(), PATH).await;
+    let at = file.len() / 3;
+    file[at..at + 1].copy_from_slice(b"#");
+    file.extend_from_slice(format!("{}\n", ten_token(999)).as_bytes());
+    chats.store().write(PATH, &file).await.unwrap();
+
+    let stale = backfill.collect(&chat, &r, &est).await.unwrap();
+    assert!(
+        matches!(
+            stale.stop,
+            BackfillStop::StaleCursor(WindowError::SignatureMismatch { .. })
+        ),
+        "{:?}",
+        stale.stop
+    );
+    assert!(
+        stale.older.is_empty(),
+        "no page of the old version is served"
+    );
+    assert_eq!((stale.pages_cached, stale.pages_read), (0, 0));
+    // A fresh window reads the new version.
+    let t2 = chat.tail(50, false).await.unwrap();
+    let fresh = backfill
+        .collect(&chat, &request(&t2.lines, t2.cursor, usize::MAX), &est)
+        .await
+        .unwrap();
+    assert_eq!(fresh.stop, BackfillStop::StartOfChat);
+    assert_eq!(fresh.pages_cached, 0);
+}
+
+/// Every spelling of a name opens one chat; a chat stored under an older spelling is found
+/// (and moved to the normalized name with its signature and backup); bad names are refused.
+pub async fn named_chats_normalize_and_find_older_spellings<S: Store>(store: S) {
+    use scrollback::window::normalize_chat_name;
+    let chats = Chats::new(store);
+    let a = chats.named("chats", " notes.jsonl ").await.unwrap();
+    assert_eq!(a.path(), "chats/notes.jsonl");
+    let c = a
+        .save(Cursor::default(), HEADER, &msgs(0..3), opts())
+        .await
+        .unwrap();
+    for spelling in ["notes", "notes.jsonl", "  notes "] {
+        let t = chats
+            .named("chats", spelling)
+            .await
+            .unwrap()
+            .tail(10, false)
+            .await
+            .unwrap();
+        assert_eq!(t.lines, msgs(0..3), "{spelling:?}");
+        assert_eq!(t.cursor, c, "the same version, under every spelling");
+    }
+
+    // Written by a version that kept names as given: "old.jsonl" at chats/old.jsonl.jsonl.
+    let legacy = chats.chat("chats/old.jsonl.jsonl").unwrap();
+    let c = legacy
+        .save(Cursor::default(), HEADER, &msgs(0..4), opts())
+        .await
+        .unwrap();
+    let c = legacy
+        .patch(c, HEADER, &PatchOp::Append { lines: msgs(4..5) }, opts())
+        .await
+        .unwrap();
+    drop(legacy);
+    let found = chats.named("chats", "old").await.unwrap();
+    assert_eq!(found.path(), "chats/old.jsonl");
+    let t = found.tail(10, false).await.unwrap();
+    assert_eq!(t.lines, msgs(0..5));
+    assert_eq!(t.cursor.size, c.size);
+    assert!(
+        chats
+            .store()
+            .stat("chats/old.jsonl.jsonl")
+            .await
+            .unwrap()
+            .is_none(),
+        "moved"
+    );
+    // Its backup came along: the last write can still be undone.
+    found.restore_backup().await.unwrap();
+    assert_eq!(found.tail(10, false).await.unwrap().lines, msgs(0..4));
+    // A name that is nothing once normalized, or that escapes the folder, is refused.
+    for bad in ["", " .jsonl", "../x", "a//b"] {
+        assert!(
+            matches!(
+                chats.named("chats", bad).await,
+                Err(WindowError::InvalidArgument(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(normalize_chat_name("x.jsonl").unwrap(), "x");
 }

@@ -1,0 +1,156 @@
+// The Tauri example (examples/tauri) on Linux, driven through WebKitWebDriver (what
+// `tauri-driver` wraps) in a virtual display: the app's window opens, its webview follows a
+// session of the real server through the npm package and draws it, draws it again from its
+// IndexedDB cache after a reload (the server confirms it with one probe), and the app's own chat
+// is read (tail, an older page) and patched through the Rust commands, the file on disk
+// checked byte for byte. Named .e2e.mjs so that the js layer's `node --test tests/` leaves it
+// to the tauri layer, which runs it under xvfb-run.
+//
+// Needs: the app built (`cargo build --release` in examples/tauri, after scripts/wasm.sh build),
+// WebKitWebDriver (webkit2gtk-driver) and a display (scripts/test.sh runs it under xvfb-run).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, startServer, freePort } from './lib/server.mjs';
+
+const APP = path.join(ROOT, 'examples/tauri/target/release/scrollback-tauri-example');
+const DEADLINE_MS = 120_000;
+
+let server, driver, driverUrl, home, sessionId;
+
+const note = (i) => JSON.stringify({ mes: `note ${i}` });
+const HEADER = JSON.stringify({ chat_metadata: { integrity: 'notes' } });
+
+/** One WebDriver call; rejects with the driver's error. */
+async function wd(method, url, body) {
+  const res = await fetch(`${driverUrl}${url}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(DEADLINE_MS),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`WebDriver ${method} ${url}: ${JSON.stringify(json.value)}`);
+  return json.value;
+}
+
+/** Runs `body` (an async function's body, with `app` = window.app) in the app's webview. */
+function inApp(body, ...args) {
+  const script = `const done = arguments[arguments.length - 1];
+    (async (app, ...args) => { ${body} })(window.app, ...Array.from(arguments).slice(0, -1))
+      .then((value) => done({ value }), (e) => done({ error: String(e?.message ?? JSON.stringify(e)) }));`;
+  return wd('POST', `/session/${sessionId}/execute/async`, { script, args }).then((r) => {
+    if (r?.error) throw new Error(`in the app: ${r.error}`);
+    return r?.value;
+  });
+}
+
+/** Waits until the page has `window.app` with its two start-up promises. */
+async function appReady() {
+  const deadline = Date.now() + DEADLINE_MS;
+  for (;;) {
+    const ok = await wd('POST', `/session/${sessionId}/execute/sync`, {
+      // (`__reloading` marks a page that was told to reload: the new one does not have it)
+      script: 'return (!window.__reloading && !!(window.app && window.app.session && window.app.notes)) || (window.app?.error ?? false);', args: [],
+    }).catch(() => false);
+    if (ok === true) return;
+    if (typeof ok === 'string') throw new Error(ok);
+    if (Date.now() > deadline) throw new Error('the app did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  assert.ok(existsSync(APP), `${APP} is missing: build it (cd examples/tauri && cargo build --release)`);
+  home = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-tauri-'));
+  // The app's own chat, 60 notes, as an earlier run of the app would have left it.
+  const chatsDir = path.join(home, 'chats-data');
+  await fs.mkdir(path.join(chatsDir, 'chats'), { recursive: true });
+  await fs.writeFile(path.join(chatsDir, 'chats/notes.jsonl'),
+    [HEADER, ...Array.from({ length: 60 }, (_, i) => note(i))].join('\n') + '\n');
+  server = await startServer({ args: ['--allow-origin', 'tauri://localhost'] });
+  const port = await freePort();
+  driverUrl = `http://127.0.0.1:${port}`;
+  driver = spawn('WebKitWebDriver', [`--port=${port}`, '--host=127.0.0.1'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      ...process.env,
+      TAURI_WEBVIEW_AUTOMATION: 'true',
+      SCROLLBACK_SERVER: server.url,
+      SCROLLBACK_CHATS_DIR: chatsDir,
+      // The webview's storage (IndexedDB) in a fresh folder.
+      HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CACHE_HOME: path.join(home, 'cache'),
+      XDG_CONFIG_HOME: path.join(home, 'config'),
+    },
+  });
+  let log = '';
+  driver.stderr.on('data', (c) => { log = (log + c).slice(-5000); });
+  const deadline = Date.now() + DEADLINE_MS;
+  for (;;) {
+    try { if ((await (await fetch(`${driverUrl}/status`)).json()).value.ready) break; } catch { /* starting */ }
+    if (driver.exitCode !== null || Date.now() > deadline) throw new Error(`WebKitWebDriver did not start: ${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const session = await wd('POST', '/session', {
+    capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: APP, args: [] } } },
+  });
+  sessionId = session.sessionId;
+});
+
+after(async () => {
+  if (sessionId) await wd('DELETE', `/session/${sessionId}`).catch(() => {});
+  driver?.kill();
+  await server?.dispose();
+  if (home) await fs.rm(home, { recursive: true, force: true });
+});
+
+test('the Tauri app follows a session from the server, then from its cache, and edits a local chat through its commands', async () => {
+  await appReady();
+  // The session, drawn from the server (a cold cache: nothing to probe).
+  const first = await inApp(`await app.session;
+    const c = await app.sb.counters();
+    return { rows: app.view.state.rows.length, text: document.getElementById('rows').textContent, counters: c,
+      origin: location.origin, storage: 'indexedDB' in self };`);
+  assert.ok(first.rows > 0, 'rows were drawn');
+  assert.ok(first.text.length > 0);
+  assert.equal(first.counters.probesPassed, 0, 'the first open had no cache');
+  assert.ok(first.counters.bytesDownloaded > 0);
+
+  // Reloaded: the page opens the session again, from its IndexedDB cache, confirmed by a probe.
+  await wd('POST', `/session/${sessionId}/execute/sync`, {
+    script: 'window.__reloading = true; setTimeout(() => location.reload(), 0); return true;', args: [],
+  });
+  await appReady();
+  const second = await inApp(`await app.session;
+    const c = await app.sb.counters();
+    return { rows: app.view.state.rows.length, text: document.getElementById('rows').textContent, counters: c };`);
+  assert.equal(second.counters.probesPassed, 1, 'the cache was confirmed by the server');
+  assert.equal(second.text, first.text, 'the same rows, drawn from the cache');
+
+  // The local chat through the commands: the tail (50 of 60), an older page, a patch each way.
+  const notes = await inApp(`await app.notes;
+    const tail = { lines: app.lines.length, first: app.lines[0], more: app.window.hasMoreBefore };
+    const older = await app.showOlder();
+    const added = await app.addNote('added in the app');
+    const edited = await app.editNote(3, 'edited in the app');
+    const prompt = await app.promptHistory(1e6);
+    return { tail, older, added, edited, lines: app.lines, prompt };`);
+  assert.deepEqual(notes.tail, { lines: 50, first: note(10), more: true });
+  assert.equal(notes.older, 10);
+  assert.deepEqual(notes.added.op, { append: [JSON.stringify({ mes: 'added in the app' })] });
+  assert.deepEqual(notes.edited.op, {
+    rewriteFromIndex: 3,
+    lines: [JSON.stringify({ mes: 'edited in the app' }), ...notes.lines.slice(4)],
+  });
+  assert.equal(notes.prompt.stop, 'startOfChat');
+  assert.deepEqual(notes.prompt.older, [], 'the whole chat is in the window');
+
+  const expected = [HEADER, ...Array.from({ length: 60 }, (_, i) => note(i)), JSON.stringify({ mes: 'added in the app' })];
+  expected[1 + 3] = JSON.stringify({ mes: 'edited in the app' });
+  const onDisk = await fs.readFile(path.join(home, 'chats-data/chats/notes.jsonl'), 'utf8');
+  assert.equal(onDisk, expected.join('\n') + '\n', 'the file the Rust side wrote');
+});

@@ -100,7 +100,7 @@ for (const storage of ['opfs', 'indexeddb']) {
     }, { storage });
 
     // The opening window, then live.
-    await page.evaluate(() => t.until((s) => s.ready && s.live && s.verified, 'live'));
+    await page.evaluate(() => t.until((s) => s.ready && s.live && s.verified && s.rows.length > 0, 'live with rows'));
     let c = await page.evaluate(() => t.check());
     assert.ok(c.same && c.mirrored && c.rows > 0, JSON.stringify(c));
     const opening = c.rows;

@@ -8,8 +8,8 @@
 #   js chromium      end-to-end tests under tests/ (node's test runner, playwright-core)
 #   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) in WebKitGTK and
 #                    Firefox through WebDriver (tests/lib/engines.mjs)
-#   tauri            the Tauri example (examples/tauri), built, then driven in WebKitGTK under
-#                    xvfb-run through WebKitWebDriver (tests/tauri.e2e.mjs)
+#   tauri            (SCROLLBACK_TAURI=1 only) the Tauri example (examples/tauri), built, then
+#                    driven in WebKitGTK under xvfb-run through WebKitWebDriver (tests/tauri.e2e.mjs)
 # A line per engine per layer gives passed, failed and skipped counts, then each skipped test
 # with its reason. The last line is the total, as "N passed, N failed, N skipped".
 set -uo pipefail
@@ -64,8 +64,11 @@ else
 fi
 
 # The Tauri example: its own workspace and target dir (examples/tauri/target), built here, then
-# driven through WebKitWebDriver in a virtual display (tests/tauri.e2e.mjs).
-if [ -f pkg/scrollback_bg.wasm ] && (cd examples/tauri && cargo build -q --release); then
+# driven through WebKitWebDriver in a virtual display (tests/tauri.e2e.mjs). Opt-in for now
+# (SCROLLBACK_TAURI=1): the example has not yet been built and run through on these machines.
+if [ "${SCROLLBACK_TAURI:-0}" != 1 ]; then
+  summary+=("tauri          not run (opt-in: SCROLLBACK_TAURI=1 npm test)")
+elif [ -f pkg/scrollback_bg.wasm ] && (cd examples/tauri && cargo build -q --release); then
   layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-reporter=tap --test-concurrency=1 tests/tauri.e2e.mjs
 else
   summary+=("tauri          build of the example FAILED"); total_fail=$((total_fail + 1))

@@ -73,7 +73,7 @@ test('a session deleted on the server while cached: the reopen says it is gone, 
   assert.equal(state.banner, null);
   assert.match(await page.textContent('#banner'), /no longer exists on the server/);
   assert.equal(await page.locator('#rows > li').count(), 0);
-  assert.deepEqual(requests.map((r) => r.replace(/\?.*/, '')), ['GET /sessions/queued/transcript'], 'one probe, no retry');
+  assert.deepEqual(requests.map((r) => r.replace(/\?.*/, '')), ['GET /sessions/queued/catchup'], 'one check, no retry');
   const size = await page.evaluate(async () => {
     const { Scrollback } = await import('/pkg/index.js');
     void Scrollback;

@@ -5,9 +5,10 @@
 //! `SCROLLBACK_TEST_TOKEN`.
 #![cfg(target_arch = "wasm32")]
 
-use scrollback::protocol::{Line, TranscriptQuery, CATCH_UP_LIMIT};
+use scrollback::protocol::{Line, TranscriptQuery, CATCH_UP_BYTES, CATCH_UP_LIMIT};
 use scrollback::transport::{
-    BrowserStream, BrowserTransport, EventStream, Retry, StreamItem, Transport, TransportError,
+    BrowserStream, BrowserTransport, EventStream, ResetReason, Retry, StreamItem, Transport,
+    TransportError,
 };
 use wasm_bindgen_test::*;
 
@@ -238,15 +239,29 @@ async fn the_stream_catches_up_then_carries_posted_messages_live() {
 async fn far_behind_the_stream_sends_reset_then_the_newest_window() {
     let t = transport();
     let id = "transport-reset";
-    let n = CATCH_UP_LIMIT as u64 + 50;
-    put_session(id, &numbered(n)).await;
+    // Lines of about 8 KB: what follows seq 3 passes CATCH_UP_BYTES, so the stream resets.
+    let pad = "x".repeat(8 << 10);
+    let n = (CATCH_UP_BYTES / pad.len()) as u64 + 50;
+    let lines: Vec<String> = (1..=n)
+        .map(|s| user_line(s, &format!("message {s} {pad}")))
+        .collect();
+    put_session(id, &lines).await;
     let mut stream = t.events(id, 3).await.unwrap();
-    assert!(matches!(stream.next().await, Some(Ok(StreamItem::Reset))));
+    assert!(matches!(
+        stream.next().await,
+        Some(Ok(StreamItem::Reset(ResetReason::Behind)))
+    ));
     let first = next_line(&mut stream).await;
-    assert_eq!(first.seq(), n - CATCH_UP_LIMIT as u64 + 1);
+    assert!(
+        first.seq() > 4,
+        "the window starts past the gap: {}",
+        first.seq()
+    );
     let mut last = first;
     while last.seq() < n {
-        last = next_line(&mut stream).await;
+        let line = next_line(&mut stream).await;
+        assert_eq!(line.seq(), last.seq() + 1, "no hole in the window");
+        last = line;
     }
     assert_eq!(last.seq(), n);
 }

@@ -43,6 +43,10 @@ start_test_server() {
   data=$(mktemp -d); log="$data.log"; : >"$log"
   export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$page_port"
   export SCROLLBACK_TEST_TOKEN="test-token-$RANDOM$RANDOM"
+  # A loopback port nothing listens on (the kernel's pick, released), for the unreachable-server
+  # test: a well-known closed port such as 9 is on the browsers' blocked list, and WebKit never
+  # fires an EventSource error for a blocked port.
+  export SCROLLBACK_TEST_DEAD="http://127.0.0.1:$(free_port)"
   SCROLLBACK_TOKEN="$SCROLLBACK_TEST_TOKEN" target/release/scrollback-server --sandbox \
     --data "$data" --addr 127.0.0.1:0 --allow-origin "http://127.0.0.1:$page_port" >"$log" 2>&1 &
   local pid=$!

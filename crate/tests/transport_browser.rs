@@ -299,8 +299,9 @@ async fn a_deleted_session_ends_its_stream_with_an_error() {
 
 #[wasm_bindgen_test]
 async fn an_unreachable_server_is_a_network_error_on_every_route() {
-    // Port 9 (discard) on loopback: nothing listens there.
-    let t = BrowserTransport::new("http://127.0.0.1:9", None).unwrap();
+    // A loopback port nothing listens on (scripts/wasm.sh picks it).
+    let dead = option_env!("SCROLLBACK_TEST_DEAD").unwrap_or("http://127.0.0.1:9");
+    let t = BrowserTransport::new(dead, None).unwrap();
     assert!(matches!(
         t.sessions().await,
         Err(TransportError::Network(_))

@@ -22,6 +22,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, EventSource, MessageEvent};
 
+/// Why a stream the browser closed before it opened failed, until a `fetch` says more.
+const REFUSED_STREAM: &str = "the server refused the event stream (an error status or no stream)";
+
 /// How long a request (not the stream) may take before it counts as a network error.
 const REQUEST_TIMEOUT_MS: u32 = 60_000;
 
@@ -165,7 +168,15 @@ impl BrowserTransport {
         };
         self.count(1, 0);
         let Ok(response) = request.send().await else {
-            return fallback;
+            // No answer at all (Firefox closes an EventSource it could not connect): the server
+            // cannot be reached, which is what the stream's error says in every engine.
+            return match fallback {
+                TransportError::Network(message) => TransportError::Network(message.replace(
+                    REFUSED_STREAM,
+                    "cannot reach the server for the event stream",
+                )),
+                other => other,
+            };
         };
         if response.ok() {
             controller.abort();
@@ -333,7 +344,7 @@ impl BrowserStream {
         self.ended = true;
         self.source.close();
         let why = match (was_open, refused) {
-            (false, true) => "the server refused the event stream (an error status or no stream)",
+            (false, true) => REFUSED_STREAM,
             (false, false) => "cannot reach the server for the event stream",
             (true, _) => "the event stream was interrupted",
         };

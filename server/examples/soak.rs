@@ -7,8 +7,12 @@
 //! - the time of `GET /transcript?limit=1` and `GET /sessions` with a 60 MB line in a session;
 //! - the time of a coalesced page over two adjacent 1.6M-char deltas (timed out at 90 s).
 //!
-//!     cargo build --release -p scrollback-server
-//!     cargo run --release -p scrollback-server --example soak
+//! Run it with:
+//!
+//! ```text
+//! cargo build --release -p scrollback-server
+//! cargo run --release -p scrollback-server --example soak
+//! ```
 //!
 //! `SOAK_SERVER=/path/to/scrollback-server` measures another build (e.g. an older one). Raises
 //! its own descriptor limit for the idle streams. Loopback only; every loop is bounded.

@@ -6,8 +6,9 @@
 #                    transport against the real server), built once, the same .wasm files run
 #                    in Chromium, WebKitGTK and Firefox (scripts/wasm.sh test --engine)
 #   js chromium      end-to-end tests under tests/ (node's test runner, playwright-core)
-#   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) in WebKitGTK and
-#                    Firefox through WebDriver (tests/lib/engines.mjs)
+#   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) and the chats
+#                    surface (tests/chats.test.mjs) in WebKitGTK and Firefox through WebDriver
+#                    (tests/lib/engines.mjs)
 #   tauri            (SCROLLBACK_TAURI=1 only) the Tauri example (examples/tauri), built, then
 #                    driven in WebKitGTK under xvfb-run through WebKitWebDriver (tests/tauri.e2e.mjs)
 # A line per engine per layer gives passed, failed and skipped counts, then each skipped test
@@ -57,7 +58,8 @@ done
 if scripts/wasm.sh build && cargo build -q --release -p scrollback-server; then
   layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-concurrency=1 tests/
   for engine in "${ENGINES[@]:1}"; do
-    layer "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap tests/engines.test.mjs
+    layer "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-concurrency=1 \
+      tests/engines.test.mjs tests/chats.test.mjs
   done
 else
   summary+=("js             build of the package or the server FAILED"); total_fail=$((total_fail + 1))

@@ -1,36 +1,86 @@
-// The windowed chat file and prompt backfill through the JS API (`sb.chats()`), in headless
-// Chromium, over real OPFS and real IndexedDB in the package's worker: a chat is written, read
-// as a tail and pages before it, patched (append, rewriteFromIndex), refused with a stale
-// cursor or another chat's header (the file unchanged), read back after a reopen, and
-// backfilled to a token budget (a second backfill served from the page cache).
+// The windowed chat file and prompt backfill through the JS API (`sb.chats()`), over real OPFS
+// and real IndexedDB in the package's worker, in each engine a user meets (SCROLLBACK_ENGINE:
+// chromium, webkitgtk, firefox; one description, driven through tests/lib/engines.mjs): a chat
+// is written, read as a tail and pages before it, patched (append, rewriteFromIndex), refused
+// with a stale cursor or another chat's header (the file unchanged), read back after a reopen,
+// and backfilled to a token budget (a second backfill served from the page cache).
+// Where the engine's OPFS has no sync access handles (WebKitGTK), the chat store cannot run on
+// OPFS: those variants are skipped with the reason, and a test checks that OPFS is refused there
+// with a clear error.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { launch } from './lib/browser.mjs';
+import { ENGINE, FACTS, launch, unavailable } from './lib/engines.mjs';
 import { ROOT } from './lib/server.mjs';
 import { serveStatic } from './lib/static.mjs';
 
+const missing = unavailable();
 let site, browser;
 
 before(async () => {
+  if (missing) return;
   assert.ok(existsSync(path.join(ROOT, 'pkg/index.js')), 'pkg/ is missing: run scripts/wasm.sh build (npm test does)');
   site = await serveStatic(ROOT);
   browser = await launch();
 });
 after(async () => { await browser?.close(); await site?.close(); });
 
+const STORAGES = ['opfs', 'indexeddb'];
+/** A test per storage; skipped (with the reason) where the engine cannot run it. */
+const each = (name, fn) => {
+  for (const storage of STORAGES) {
+    const skip = missing ?? (storage === 'opfs' ? FACTS.noOpfsSyncHandles : null);
+    test(`${ENGINE}: chats in ${storage}: ${name}`, skip ? { skip } : {}, () => fn(storage));
+  }
+};
+
+/**
+ * Loads a fresh blank page (the previous page's workers go, storage stays) that records its
+ * uncaught errors; `pageErrors()` reads them back.
+ */
+async function freshPage() {
+  await browser.goto(`${site.url}/tests/lib/blank.html?${Math.random()}`);
+  await browser.run(async () => {
+    window.pageErrors = [];
+    addEventListener('error', (e) => window.pageErrors.push(`error: ${e.message}`));
+    addEventListener('unhandledrejection', (e) => window.pageErrors.push(`unhandled rejection: ${e.reason}`));
+  });
+}
+const pageErrors = () => browser.run(async () => window.pageErrors);
+
+// Where OPFS has no sync access handles, asking for it by name is refused with a clear error
+// (never a silent fallback to another storage), whichever way the chat store is opened.
+if (FACTS?.noOpfsSyncHandles) {
+  test(`${ENGINE}: chats on opfs are refused with a clear error where sync access handles do not work`,
+    missing ? { skip: missing } : {}, async () => {
+      await freshPage();
+      const out = await browser.run(async () => {
+        const { Scrollback } = await import('/pkg/index.js');
+        const caught = async (promise) => {
+          try { const v = await promise; v?.close?.(); return null; } catch (e) { return { name: e.name, message: e.message }; }
+        };
+        return {
+          local: await caught(Scrollback.chats({ storage: 'opfs' })),
+          cache: await caught(Scrollback.open({ server: 'http://127.0.0.1:9', storage: 'opfs' })),
+        };
+      });
+      for (const e of [out.local, out.cache]) {
+        assert.ok(e, 'opening on opfs was refused');
+        assert.match(e.message, /^cannot open the storage: .*OPFS sync access handles do not work here.*NotSupportedError/, e.message);
+      }
+      assert.deepEqual(await pageErrors(), []);
+    });
+}
+
 const msg = (i) => JSON.stringify({ name: 'user', mes: `message ${String(i).padStart(3, '0')}` });
 const header = (integrity) => JSON.stringify({ user_name: 'u', chat_metadata: { integrity } });
 
 /** Runs the scenario in a fresh page with `storage`; returns what it saw. */
 async function scenario(storage) {
-  const page = await browser.newPage();
-  const log = [];
-  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
-  await page.goto(`${site.url}/tests/lib/blank.html`);
+  await freshPage();
   const lines = Array.from({ length: 30 }, (_, i) => msg(i));
-  const out = await page.evaluate(async ({ storage, lines, head, other }) => {
+  const out = await browser.run(async ({ storage, lines, head, other }) => {
     const { Scrollback } = await import('/pkg/index.js');
     // No transcript server is contacted for chats; the address is only the cache's key.
     const opts = { server: 'http://127.0.0.1:9', storage };
@@ -87,59 +137,56 @@ async function scenario(storage) {
     sb.close();
     return r;
   }, { storage, lines, head: header('chat-1'), other: header('chat-2') });
-  await page.close();
-  assert.deepEqual(log, []);
+  assert.deepEqual(await pageErrors(), []);
   return { out, lines };
 }
 
-for (const storage of ['opfs', 'indexeddb']) {
-  test(`chats in ${storage}: windowed reads, patches, typed refusals and backfill`, async () => {
-    const { out: r, lines } = await scenario(storage);
-    assert.deepEqual(r.missing, { header: null, lines: [], cursor: { offset: 0, size: 0, modifiedMillis: 0 }, hasMoreBefore: false });
-    assert.equal(r.notFound.kind, 'notFound');
+each(`windowed reads, patches, typed refusals and backfill`, async (storage) => {
+  const { out: r, lines } = await scenario(storage);
+  assert.deepEqual(r.missing, { header: null, lines: [], cursor: { offset: 0, size: 0, modifiedMillis: 0 }, hasMoreBefore: false });
+  assert.equal(r.notFound.kind, 'notFound');
 
-    assert.equal(r.tail.header, header('chat-1'));
-    assert.deepEqual(r.tail.lines, lines.slice(20));
-    assert.equal(r.tail.hasMoreBefore, true);
-    assert.deepEqual(r.before.lines, lines.slice(15, 20));
-    assert.deepEqual(r.pages.map((p) => p.lines), [lines.slice(10, 20), lines.slice(0, 10)]);
-    assert.deepEqual(r.pages.map((p) => p.hasMoreBefore), [true, false]);
+  assert.equal(r.tail.header, header('chat-1'));
+  assert.deepEqual(r.tail.lines, lines.slice(20));
+  assert.equal(r.tail.hasMoreBefore, true);
+  assert.deepEqual(r.before.lines, lines.slice(15, 20));
+  assert.deepEqual(r.pages.map((p) => p.lines), [lines.slice(10, 20), lines.slice(0, 10)]);
+  assert.deepEqual(r.pages.map((p) => p.hasMoreBefore), [true, false]);
 
-    assert.deepEqual(r.afterAppend.lines, [...lines.slice(20), '{"mes":"a"}', '{"mes":"b"}']);
-    assert.deepEqual(r.afterAppend.cursor, r.appended, 'the window keeps its start; the cursor is the new version');
-    assert.deepEqual(r.afterRewrite.lines, [...lines.slice(19), '{"mes":"c"}'], 'a and b replaced by c');
+  assert.deepEqual(r.afterAppend.lines, [...lines.slice(20), '{"mes":"a"}', '{"mes":"b"}']);
+  assert.deepEqual(r.afterAppend.cursor, r.appended, 'the window keeps its start; the cursor is the new version');
+  assert.deepEqual(r.afterRewrite.lines, [...lines.slice(19), '{"mes":"c"}'], 'a and b replaced by c');
 
-    for (const [e, kind] of [[r.stale, 'signatureMismatch'], [r.integrity, 'integrityMismatch'],
-      [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument'],
-      [r.negative, 'invalidArgument'], [r.zeroPages, 'invalidArgument']]) {
-      assert.ok(e?.isError, `${kind}: rejected with an Error`);
-      assert.equal(e.name, 'ChatError');
-      assert.equal(e.kind, kind, e.message);
-    }
-    assert.match(r.stale.message, /stale/);
-    assert.deepEqual(r.afterRefusals, r.afterRewrite, 'a refused write changes nothing');
+  for (const [e, kind] of [[r.stale, 'signatureMismatch'], [r.integrity, 'integrityMismatch'],
+    [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument'],
+    [r.negative, 'invalidArgument'], [r.zeroPages, 'invalidArgument']]) {
+    assert.ok(e?.isError, `${kind}: rejected with an Error`);
+    assert.equal(e.name, 'ChatError');
+    assert.equal(e.kind, kind, e.message);
+  }
+  assert.match(r.stale.message, /stale/);
+  assert.deepEqual(r.afterRefusals, r.afterRewrite, 'a refused write changes nothing');
 
-    assert.deepEqual(r.reopened.lines, [...lines.slice(26), '{"mes":"c"}']);
-    const b = r.backfill;
-    assert.deepEqual(b.older, lines.slice(19, 26), 'the 7 lines just before the window');
-    assert.equal(b.stop, 'budget');
-    assert.ok(b.pagesRead >= 2, `pages read: ${b.pagesRead}`);
-    assert.equal(r.backfillAgain.pagesRead, 0, 'the second backfill reads nothing');
-    assert.ok(r.backfillAgain.pagesCached >= 2, `pages cached: ${r.backfillAgain.pagesCached}`);
-    assert.deepEqual(r.backfillAgain.older, b.older);
-    assert.equal(r.backfillStale.stop, 'staleCursor');
-    assert.equal(r.backfillStale.stale.kind, 'signatureMismatch');
-    assert.deepEqual(r.backfillStale.older, []);
-    assert.deepEqual(r.backfillAll.older, lines.slice(0, 26));
-    assert.equal(r.backfillAll.stop, 'startOfChat');
-    assert.equal(r.warmBeforeEdit.pagesRead, 0, 'the cache is warm');
-    assert.deepEqual(r.warmBeforeEdit.older, lines.slice(0, 26));
-    assert.equal(r.backfillAfterEdit.stop, 'staleCursor', 'warm cache + outside edit: stale');
-    assert.equal(r.backfillAfterEdit.stale.kind, 'signatureMismatch');
-    assert.deepEqual(r.backfillAfterEdit.older, []);
-    assert.equal(r.backfillAfterEdit.pagesCached, 0);
-  });
-}
+  assert.deepEqual(r.reopened.lines, [...lines.slice(26), '{"mes":"c"}']);
+  const b = r.backfill;
+  assert.deepEqual(b.older, lines.slice(19, 26), 'the 7 lines just before the window');
+  assert.equal(b.stop, 'budget');
+  assert.ok(b.pagesRead >= 2, `pages read: ${b.pagesRead}`);
+  assert.equal(r.backfillAgain.pagesRead, 0, 'the second backfill reads nothing');
+  assert.ok(r.backfillAgain.pagesCached >= 2, `pages cached: ${r.backfillAgain.pagesCached}`);
+  assert.deepEqual(r.backfillAgain.older, b.older);
+  assert.equal(r.backfillStale.stop, 'staleCursor');
+  assert.equal(r.backfillStale.stale.kind, 'signatureMismatch');
+  assert.deepEqual(r.backfillStale.older, []);
+  assert.deepEqual(r.backfillAll.older, lines.slice(0, 26));
+  assert.equal(r.backfillAll.stop, 'startOfChat');
+  assert.equal(r.warmBeforeEdit.pagesRead, 0, 'the cache is warm');
+  assert.deepEqual(r.warmBeforeEdit.older, lines.slice(0, 26));
+  assert.equal(r.backfillAfterEdit.stop, 'staleCursor', 'warm cache + outside edit: stale');
+  assert.equal(r.backfillAfterEdit.stale.kind, 'signatureMismatch');
+  assert.deepEqual(r.backfillAfterEdit.older, []);
+  assert.equal(r.backfillAfterEdit.pagesCached, 0);
+});
 
 /**
  * The rest of the surface on a local-only chat store (`Scrollback.chats`, no server): options,
@@ -147,12 +194,9 @@ for (const storage of ['opfs', 'indexeddb']) {
  * and restore, and everything still there in a new worker.
  */
 async function localScenario(storage) {
-  const page = await browser.newPage();
-  const log = [];
-  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
-  await page.goto(`${site.url}/tests/lib/blank.html`);
+  await freshPage();
   const lines = Array.from({ length: 40 }, (_, i) => msg(i));
-  const out = await page.evaluate(async ({ storage, lines, head, extra }) => {
+  const out = await browser.run(async ({ storage, lines, head, extra }) => {
     const { Scrollback } = await import('/pkg/index.js');
     const caught = async (promise) => {
       try { await promise; return null; } catch (e) {
@@ -214,46 +258,43 @@ async function localScenario(storage) {
     r.closed = await caught(chats.tail('notes'));
     return r;
   }, { storage, lines, head: header('chat-1'), extra: msg(99) });
-  await page.close();
-  assert.deepEqual(log, []);
+  assert.deepEqual(await pageErrors(), []);
   return { out, lines };
 }
 
-for (const storage of ['opfs', 'indexeddb']) {
-  test(`chats in ${storage}: a local-only store, options, names, full save, restore, stale backfill`, async () => {
-    const { out: r, lines } = await localScenario(storage);
-    // (a backfill's pageLines defaults to windowLines too, see warmAgain below)
-    for (const e of [r.badPreset, r.badLines, r.badKey]) {
-      assert.equal(e?.name, 'TypeError', JSON.stringify(e));
-    }
-    assert.match(r.badPreset.message, /desktop.*mobile/);
-    assert.deepEqual(r.options, { windowLines: 4, backfillPages: 8 });
-    assert.equal(r.fractional?.name, 'TypeError', 'windowLines must be a whole number');
+each(`a local-only store, options, names, full save, restore, stale backfill`, async (storage) => {
+  const { out: r, lines } = await localScenario(storage);
+  // (a backfill's pageLines defaults to windowLines too, see warmAgain below)
+  for (const e of [r.badPreset, r.badLines, r.badKey]) {
+    assert.equal(e?.name, 'TypeError', JSON.stringify(e));
+  }
+  assert.match(r.badPreset.message, /desktop.*mobile/);
+  assert.deepEqual(r.options, { windowLines: 4, backfillPages: 8 });
+  assert.equal(r.fractional?.name, 'TypeError', 'windowLines must be a whole number');
 
-    assert.equal(r.normalized, 'notes');
-    for (const s of r.spellings) assert.deepEqual(s, r.spellings[0]);
-    assert.deepEqual(r.spellings[0].lines, lines.slice(26, 30));
-    assert.equal(r.emptyName?.kind, 'invalidArgument');
-    if (storage === 'opfs') assert.deepEqual(r.legacy, lines.slice(0, 3), 'found under its older spelling');
+  assert.equal(r.normalized, 'notes');
+  for (const s of r.spellings) assert.deepEqual(s, r.spellings[0]);
+  assert.deepEqual(r.spellings[0].lines, lines.slice(26, 30));
+  assert.equal(r.emptyName?.kind, 'invalidArgument');
+  if (storage === 'opfs') assert.deepEqual(r.legacy, lines.slice(0, 3), 'found under its older spelling');
 
-    assert.deepEqual(r.tail.lines, lines.slice(26, 30), 'windowLines is the tail default');
-    assert.deepEqual(r.before.lines, lines.slice(22, 26), 'and the before default');
-    assert.deepEqual(r.afterReplace.lines, lines.slice(30, 35));
-    assert.equal(r.afterReplace.hasMoreBefore, false);
-    assert.equal(r.staleAfterReplace?.kind, 'signatureMismatch');
-    assert.deepEqual(r.restored.lines, lines.slice(0, 30), 'restoreBackup undid the full save');
-    assert.equal(r.staleAfterRestore?.kind, 'signatureMismatch');
-    assert.equal(r.restoreTwice?.kind, 'notFound');
-    assert.equal(r.restoreMissing?.kind, 'notFound');
+  assert.deepEqual(r.tail.lines, lines.slice(26, 30), 'windowLines is the tail default');
+  assert.deepEqual(r.before.lines, lines.slice(22, 26), 'and the before default');
+  assert.deepEqual(r.afterReplace.lines, lines.slice(30, 35));
+  assert.equal(r.afterReplace.hasMoreBefore, false);
+  assert.equal(r.staleAfterReplace?.kind, 'signatureMismatch');
+  assert.deepEqual(r.restored.lines, lines.slice(0, 30), 'restoreBackup undid the full save');
+  assert.equal(r.staleAfterRestore?.kind, 'signatureMismatch');
+  assert.equal(r.restoreTwice?.kind, 'notFound');
+  assert.equal(r.restoreMissing?.kind, 'notFound');
 
-    assert.deepEqual(r.warm.older, lines.slice(0, 26));
-    assert.equal(r.warmAgain.pagesRead, 0);
-    assert.equal(r.warmAgain.pagesCached, 7, 'pages of windowLines (4): 26 lines');
-    assert.deepEqual(r.reopenedOptions, { windowLines: 50, backfillPages: 12 });
-    assert.deepEqual(r.reopened.lines, lines.slice(0, 30), 'persisted across workers');
-    assert.equal(r.closed?.message, 'these chats are closed');
-  });
-}
+  assert.deepEqual(r.warm.older, lines.slice(0, 26));
+  assert.equal(r.warmAgain.pagesRead, 0);
+  assert.equal(r.warmAgain.pagesCached, 7, 'pages of windowLines (4): 26 lines');
+  assert.deepEqual(r.reopenedOptions, { windowLines: 50, backfillPages: 12 });
+  assert.deepEqual(r.reopened.lines, lines.slice(0, 30), 'persisted across workers');
+  assert.equal(r.closed?.message, 'these chats are closed');
+});
 
 /**
  * The window-state helper against a model: random sequences of what a chat UI does (send,
@@ -262,11 +303,8 @@ for (const storage of ['opfs', 'indexeddb']) {
  * file must equal the app's model: the lines before the window, then the window.
  */
 async function windowProperty(storage, seed, sequences, steps) {
-  const page = await browser.newPage();
-  const log = [];
-  page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
-  await page.goto(`${site.url}/tests/lib/blank.html`);
-  const out = await page.evaluate(async ({ storage, seed, sequences, steps }) => {
+  await freshPage();
+  const out = await browser.run(async ({ storage, seed, sequences, steps }) => {
     const { Scrollback, ChatWindow } = await import('/pkg/index.js');
     // mulberry32: a seeded PRNG, so a failure names its seed and replays.
     let a = seed >>> 0;
@@ -368,21 +406,18 @@ async function windowProperty(storage, seed, sequences, steps) {
     chats.close();
     return { kinds, failures, saves };
   }, { storage, seed, sequences, steps });
-  await page.close();
-  assert.deepEqual(log, []);
+  assert.deepEqual(await pageErrors(), []);
   return out;
 }
 
-for (const storage of ['opfs', 'indexeddb']) {
-  test(`chats in ${storage}: ChatWindow's writes over random edit sequences keep the file equal to the app's model`, async () => {
-    const seed = Number(process.env.CHATS_SEED ?? 20261201);
-    const { kinds, failures, saves } = await windowProperty(storage, seed, 24, 40);
-    assert.deepEqual(failures, [], `seed ${seed}`);
-    // Every kind of write was exercised, many times.
-    for (const kind of ['append', 'rewriteFromIndex', 'replace', 'none']) {
-      assert.ok((kinds[kind] ?? 0) > 0, `${kind} was never planned: ${JSON.stringify(kinds)}`);
-    }
-    assert.ok(saves > 200, `saves: ${saves}`);
-    console.log(`# ${storage}: ${saves} saves, ${JSON.stringify(kinds)}`);
-  });
-}
+each(`ChatWindow's writes over random edit sequences keep the file equal to the app's model`, async (storage) => {
+  const seed = Number(process.env.CHATS_SEED ?? 20261201);
+  const { kinds, failures, saves } = await windowProperty(storage, seed, 24, 40);
+  assert.deepEqual(failures, [], `seed ${seed}`);
+  // Every kind of write was exercised, many times.
+  for (const kind of ['append', 'rewriteFromIndex', 'replace', 'none']) {
+    assert.ok((kinds[kind] ?? 0) > 0, `${kind} was never planned: ${JSON.stringify(kinds)}`);
+  }
+  assert.ok(saves > 200, `saves: ${saves}`);
+  console.log(`# ${storage}: ${saves} saves, ${JSON.stringify(kinds)}`);
+});

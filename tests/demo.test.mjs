@@ -10,6 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { launch } from './lib/browser.mjs';
 import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+import { servePageOnly } from './lib/static.mjs';
+import { readChunks, checkChunks } from './lib/chunks.mjs';
 
 const OUT = path.join(ROOT, 'tests/out');
 const WAIT = { timeout: Number(process.env.DEMO_WAIT ?? 90_000) };
@@ -375,6 +377,105 @@ test('a server that is down: the cached rows stay, the banner says so, the strea
   // The outage shows on the console as failed requests; nothing else.
   assert.deepEqual(w.errors().filter((m) => !/ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(m.text)), []);
 });
+
+/** The drawn rows' texts. */
+const texts = (page) => page.$$eval('#rows > li', (n) => n.map((x) => x.textContent));
+
+test('offline start: the list and a session come from the cache, a session never cached needs the network, and the server coming back makes it live without a reload', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  // Seen once, down to its first line (every page cached).
+  await w.goto('fix-build');
+  await live(page);
+  await scrollToStart(page);
+  const seen = await texts(page);
+  await leave(page);
+
+  // The page loads again (as from the browser's cache), its API cannot be reached.
+  await w.stopServer();
+  let pageOnly = await servePageOnly(w.server.port, { www: path.join(ROOT, 'www'), pkg: path.join(ROOT, 'pkg') });
+  t.after(() => pageOnly?.close());
+  await page.reload();
+  await page.waitForFunction(() => /Cannot reach the server/.test(document.getElementById('list-status').textContent), null, WAIT);
+  const listed = await page.$$eval('#session-list > li', (n) => n.map((li) => ({
+    id: li.dataset.id, offline: li.classList.contains('offline'), sub: li.querySelector('.sub').textContent,
+  })));
+  assert.deepEqual(listed.map((s) => s.id), ['fix-build'], 'the cached sessions only');
+  assert.ok(listed.every((s) => s.offline && /cached, offline/.test(s.sub)), JSON.stringify(listed));
+  assert.match(await page.textContent('#list-status'), /showing the cached sessions \(not live\)/);
+  await page.screenshot({ path: path.join(OUT, 'offline-list.png') });
+
+  // The cached session: its rows, the banner, and back to its first line from the cache.
+  await page.click('#session-list a[href="#/sessions/fix-build"]');
+  await page.waitForFunction(() => {
+    const s = window.scrollbackDemo.view()?.state;
+    return s?.ready && !s.live && !document.getElementById('banner').hidden && document.querySelectorAll('#rows > li').length > 0;
+  }, null, WAIT);
+  assert.match(await page.textContent('#banner'), /server cannot be reached.*cached transcript/i);
+  await scrollToStart(page);
+  assert.deepEqual(await texts(page), seen, 'every row, as seen online');
+  const counters = await page.evaluate(() => window.scrollbackDemo.sb.counters());
+  assert.ok(counters.pagesLocal > 0, `older pages from the cache: ${JSON.stringify(counters)}`);
+  assert.equal(await state(page).then((s) => s.live), false);
+  await page.screenshot({ path: path.join(OUT, 'offline-session.png') });
+
+  // Never cached: says it needs the network, draws nothing.
+  await reopen(page, 'queued');
+  await page.waitForFunction(() => /needs the network/.test(document.getElementById('banner').textContent)
+    && !document.getElementById('banner').hidden, null, WAIT);
+  assert.doesNotMatch(await page.textContent('#banner'), /Showing the cached transcript/);
+  assert.equal((await texts(page)).length, 0);
+  assert.equal(await state(page).then((s) => s.ready), false);
+
+  // Back to the cached one; the server returns on the same port and data: live, no reload.
+  await reopen(page, 'fix-build');
+  await page.waitForFunction(() => {
+    const s = window.scrollbackDemo.view()?.state;
+    return s?.ready && !document.getElementById('banner').hidden && document.querySelectorAll('#rows > li').length > 0;
+  }, null, WAIT);
+  await pageOnly.close();
+  pageOnly = null;
+  await w.restartServer();
+  await page.waitForFunction(() => document.getElementById('banner').hidden && window.scrollbackDemo.view()?.state.live, null, WAIT);
+  const res = await fetch(`${w.server.url}/sessions/fix-build/messages`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'posted after the outage' }),
+  });
+  assert.ok(res.ok, `POST: ${res.status}`);
+  await page.waitForFunction(() => [...document.querySelectorAll('#rows > li.user .text')].some((n) => n.textContent === 'posted after the outage'), null, WAIT);
+  assert.deepEqual(w.errors().filter((m) => !/ERR_CONNECTION|ERR_EMPTY_RESPONSE|Failed to load resource|EventSource/.test(m.text)), []);
+});
+
+for (const [kind, length] of [['shorter', 20], ['longer', 150]]) {
+  test(`a file replaced by a ${kind} one (numbered from 1 again) while its session is open: only the new rows on screen, the cache is the server's`, async (t) => {
+    const w = await world(t);
+    const { page } = w;
+    await w.goto('welcome');
+    await live(page);
+    const old = await texts(page);
+    const lines = Array.from({ length }, (_, i) => line(i + 1, { type: 'userMessage', text: `${kind} ${i + 1}` }));
+    const res = await fetch(`${w.server.url}/sessions/welcome/transcript`, { method: 'PUT', body: lines.join('\n') });
+    assert.ok(res.ok, `PUT: ${res.status}`);
+    const expected = Array.from({ length }, (_, i) => `You${kind} ${i + 1}`);
+    // The newest row of the new file, live, and nothing drawn that is not the new file's.
+    await page.waitForFunction(({ length, kind }) => {
+      const s = window.scrollbackDemo.view()?.state;
+      const rows = [...document.querySelectorAll('#rows > li')];
+      return s?.live && s.cursor === length && rows.length > 0
+        && rows.every((li) => li.textContent === `You${kind} ${li.dataset.seq}`);
+    }, { length, kind }, WAIT);
+    await scrollToStart(page);
+    const shown = await texts(page);
+    assert.deepEqual(shown, expected);
+    assert.ok(!shown.some((text) => old.includes(text)), 'no old row remains');
+    const storage = await page.evaluate(() => window.scrollbackDemo.sb.storage);
+    // The writes behind the screen settle; then every chunk is the server's answer.
+    const check = async () => checkChunks(w.server, await readChunks(page, storage, w.server.port, 'welcome'), 'welcome');
+    await until(() => check().then(() => true, () => false), 'the cache is the server\'s');
+    const spans = await check();
+    assert.equal(spans.at(-1)[1], length + 1, `the newest chunk ends at the new file's end: ${JSON.stringify(spans)}`);
+    assert.deepEqual(w.errors(), []);
+  });
+}
 
 test('a transcript line with HTML in its text renders as text, and no script runs', async (t) => {
   const w = await world(t);

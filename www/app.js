@@ -165,13 +165,17 @@ function renderState(state, change) {
       ?? 'The server refused this session.';
     ui.banner.replaceChildren(el('strong', null, `${why} `), el('span', 'detail', state.error.message));
   } else if (state.banner) {
+    // Nothing drawn while the server cannot be reached: nothing of it is cached here.
     ui.banner.replaceChildren(
       el('strong', null, 'The server cannot be reached. '),
-      el('span', null, 'Showing the cached transcript; reconnecting… '),
+      el('span', null, state.ready
+        ? 'Showing the cached transcript; reconnecting… '
+        : 'This session is not cached in this browser: it needs the network. Retrying… '),
       el('span', 'detail', state.banner),
     );
   }
-  ui.edge.textContent = !state.ready ? 'Loading…' : state.moreHistory ? '' : 'Start of the conversation';
+  ui.edge.textContent = !state.ready ? (state.banner ? '' : 'Loading…')
+    : state.moreHistory ? '' : 'Start of the conversation';
   renderRows(state.rows ?? [], change);
   ui.pending.replaceChildren(
     ...(state.queued ?? []).map((q) => el('li', null, `waiting: ${q.text}`)),

@@ -23,12 +23,17 @@ export const WEBKIT_FEATURES = '+StorageAPI,+StorageAPIEstimate,+FileSystem,+Fil
 
 /**
  * What differs between engines, as a test expects it: the storage `auto` picks (WebKitGTK's
- * OPFS sync access handles throw NotSupportedError, so IndexedDB).
+ * OPFS sync access handles throw NotSupportedError, so IndexedDB), and, where the store cannot
+ * run on OPFS at all, why (a test's skip reason; null where it can).
  */
 export const FACTS = {
-  chromium: { autoStorage: 'opfs' },
-  webkitgtk: { autoStorage: 'indexeddb' },
-  firefox: { autoStorage: 'opfs' },
+  chromium: { autoStorage: 'opfs', noOpfsSyncHandles: null },
+  webkitgtk: {
+    autoStorage: 'indexeddb',
+    noOpfsSyncHandles: 'WebKitGTK has no OPFS sync access handles (createSyncAccessHandle throws '
+      + 'NotSupportedError; WebKit implements it on Apple platforms only): the store runs on IndexedDB here',
+  },
+  firefox: { autoStorage: 'opfs', noOpfsSyncHandles: null },
 }[ENGINE];
 
 const which = (name) => {

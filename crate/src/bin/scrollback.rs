@@ -197,6 +197,10 @@ async fn open(
         let mut banner = None;
         loop {
             let (live, ready, b) = session.with_view(|v| (v.live, v.ready, v.banner.clone()));
+            if let (Some(b), false, false) = (&b, live, ready) {
+                // Unreachable and nothing cached: the error, said once (by `main`).
+                return Err(b.clone());
+            }
             if b.is_some() && b != banner {
                 eprintln!("scrollback: {}", b.as_deref().unwrap_or(""));
             }
@@ -204,10 +208,7 @@ async fn open(
             if live {
                 break;
             }
-            if let Some(banner) = &banner {
-                if !ready {
-                    return Err(banner.clone());
-                }
+            if banner.is_some() {
                 break; // offline: show what is cached (follow goes on retrying)
             }
             if changes.next().await.is_none() {

@@ -29,14 +29,28 @@ impl From<StoreError> for Fail {
     }
 }
 
+/// What the chunk readers need of a store: ranged reads. Every [`Store`] is one; the session
+/// cache adds its read-ahead of the newest chunk's tail in front of its store.
+#[allow(async_fn_in_trait)]
+pub trait ReadAt {
+    /// Up to `len` bytes of blob `path` from `offset` ([`Store::read`]).
+    async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError>;
+}
+
+impl<S: Store> ReadAt for S {
+    async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError> {
+        self.read(path, offset, len).await
+    }
+}
+
 /// Reads `len` bytes at `offset`, failing when fewer come back (the blob shrank under us).
-async fn read_exact<S: Store>(
+async fn read_exact<S: ReadAt>(
     store: &S,
     path: &str,
     offset: u64,
     len: usize,
 ) -> Result<Vec<u8>, Fail> {
-    let bytes = store.read(path, offset, len).await?;
+    let bytes = store.read_at(path, offset, len).await?;
     if bytes.len() != len {
         return Err(Fail::Store(StoreError::Io(format!(
             "{path} changed while being read"
@@ -87,7 +101,7 @@ impl BackLines {
     }
 
     /// The next older line and the byte offset where it starts; `None` past the chunk's start.
-    pub async fn prev<S: Store>(&mut self, store: &S) -> Result<Option<(Line, u64)>, Fail> {
+    pub async fn prev<S: ReadAt>(&mut self, store: &S) -> Result<Option<(Line, u64)>, Fail> {
         let found = loop {
             match self.walk.step() {
                 Step::Line(found) => break found,
@@ -123,7 +137,7 @@ impl BackLines {
 }
 
 /// The first line starting in `[from, until)`: its start, seq and end (just past its `\n`).
-async fn line_after<S: Store>(
+async fn line_after<S: ReadAt>(
     store: &S,
     path: &str,
     chunk: &Chunk,
@@ -155,7 +169,7 @@ async fn line_after<S: Store>(
 /// A line boundary at or below which every line of `chunk` has a seq below `before`, and close
 /// above the last such line (within a block, or one long line): where a backwards read for the
 /// lines before `before` starts. The protocol's [`SeqSeek`], O(log size) small reads.
-pub async fn seek<S: Store>(
+pub async fn seek<S: ReadAt>(
     store: &S,
     path: &str,
     chunk: &Chunk,

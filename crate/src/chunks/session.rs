@@ -1,7 +1,7 @@
 //! One session's chunks: open and repair, serve lines and pages, store pages, append live lines.
 
 use super::coverage::{self, Chunk, Kind};
-use super::lines::{seek, BackLines, Fail, BLOCK};
+use super::lines::{seek, BackLines, Fail, ReadAt, BLOCK};
 use super::names::{chunk_name, parse_chunk_name, TOUCH};
 use crate::protocol::{Line, RowWalk};
 use crate::store::{Store, StoreError, WriterRole};
@@ -27,6 +27,38 @@ struct State {
     cursor: Option<Line>,
 }
 
+/// Bytes read from the newest chunk's end when the session opens: the repair of its tail, the
+/// cursor and the first window all fall inside it for ordinary lines, so opening costs one read.
+const READ_AHEAD: usize = 4 * BLOCK;
+
+/// The newest chunk's tail, read ahead when the session opens ([`READ_AHEAD`]). Lives until the
+/// first window is read or anything is written, whichever comes first.
+#[derive(Debug)]
+struct Tail {
+    path: String,
+    at: u64,
+    bytes: Vec<u8>,
+}
+
+/// The session's store with the read-ahead in front: a read wholly inside the tail is served
+/// from it, any other from the store.
+struct Reads<'a, S> {
+    store: &'a S,
+    tail: Option<&'a Tail>,
+}
+
+impl<S: Store> ReadAt for Reads<'_, S> {
+    async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError> {
+        if let Some(t) = self.tail.filter(|t| t.path == path && offset >= t.at) {
+            let from = (offset - t.at) as usize;
+            if let Some(bytes) = from.checked_add(len).and_then(|to| t.bytes.get(from..to)) {
+                return Ok(bytes.to_vec());
+            }
+        }
+        self.store.read(path, offset, len).await
+    }
+}
+
 /// Where the last page served began, so the next page back starts there without a seek.
 #[derive(Debug, Clone, Copy)]
 struct Hint {
@@ -50,6 +82,9 @@ pub struct SessionCache<S> {
     /// Another tab holds the writer role: read only, and leave every repair to it.
     reader: bool,
     hint: Option<Hint>,
+    tail: Option<Tail>,
+    /// Opened with [`SessionCache::open_untouched`] and not yet touched.
+    untouched: bool,
 }
 
 impl<S: Store> SessionCache<S> {
@@ -62,6 +97,8 @@ impl<S: Store> SessionCache<S> {
             writing: true,
             reader: false,
             hint: None,
+            tail: None,
+            untouched: false,
         }
     }
 
@@ -121,18 +158,33 @@ impl<S: Store> SessionCache<S> {
     /// a `.rows` chunk as the newest, or a bad newest line purge the session. Called by every
     /// other method when needed; call it again to re-read the disk.
     pub async fn open(&mut self) {
+        self.open_untouched().await;
+        self.touch().await;
+    }
+
+    /// [`SessionCache::open`] without the touch, so the first rows can be read first; call
+    /// [`SessionCache::touch`] once they are shown.
+    pub async fn open_untouched(&mut self) {
         self.hint = None;
-        if self.writing {
-            let touch = format!("{}/{TOUCH}", self.dir);
-            if let Err(e) = self.store.write(&touch, b"").await {
-                self.stop_writing(&e);
-            }
-        }
+        self.tail = None;
         let result = self.load().await;
         self.state = Some(State::default());
         match result {
             Ok(state) => self.state = Some(state),
             Err(fail) => self.fail(fail).await,
+        }
+        self.untouched = true;
+    }
+
+    /// Records that the session was opened (the budget evicts the least recently opened
+    /// first), once per open.
+    pub async fn touch(&mut self) {
+        if !std::mem::take(&mut self.untouched) || !self.writing {
+            return;
+        }
+        let touch = format!("{}/{TOUCH}", self.dir);
+        if let Err(e) = self.store.write(&touch, b"").await {
+            self.stop_writing(&e);
         }
     }
 
@@ -152,7 +204,9 @@ impl<S: Store> SessionCache<S> {
     /// when nothing is cached.
     pub async fn newest(&mut self, n: usize) -> Option<Vec<Line>> {
         let (_, end) = self.suffix().await?;
-        self.page(end, n, false).await.map(|p| p.lines)
+        let page = self.page(end, n, false).await.map(|p| p.lines);
+        self.tail = None;
+        page
     }
 
     /// The page before `before`: `limit` lines, or `limit` rows when `rows` (counted with the
@@ -215,6 +269,7 @@ impl<S: Store> SessionCache<S> {
         if coalesced && newest_chunk {
             return false; // the newest chunk is always raw
         }
+        self.tail = None;
         let mut bytes = Vec::new();
         for line in lines {
             bytes.extend_from_slice(line.raw().as_bytes());
@@ -254,6 +309,7 @@ impl<S: Store> SessionCache<S> {
         if seq < state.chunks.last().map_or(0, |c| c.end) {
             return;
         }
+        self.tail = None;
         let mut bytes = Vec::with_capacity(line.raw().len() + 1);
         bytes.extend_from_slice(line.raw().as_bytes());
         bytes.push(b'\n');
@@ -312,6 +368,7 @@ impl<S: Store> SessionCache<S> {
     /// Throws the session's cache away (the Reload button); writing goes on afterwards.
     pub async fn purge(&mut self) {
         self.hint = None;
+        self.tail = None;
         self.state = Some(State::default());
         if self.reader {
             return; // the writer's to do
@@ -336,6 +393,14 @@ impl<S: Store> SessionCache<S> {
         }
     }
 
+    /// The store with the read-ahead in front.
+    fn reads(&self) -> Reads<'_, S> {
+        Reads {
+            store: &*self.store,
+            tail: self.tail.as_ref(),
+        }
+    }
+
     /// Stops writing, with the one warning this instance logs.
     fn stop_writing(&mut self, e: &StoreError) {
         if self.writing {
@@ -351,6 +416,7 @@ impl<S: Store> SessionCache<S> {
     /// known and stops writing, since the layout on disk is no longer known.
     async fn fail(&mut self, fail: Fail) {
         self.hint = None;
+        self.tail = None;
         self.state = Some(State::default());
         match fail {
             Fail::Damaged(why) => {
@@ -415,7 +481,7 @@ impl<S: Store> SessionCache<S> {
             return Err(Fail::Damaged("the newest chunk is coalesced".into()));
         }
         let mut reader = BackLines::new(self.path(newest), newest.clone(), newest.len);
-        let cursor = match reader.prev(&*self.store).await? {
+        let cursor = match reader.prev(&self.reads()).await? {
             Some((line, _)) if line.seq() + 1 == newest.end => line,
             _ => {
                 return Err(Fail::Damaged(
@@ -442,10 +508,16 @@ impl<S: Store> SessionCache<S> {
         let path = self.path(&chunk);
         let mut good = size;
         // A fragment without its newline: cut back to the last newline.
-        let n = (size as usize).min(BLOCK);
+        let n = (size as usize).min(READ_AHEAD);
         let tail = self.store.read(&path, size - n as u64, n).await?;
+        if tail.len() != n {
+            return Err(Fail::Store(StoreError::Io(format!(
+                "{path} changed while being read"
+            ))));
+        }
+        let ends_whole = tail.last() == Some(&b'\n');
         let mut cut = false;
-        if tail.last().is_some_and(|&b| b != b'\n') {
+        if !ends_whole {
             good = match tail.iter().rposition(|&b| b == b'\n') {
                 Some(i) => size - n as u64 + i as u64 + 1,
                 None if n as u64 == size => 0,
@@ -453,11 +525,16 @@ impl<S: Store> SessionCache<S> {
             };
             cut = true;
         }
+        self.tail = Some(Tail {
+            path: path.clone(),
+            at: size - n as u64,
+            bytes: tail,
+        });
         let mut last = None;
         if good > 0 {
             chunk.len = good;
             let mut reader = BackLines::new(path.clone(), chunk.clone(), good);
-            match reader.prev(&*self.store).await {
+            match reader.prev(&self.reads()).await {
                 Ok(found) => last = found,
                 // A whole last line that does not parse: torn in a way that kept its newline.
                 Err(Fail::Damaged(_)) if !cut => {
@@ -465,11 +542,14 @@ impl<S: Store> SessionCache<S> {
                     chunk.len = good;
                     if good > 0 {
                         let mut reader = BackLines::new(path.clone(), chunk.clone(), good);
-                        last = reader.prev(&*self.store).await?;
+                        last = reader.prev(&self.reads()).await?;
                     }
                 }
                 Err(fail) => return Err(fail),
             }
+        }
+        if good < size {
+            self.tail = None;
         }
         if good < size && self.writing {
             let result = match good {
@@ -518,7 +598,7 @@ impl<S: Store> SessionCache<S> {
             Some(h) if h.chunk_first == chunk.first && h.seq == before && h.offset <= chunk.len => {
                 h.offset
             }
-            _ => seek(&*self.store, &self.path(&chunk), &chunk, before).await?,
+            _ => seek(&self.reads(), &self.path(&chunk), &chunk, before).await?,
         };
         let mut reader = BackLines::new(self.path(&chunk), chunk, offset);
         let mut at = at;
@@ -530,7 +610,7 @@ impl<S: Store> SessionCache<S> {
             if !rows && out.len() == limit {
                 break;
             }
-            let Some((line, offset)) = reader.prev(&*self.store).await? else {
+            let Some((line, offset)) = reader.prev(&self.reads()).await? else {
                 if at == start {
                     at_start = true;
                     break;

@@ -505,17 +505,21 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     ) -> Result<Start, Command> {
         let cached = {
             let mut cache = self.cache.lock().await;
-            cache.open().await;
+            cache.open_untouched().await;
             cache
                 .newest(self.config.opening_window)
                 .await
                 .unwrap_or_default()
         };
         let mut newest = None;
-        if let Some(tail) = cached.last().cloned() {
+        if !cached.is_empty() {
             self.show_newer(&cached);
             self.apply_summary();
             self.update(Change::State, |v| v.ready = true);
+        }
+        // Recorded for the budget once the rows are on their way to the screen.
+        self.cache.lock().await.touch().await;
+        if let Some(tail) = cached.last().cloned() {
             newest = self.catch_up(inbox, tail).await?;
         }
         let newest = match newest {

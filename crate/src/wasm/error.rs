@@ -18,7 +18,7 @@ pub enum BindingError {
     #[error("unknown storage {0:?}: use \"auto\", \"opfs\", \"indexeddb\" or \"memory\"")]
     Storage(String),
     /// The storage backend could not be opened.
-    #[error("cannot open the cache's storage: {0}")]
+    #[error("cannot open the storage: {0}")]
     Store(#[from] StoreError),
     /// The server could not be reached or refused.
     #[error(transparent)]

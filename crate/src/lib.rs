@@ -9,6 +9,7 @@
 pub mod chunks;
 pub mod engine;
 pub mod fold;
+pub mod search;
 pub mod store;
 pub mod transport;
 pub mod window;

@@ -3,6 +3,7 @@
 use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
+use crate::search::{Hit, Memo};
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -18,6 +19,8 @@ pub struct Cache<S> {
     /// folder (`transcripts/v1/<host>_<port>.sessions.json`), never inside it, so no session
     /// folder can collide with it.
     list: String,
+    /// The sessions' search indexes as loaded into memory.
+    search: Memo,
 }
 
 /// A cached session as the budget sees it.
@@ -46,7 +49,12 @@ impl<S: Store> Cache<S> {
         }
         let dir = format!("{ROOT}/{FORMAT_VERSION}/{}", server_key(host, port));
         let list = format!("{dir}.sessions.json");
-        Cache { store, dir, list }
+        Cache {
+            store,
+            dir,
+            list,
+            search: Memo::default(),
+        }
     }
 
     /// Keeps `list` as the last session list this server gave (what a reopen opens with, and
@@ -102,6 +110,21 @@ impl<S: Store> Cache<S> {
             });
         }
         out
+    }
+
+    /// Full-text search over every cached session of this server (or only those in
+    /// `sessions`): the best `limit` hits, best first. Offline: reads only the store. See
+    /// [`crate::search`].
+    pub async fn search(&self, query: &str, limit: usize, sessions: Option<&[String]>) -> Vec<Hit> {
+        crate::search::reader::search(
+            &*self.store,
+            &self.dir,
+            &self.search,
+            query,
+            limit,
+            sessions,
+        )
+        .await
     }
 
     /// Deletes every cached session whose id is not in `ids` (the server's list), and any

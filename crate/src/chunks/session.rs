@@ -4,6 +4,7 @@ use super::coverage::{self, Chunk, Kind};
 use super::lines::{seek, BackLines, Fail, ReadAt, BLOCK};
 use super::names::{chunk_name, parse_chunk_name, TOUCH};
 use crate::protocol::{Line, RowWalk};
+use crate::search::writer::{IndexWriter, INDEX};
 use crate::store::{Store, StoreError, WriterRole};
 use std::future::Future;
 use std::sync::Arc;
@@ -85,6 +86,8 @@ pub struct SessionCache<S> {
     tail: Option<Tail>,
     /// Opened with [`SessionCache::open_untouched`] and not yet touched.
     untouched: bool,
+    /// The session's search index, written beside the chunks (writer only).
+    index: IndexWriter,
 }
 
 impl<S: Store> SessionCache<S> {
@@ -99,6 +102,7 @@ impl<S: Store> SessionCache<S> {
             hint: None,
             tail: None,
             untouched: false,
+            index: IndexWriter::default(),
         }
     }
 
@@ -137,6 +141,7 @@ impl<S: Store> SessionCache<S> {
         self.writing = !reader;
         self.state = None;
         self.hint = None;
+        self.index.reset();
     }
 
     /// Whether this instance is a reader (see [`SessionCache::set_reader`]).
@@ -165,6 +170,7 @@ impl<S: Store> SessionCache<S> {
     /// [`SessionCache::open`] without the touch, so the first rows can be read first; call
     /// [`SessionCache::touch`] once they are shown.
     pub async fn open_untouched(&mut self) {
+        self.index.reset();
         self.hint = None;
         self.tail = None;
         let result = self.load().await;
@@ -186,6 +192,9 @@ impl<S: Store> SessionCache<S> {
         if let Err(e) = self.store.write(&touch, b"").await {
             self.stop_writing(&e);
         }
+        // A missing or damaged search index is rebuilt now, not at the next write: a session
+        // that is only read again is searched too.
+        self.sync_index().await;
     }
 
     /// The newest cached line: the stream resumes after it, and the probe checks it.
@@ -221,6 +230,11 @@ impl<S: Store> SessionCache<S> {
             return None;
         }
         self.ensure_open().await;
+        self.page_opened(before, limit, rows).await
+    }
+
+    /// [`SessionCache::page`] once opened (no open: callable from the open itself).
+    async fn page_opened(&mut self, before: u64, limit: usize, rows: bool) -> Option<Page> {
         let chunks = &self.state.as_ref()?.chunks;
         let at = coverage::chunk_before(chunks, before)?;
         match self.walk(at, before, limit, rows).await {
@@ -291,6 +305,11 @@ impl<S: Store> SessionCache<S> {
         }
         state.chunks.push(chunk);
         state.chunks.sort_by_key(|c| c.first);
+        let below = self.sync_index().await;
+        let path = format!("{}/{INDEX}", self.dir);
+        self.index
+            .push_page(&*self.store, &path, lines, below)
+            .await;
         true
     }
 
@@ -370,6 +389,10 @@ impl<S: Store> SessionCache<S> {
                 chunk.len = size;
                 chunk.end = newest.seq() + 1;
                 state.cursor = Some(newest.clone());
+                if self.sync_index().await == u64::MAX {
+                    let path = format!("{}/{INDEX}", self.dir);
+                    self.index.push(&*self.store, &path, run).await;
+                }
                 true
             }
             Ok(size) => {
@@ -396,6 +419,7 @@ impl<S: Store> SessionCache<S> {
 
     /// Throws the session's cache away (the Reload button); writing goes on afterwards.
     pub async fn purge(&mut self) {
+        self.index.reset();
         self.hint = None;
         self.tail = None;
         self.state = Some(State::default());
@@ -444,6 +468,7 @@ impl<S: Store> SessionCache<S> {
     /// Answers a failed read: damage purges the session; a store error forgets what was
     /// known and stops writing, since the layout on disk is no longer known.
     async fn fail(&mut self, fail: Fail) {
+        self.index.reset();
         self.hint = None;
         self.tail = None;
         self.state = Some(State::default());
@@ -457,6 +482,67 @@ impl<S: Store> SessionCache<S> {
             }
             Fail::Store(e) => self.stop_writing(&e),
         }
+    }
+
+    /// Brings the search index up to the cached lines before its first write after an open:
+    /// reads where its blob stops and folds the cached lines from there (all of the suffix
+    /// when the blob is missing, damaged or ahead of the chunks: a rebuild). Returns the seq
+    /// the catch-up started at (rows from there are indexed), `u64::MAX` when already synced.
+    async fn sync_index(&mut self) -> u64 {
+        if self.index.is_synced() || self.reader || !self.writing {
+            return u64::MAX;
+        }
+        let path = format!("{}/{INDEX}", self.dir);
+        let mut from = match IndexWriter::resume(&*self.store, &path).await {
+            Ok(from) => from,
+            Err(e) => {
+                log::info!("scrollback: the search index {path} cannot be read: {e}");
+                return u64::MAX; // unsynced: nothing is written
+            }
+        };
+        let Some((first, end)) = self.known_suffix() else {
+            return u64::MAX;
+        };
+        if from > end {
+            from = IndexWriter::rebuild(&*self.store, &path, "ahead of the chunks")
+                .await
+                .unwrap_or(end);
+        }
+        let from = from.max(first);
+        let lines = self.lines_from(from, end).await;
+        if self.known_suffix().is_none() {
+            return u64::MAX; // the read found damage and purged the session
+        }
+        self.index.start(from);
+        self.index.push(&*self.store, &path, &lines).await;
+        from
+    }
+
+    /// The suffix's range as known (no open).
+    fn known_suffix(&self) -> Option<(u64, u64)> {
+        coverage::suffix_range(&self.state.as_ref()?.chunks)
+    }
+
+    /// The cached lines of the suffix from `from` to `end`, oldest first (read backwards in
+    /// pages); what could not be read is left out.
+    async fn lines_from(&mut self, from: u64, end: u64) -> Vec<Line> {
+        let mut pages = Vec::new();
+        let mut before = end;
+        while before > from {
+            let Some(page) = self.page_opened(before, 1024, false).await else {
+                break;
+            };
+            let oldest = page.lines[0].seq();
+            pages.push(page.lines);
+            if page.at_start || oldest <= from {
+                break;
+            }
+            before = oldest;
+        }
+        self.hint = None;
+        let mut out: Vec<Line> = pages.into_iter().rev().flatten().collect();
+        out.retain(|l| l.seq() >= from);
+        out
     }
 
     /// Closes the open chunk `chunks[i]`: renames it with its real end.

@@ -102,6 +102,18 @@ impl<S: Store, T: Transport> Engine<S, T> {
         Ok(list)
     }
 
+    /// Full-text search over every cached session of the server (or those in `sessions`),
+    /// offline: the best `limit` hits, each with the seq to open its session at
+    /// ([`Engine::open_id`] with it as the anchor). See [`crate::search`].
+    pub async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        sessions: Option<&[String]>,
+    ) -> Vec<crate::search::Hit> {
+        self.cache.search(query, limit, sessions).await
+    }
+
     /// The sessions this cache holds, each with what is known of it without the network: its
     /// summary from the last list fetched (newest first, as the server lists), or for a
     /// session cached but not in that list, its id and newest cached seq. What a start without

@@ -1,0 +1,147 @@
+//! Documents: the searchable text of each row, folded from lines with the display fold's rule.
+//!
+//! A document is one row's text at the row's seq: a user message, an assistant message (its
+//! deltas joined by the protocol's row rule, [`joins`], the rule [`crate::fold::Transcript`]
+//! folds with, so a phrase split across deltas is one text), a tool call (name and input), a
+//! tool result, a command event (command line and output), a queued message, an error. Status,
+//! usage, settings, compaction and unknown events hold nothing to search.
+//!
+//! A tool result and a later `command` update are documents at their own seqs (the display
+//! attaches them to an earlier row; the search opens the session at the line that says it).
+
+use crate::fold::Event;
+use crate::protocol::{joins, last_seq, Line};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The longest text kept for one document, in bytes (a megabyte tool output is cut: its head
+/// is what a person remembers).
+pub const MAX_TEXT: usize = 64 * 1024;
+
+/// One indexed row, as stored in the index blob (one JSON line each).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Doc {
+    /// The row's seq (its first line's).
+    pub seq: u64,
+    /// The last seq it covers + 1.
+    pub end: u64,
+    /// Its first line's timestamp.
+    pub ts: f64,
+    /// Its text.
+    pub text: String,
+    /// The indexer's live end when this document was written: every row ending below it is in
+    /// the index. Read back from the blob's last line to resume after a reopen.
+    pub at: u64,
+}
+
+/// The searchable text of one line's event, or `None` when it holds none.
+fn text_of(line: &Line) -> Option<String> {
+    let json = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let text = match Event::read(line).ok()? {
+        Event::UserMessage { text, .. } | Event::AssistantText { text, .. } => text,
+        Event::MessageQueued { text, .. } => text,
+        Event::ToolCall { name, input, .. } => format!("{name} {}", json(&input)),
+        Event::ToolResult { output, .. } => json(&output),
+        Event::Command {
+            command, output, ..
+        } => {
+            let parts = [command.unwrap_or_default(), output.unwrap_or_default()];
+            parts.join("\n").trim().to_string()
+        }
+        Event::Error { message } => message,
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// Cuts `text` to at most [`MAX_TEXT`] bytes on a character boundary.
+fn cap(text: &mut String) {
+    if text.len() > MAX_TEXT {
+        let mut at = MAX_TEXT;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+    }
+}
+
+/// Folds lines, in seq order, into documents: a row is complete (and handed out) when the next
+/// line does not join it. The row still open is held ([`Folder::pending`]).
+#[derive(Debug, Default, Clone)]
+pub struct Folder {
+    /// The row being built and its newest line (what the row rule compares the next line with).
+    open: Option<(Doc, Line)>,
+    /// Every row ending below this is complete: the seq after the newest line folded, or after
+    /// the last complete row while one is open.
+    end: u64,
+}
+
+impl Folder {
+    /// A folder whose rows below `end` are done.
+    pub fn at(end: u64) -> Self {
+        Folder { open: None, end }
+    }
+
+    /// The seq up to which every row is complete (the open row starts there, if any).
+    pub fn end(&self) -> u64 {
+        self.open.as_ref().map_or(self.end, |(doc, _)| doc.seq)
+    }
+
+    /// The seq after the newest line folded.
+    pub fn through(&self) -> u64 {
+        self.end
+    }
+
+    /// The row still open (its text so far).
+    pub fn pending(&self) -> Option<&Doc> {
+        self.open.as_ref().map(|(doc, _)| doc)
+    }
+
+    /// Folds `line`; returns the document it completed, if any. A line at or below what was
+    /// folded is ignored.
+    pub fn push(&mut self, line: &Line) -> Option<Doc> {
+        if line.seq() < self.end {
+            return None;
+        }
+        let through = last_seq(line) + 1;
+        if let Some((doc, newest)) = &mut self.open {
+            if joins(newest, line) {
+                if doc.text.len() < MAX_TEXT {
+                    doc.text.push_str(line.text().unwrap_or_default());
+                    cap(&mut doc.text);
+                }
+                doc.end = through;
+                *newest = line.clone();
+                self.end = through;
+                return None;
+            }
+        }
+        let done = self.open.take().map(|(doc, _)| doc);
+        self.end = through;
+        if let Some(mut text) = text_of(line) {
+            cap(&mut text);
+            let doc = Doc {
+                seq: line.seq(),
+                end: through,
+                ts: line.ts(),
+                text,
+                at: 0,
+            };
+            self.open = Some((doc, line.clone()));
+        }
+        done
+    }
+}
+
+/// The documents of a run of lines standing alone (a history page): every row, the last one
+/// included.
+pub fn docs_of(lines: &[Line]) -> Vec<Doc> {
+    let mut folder = Folder::default();
+    let mut out: Vec<Doc> = lines.iter().filter_map(|l| folder.push(l)).collect();
+    out.extend(folder.open.map(|(doc, _)| doc));
+    out
+}

@@ -1,0 +1,93 @@
+//! Full-text search over the cache: every cached session of a server, offline.
+//!
+//! # What is indexed
+//!
+//! One *document* per row ([`doc`]): user messages, assistant messages (the deltas folded with
+//! the protocol's row rule, the one the display fold uses, so a phrase split across streamed
+//! deltas is one text), tool calls (name and input), tool results, command events (command
+//! line and output), queued messages, errors. Each document sits at its row's seq, which is
+//! what a result gives back: open the session with that seq as the anchor to show the hit.
+//!
+//! # Words
+//!
+//! [`tokens`]: maximal runs of alphanumeric characters, lowercased, Latin diacritics removed
+//! (`Été` = `ete`). A query ([`query`]) is words and `"quoted phrases"`, all required; the last
+//! word, while still being typed (no space after it), matches as a prefix.
+//!
+//! # Ranking
+//!
+//! BM25 (k1 1.2, b 0.75) over the documents of every session searched, so a rare word weighs
+//! more than a common one; at equal relevance the newer row wins (a 20% recency factor across
+//! the candidates' timestamps). Each result carries a snippet around its first match with the
+//! matched words marked.
+//!
+//! # Where the index lives
+//!
+//! In the same [`Store`](crate::store::Store), beside the chunks: `transcripts/v1/<server>/
+//! <session>/search.jsonl`, one JSON line per document (its seq, end, timestamp, text, and the
+//! writer's live end). Being in the session's folder, whatever removes the folder removes the
+//! index (purge, eviction, Reload, retain-only), and the byte budget counts it, since the
+//! budget sums the folder. It is not a chunk name, so the chunk cache never serves it.
+//!
+//! # Updates: the writer
+//!
+//! [`writer::IndexWriter`], owned by the session's [`SessionCache`](crate::chunks::SessionCache)
+//! and used only while it holds the writer role: appended lines are folded into rows; a row is
+//! appended to the blob when the next line does not join it (one `Store::append` per completed
+//! row, batched per appended run), so an appended delta costs O(delta) whatever the size of the
+//! transcript. The row still streaming is held in memory and is not found until it completes
+//! (the next row starts) — after a reopen it is re-folded from the chunks, from the live end the
+//! blob's last line records. History pages stored below the suffix are indexed as they are
+//! stored.
+//!
+//! # Rebuild: never load-bearing
+//!
+//! On the writer's first write after an open it reads the blob's tail: a torn last line is cut;
+//! a last line that does not read, an end beyond the cached lines, or no blob at all means a
+//! rebuild: the blob is removed and the cached suffix is folded again from its start. A failed
+//! index write stops the index (until the next open), never the cache. The reader skips a line
+//! it cannot read. A search only ever returns seqs; the screen is always drawn from the chunks.
+//!
+//! # Queries: the reader
+//!
+//! [`reader`]: each session's blob is loaded into an in-memory inverted index (term ->
+//! documents and frequencies, a sorted map, so a prefix is a range) and kept in a memo on the
+//! [`Cache`](crate::chunks::Cache); each query stats each blob and reads only what it gained
+//! (a blob that shrank or whose first bytes changed was rebuilt: reloaded). The store stays the
+//! truth, so a reader tab sees what the writer tab indexed.
+//!
+//! # Crates considered
+//!
+//! - **tantivy**: the reference Rust search engine, but not for `wasm32-unknown-unknown` in a
+//!   worker: its `Directory` is synchronous (memory-mapped or `std::fs` files), while every
+//!   browser store here is async (OPFS sync handles are per-file and locked; IndexedDB is only
+//!   async); its writer spawns threads; it pulls `zstd`/`lz4` C or SIMD builds and a large
+//!   binary. Segments are immutable and merged in the background — the opposite of a cost per
+//!   appended delta in a blob beside the chunks. Dropped.
+//! - **probly-search** (WASM compatible, BM25): an in-memory trie index with no persisted
+//!   format, so every start would re-tokenize every cached transcript, and its documents are
+//!   removed lazily. It would replace only [`reader`]'s ~100 lines of inverted index, not the
+//!   part that matters here (the blob in the store, incremental append, rebuild, removal with
+//!   the session). Dropped.
+//! - **anda_db_tfs** (BM25): persists through a CBOR bucket format behind tokio-style async IO
+//!   and pulls rayon/dashmap; the same mismatch with our `Store`. Dropped.
+//!
+//! Hand-written wins: the persisted part is one append-only JSON-lines blob per session in our
+//! own [`Store`](crate::store::Store) (all four backends, OPFS and IndexedDB included), and the
+//! in-memory part is a sorted map of postings and a BM25 formula.
+//!
+//! # Not done yet
+//!
+//! Postings are rebuilt in memory from the blob's text on first query (cost O(index) once per
+//! session per worker), not persisted; a session whose cache holds only chunks older than the
+//! suffix (never served) is indexed only as those pages were stored.
+
+mod accents;
+pub mod doc;
+pub mod query;
+pub mod reader;
+pub mod tokens;
+pub mod writer;
+
+pub use reader::{Hit, Memo, Piece};
+pub use writer::INDEX;

@@ -1,0 +1,380 @@
+//! The reader's side: the index blobs loaded into memory (incrementally, as they grow), and
+//! queries ranked with BM25 over every session asked.
+
+use super::doc::Doc;
+use super::query::Query;
+use super::tokens::words;
+use super::writer::INDEX;
+use crate::chunks::names::{decode, encode};
+use crate::store::Store;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+/// BM25's term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25's length normalization.
+const B: f64 = 0.75;
+/// How much the newest hit gains over the oldest among the candidates (a tie-break that lets
+/// recent beat old at equal relevance, never a rare word lose to a common one by much).
+const RECENCY: f64 = 0.2;
+/// The bytes compared at a blob's start to notice it was rebuilt under us.
+const HEAD: usize = 64;
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hit {
+    /// The session it is in.
+    pub session: String,
+    /// The seq of the row it is in: open the session there (the engine's anchor).
+    pub seq: u64,
+    /// Its row's timestamp.
+    pub ts: f64,
+    /// Its relevance (BM25 with a recency tie-break); higher first.
+    pub score: f64,
+    /// A short excerpt around the first match, in pieces; the matched words are `hit`.
+    pub snippet: Vec<Piece>,
+}
+
+/// A piece of a snippet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Piece {
+    /// The text.
+    pub text: String,
+    /// Whether it is a matched word.
+    pub hit: bool,
+}
+
+impl Hit {
+    /// The snippet with its matched words in `[` `]` (for a terminal).
+    pub fn marked(&self) -> String {
+        self.snippet
+            .iter()
+            .map(|p| match p.hit {
+                true => format!("[{}]", p.text),
+                false => p.text.clone(),
+            })
+            .collect()
+    }
+}
+
+/// One session's documents with an inverted index over their words.
+#[derive(Debug, Default)]
+struct Indexed {
+    docs: Vec<(Doc, u32)>,
+    /// term -> (document, term frequency), documents ascending.
+    terms: BTreeMap<String, Vec<(u32, u32)>>,
+    words: u64,
+}
+
+impl Indexed {
+    fn add(&mut self, doc: Doc) {
+        let id = self.docs.len() as u32;
+        let mut tf: HashMap<String, u32> = HashMap::new();
+        let ws = words(&doc.text);
+        for w in &ws {
+            *tf.entry(w.term.clone()).or_default() += 1;
+        }
+        for (term, n) in tf {
+            self.terms.entry(term).or_default().push((id, n));
+        }
+        self.words += ws.len() as u64;
+        self.docs.push((doc, ws.len() as u32));
+    }
+
+    /// The documents holding `term` (or, as a prefix, any word starting with it), with the
+    /// summed frequency.
+    fn postings(&self, term: &str, prefix: bool) -> HashMap<u32, u32> {
+        let mut out: HashMap<u32, u32> = HashMap::new();
+        if prefix {
+            for (_, list) in self
+                .terms
+                .range(term.to_string()..)
+                .take_while(|(t, _)| t.starts_with(term))
+            {
+                for &(d, n) in list {
+                    *out.entry(d).or_default() += n;
+                }
+            }
+        } else if let Some(list) = self.terms.get(term) {
+            out.extend(list.iter().copied());
+        }
+        out
+    }
+}
+
+/// A blob loaded: how far, its first bytes, what it holds.
+#[derive(Debug, Default)]
+struct Loaded {
+    size: u64,
+    head: Vec<u8>,
+    index: Indexed,
+}
+
+/// The index blobs of one server's sessions as loaded into memory, by session folder. A query
+/// reads only what a blob gained since the last one (the store is the truth, so a writer in
+/// another tab is seen); a blob that shrank or whose start changed was rebuilt and is reloaded.
+#[derive(Default)]
+pub struct Memo(Mutex<HashMap<String, Loaded>>);
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |m| m.len());
+        write!(f, "Memo({n} sessions)")
+    }
+}
+
+impl Memo {
+    fn take(&self, key: &str) -> Loaded {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(key))
+            .unwrap_or_default()
+    }
+
+    fn put(&self, key: String, loaded: Loaded) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(key, loaded);
+        }
+    }
+
+    fn keep_only(&self, keys: &[String]) {
+        if let Ok(mut m) = self.0.lock() {
+            m.retain(|k, _| keys.contains(k));
+        }
+    }
+}
+
+/// Brings `loaded` up to the blob at `path`; `false` when there is no blob or it cannot be read.
+async fn refresh<S: Store>(store: &S, path: &str, loaded: &mut Loaded) -> bool {
+    let Ok(Some(meta)) = store.stat(path).await else {
+        return false;
+    };
+    if meta.size < loaded.size {
+        *loaded = Loaded::default();
+    }
+    if loaded.size > 0 {
+        match store.read(path, 0, loaded.head.len()).await {
+            Ok(head) if head == loaded.head => {}
+            _ => *loaded = Loaded::default(),
+        }
+    }
+    if meta.size == loaded.size {
+        return true;
+    }
+    let Ok(bytes) = store
+        .read(path, loaded.size, (meta.size - loaded.size) as usize)
+        .await
+    else {
+        return false;
+    };
+    let Some(cut) = bytes.iter().rposition(|&b| b == b'\n') else {
+        return true; // a line still being written
+    };
+    for line in bytes[..cut].split(|&b| b == b'\n') {
+        // A line that does not read is skipped: the writer rebuilds the blob on its next open.
+        if let Ok(doc) = serde_json::from_slice::<Doc>(line) {
+            loaded.index.add(doc);
+        }
+    }
+    if loaded.size == 0 {
+        loaded.head = bytes[..bytes.len().min(HEAD)].to_vec();
+    }
+    loaded.size += cut as u64 + 1;
+    true
+}
+
+/// One query unit's matches in one session: document -> frequency.
+type Matches = HashMap<u32, u32>;
+
+/// Searches the sessions under `dir` (a server's folder): all of them, or those in `sessions`.
+pub(crate) async fn search<S: Store>(
+    store: &S,
+    dir: &str,
+    memo: &Memo,
+    text: &str,
+    limit: usize,
+    sessions: Option<&[String]>,
+) -> Vec<Hit> {
+    let query = Query::parse(text);
+    if query.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let wanted: Option<Vec<String>> =
+        sessions.map(|ids| ids.iter().filter_map(|id| encode(id).ok()).collect());
+    let Ok(entries) = store.list(dir).await else {
+        return Vec::new();
+    };
+    let mut loaded: Vec<(String, String, Loaded)> = Vec::new();
+    for entry in entries.into_iter().filter(|e| e.is_dir) {
+        let Some(id) = decode(&entry.name) else {
+            continue;
+        };
+        if wanted.as_ref().is_some_and(|w| !w.contains(&entry.name)) {
+            continue;
+        }
+        let mut l = memo.take(&entry.name);
+        if refresh(store, &format!("{dir}/{}/{INDEX}", entry.name), &mut l).await {
+            loaded.push((entry.name, id, l));
+        }
+    }
+
+    // The units every hit must match: each word, each phrase word, the prefix.
+    let mut units: Vec<(&str, bool)> = query.words.iter().map(|w| (w.as_str(), false)).collect();
+    units.extend(query.phrases.iter().flatten().map(|w| (w.as_str(), false)));
+    units.extend(query.prefix.as_deref().map(|p| (p, true)));
+    units.sort();
+    units.dedup();
+
+    let docs: u64 = loaded
+        .iter()
+        .map(|(_, _, l)| l.index.docs.len() as u64)
+        .sum();
+    let words: u64 = loaded.iter().map(|(_, _, l)| l.index.words).sum();
+    let avg = words as f64 / docs.max(1) as f64;
+    let per_session: Vec<Vec<Matches>> = loaded
+        .iter()
+        .map(|(_, _, l)| units.iter().map(|&(t, p)| l.index.postings(t, p)).collect())
+        .collect();
+    let df: Vec<f64> = (0..units.len())
+        .map(|u| per_session.iter().map(|m| m[u].len() as f64).sum())
+        .collect();
+    let idf: Vec<f64> = df
+        .iter()
+        .map(|&n| (1.0 + (docs as f64 - n + 0.5) / (n + 0.5)).ln())
+        .collect();
+
+    // (score, session index, document)
+    let mut found: Vec<(f64, usize, u32)> = Vec::new();
+    for (s, matches) in per_session.iter().enumerate() {
+        let index = &loaded[s].2.index;
+        let Some(smallest) = matches.iter().min_by_key(|m| m.len()) else {
+            continue;
+        };
+        for &d in smallest.keys() {
+            if !matches.iter().all(|m| m.contains_key(&d)) {
+                continue;
+            }
+            let (doc, len) = &index.docs[d as usize];
+            if !query.phrases.is_empty() && !has_phrases(&doc.text, &query.phrases) {
+                continue;
+            }
+            let norm = K1 * (1.0 - B + B * f64::from(*len) / avg.max(1.0));
+            let score: f64 = matches
+                .iter()
+                .zip(&idf)
+                .map(|(m, idf)| {
+                    let tf = f64::from(m[&d]);
+                    idf * tf * (K1 + 1.0) / (tf + norm)
+                })
+                .sum();
+            found.push((score, s, d));
+        }
+    }
+    let doc = |s: usize, d: u32| &loaded[s].2.index.docs[d as usize].0;
+    let (lo, hi) = found
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, s, d)| {
+            let ts = doc(s, d).ts;
+            (lo.min(ts), hi.max(ts))
+        });
+    for (score, s, d) in &mut found {
+        if hi > lo {
+            *score *= 1.0 + RECENCY * (doc(*s, *d).ts - lo) / (hi - lo);
+        }
+    }
+    found.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(doc(b.1, b.2).ts.total_cmp(&doc(a.1, a.2).ts))
+            .then((&loaded[a.1].1, doc(a.1, a.2).seq).cmp(&(&loaded[b.1].1, doc(b.1, b.2).seq)))
+    });
+    found.truncate(limit);
+    let hits = found
+        .into_iter()
+        .map(|(score, s, d)| {
+            let doc = doc(s, d);
+            Hit {
+                session: loaded[s].1.clone(),
+                seq: doc.seq,
+                ts: doc.ts,
+                score,
+                snippet: snippet(&doc.text, &query),
+            }
+        })
+        .collect();
+    let keys: Vec<String> = loaded.iter().map(|(k, _, _)| k.clone()).collect();
+    if sessions.is_none() {
+        memo.keep_only(&keys);
+    }
+    for (key, _, l) in loaded {
+        memo.put(key, l);
+    }
+    hits
+}
+
+/// Whether every phrase appears in `text` as adjacent words.
+fn has_phrases(text: &str, phrases: &[Vec<String>]) -> bool {
+    let terms: Vec<String> = words(text).into_iter().map(|w| w.term).collect();
+    phrases
+        .iter()
+        .all(|p| terms.windows(p.len()).any(|w| w == p.as_slice()))
+}
+
+/// Bytes of context shown before the first match.
+const BEFORE: usize = 60;
+/// Bytes a snippet spans at most.
+const SPAN: usize = 200;
+
+/// An excerpt of `text` around its first matched word, the matched words marked.
+fn snippet(text: &str, query: &Query) -> Vec<Piece> {
+    let ws = words(text);
+    let first = ws
+        .iter()
+        .find(|w| query.matches(&w.term))
+        .map_or(0, |w| w.start);
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let start = floor(first.saturating_sub(BEFORE));
+    let end = floor((start + SPAN).min(text.len()));
+    let mut out = Vec::new();
+    let mut plain = String::new();
+    if start > 0 {
+        plain.push('…');
+    }
+    let mut at = start;
+    let clean = |s: &str| s.replace(['\n', '\r', '\t'], " ");
+    for w in ws.iter().filter(|w| w.start >= start && w.end <= end) {
+        if !query.matches(&w.term) {
+            continue;
+        }
+        plain.push_str(&clean(&text[at..w.start]));
+        if !plain.is_empty() {
+            out.push(Piece {
+                text: std::mem::take(&mut plain),
+                hit: false,
+            });
+        }
+        out.push(Piece {
+            text: text[w.start..w.end].to_string(),
+            hit: true,
+        });
+        at = w.end;
+    }
+    plain.push_str(&clean(&text[at..end]));
+    if end < text.len() {
+        plain.push('…');
+    }
+    if !plain.is_empty() {
+        out.push(Piece {
+            text: plain,
+            hit: false,
+        });
+    }
+    out
+}

@@ -1,0 +1,82 @@
+//! Words: the one tokenizer the index and the query share.
+//!
+//! A word is a maximal run of alphanumeric characters (`_`, `:`, `-` and the rest separate, so
+//! `tokio::select!` is `tokio` `select`). Each character is lowercased and a Latin letter with
+//! a diacritic becomes its base letter (`Été` is `ete`). Words longer than [`MAX_WORD`]
+//! characters are cut there (a base64 blob is not a word anyone types).
+
+use super::accents::BASES;
+
+/// The longest word kept, in characters.
+pub const MAX_WORD: usize = 40;
+
+/// One word of a text: its folded form and where it sits (byte offsets into the text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// Lowercased, accents removed.
+    pub term: String,
+    /// Byte offset of its first character.
+    pub start: usize,
+    /// Byte offset just past its last character.
+    pub end: usize,
+}
+
+/// Appends `c` folded (lowercase, no diacritic) to `out`.
+fn fold_into(c: char, out: &mut String) {
+    for l in c.to_lowercase() {
+        match BASES.binary_search_by_key(&l, |&(k, _)| k) {
+            Ok(i) => out.push(char::from(BASES[i].1)),
+            Err(_) => out.push(l),
+        }
+    }
+}
+
+/// The words of `text`, in order.
+pub fn words(text: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, usize, String, usize)> = None; // start, end, term, chars
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            let (_, end, term, n) = current.get_or_insert_with(|| (i, i, String::new(), 0));
+            if *n < MAX_WORD {
+                fold_into(c, term);
+                *n += 1;
+            }
+            *end = i + c.len_utf8();
+        } else if let Some((start, end, term, _)) = current.take() {
+            out.push(Word { term, start, end });
+        }
+    }
+    if let Some((start, end, term, _)) = current {
+        out.push(Word { term, start, end });
+    }
+    out
+}
+
+/// The folded terms of `text`, in order.
+pub fn terms(text: &str) -> Vec<String> {
+    words(text).into_iter().map(|w| w.term).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_fold_case_and_accents_and_keep_offsets() {
+        let text = "Déjà vu: tokio::select! ÉTÉ naïve_Œuvre 42";
+        assert_eq!(
+            terms(text),
+            ["deja", "vu", "tokio", "select", "ete", "naive", "œuvre", "42"]
+        );
+        let w = &words(text)[0];
+        assert_eq!(&text[w.start..w.end], "Déjà");
+    }
+
+    #[test]
+    fn long_words_are_cut() {
+        let long = "x".repeat(100);
+        assert_eq!(terms(&long)[0].len(), MAX_WORD);
+        assert!(terms("  ,, ").is_empty());
+    }
+}

@@ -1,0 +1,135 @@
+//! The writer's side: the session's index blob, appended as rows complete.
+
+use super::doc::{docs_of, Doc, Folder};
+use crate::protocol::Line;
+use crate::store::{Store, StoreError};
+
+/// The index blob's name in a session's folder (not a chunk name, so the chunk cache never
+/// serves it; removed with the folder).
+pub const INDEX: &str = "search.jsonl";
+
+/// The bytes read from the blob's end to find its last document, then at most.
+const FIRST_TAIL: usize = 16 * 1024;
+const TAIL: usize = 512 * 1024;
+
+/// The last whole line of a blob's `tail` (`start`: the tail is the whole blob) and where the
+/// whole lines end (a torn fragment after them is to be cut).
+fn last_line(tail: &[u8], start: bool) -> Option<(std::ops::Range<usize>, usize)> {
+    let good = tail.iter().rposition(|&b| b == b'\n')? + 1;
+    let from = match tail[..good - 1].iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None if start => 0,
+        None => return None,
+    };
+    Some((from..good - 1, good))
+}
+
+/// The index writer of one session: folds appended lines into rows and appends each row to the
+/// blob once it is complete, so an appended delta costs O(delta) (one append per completed row).
+///
+/// It starts unsynced: before its first write the caller reads where the blob stops
+/// ([`IndexWriter::resume`]) and feeds it the cached lines from there ([`IndexWriter::start`]).
+#[derive(Debug, Default)]
+pub struct IndexWriter {
+    folder: Option<Folder>,
+    /// A write failed: nothing more is written until the next resync.
+    stopped: bool,
+}
+
+impl IndexWriter {
+    /// Forgets the fold: the next write resyncs from the blob (after a reopen, purge, or a
+    /// change of role).
+    pub fn reset(&mut self) {
+        *self = IndexWriter::default();
+    }
+
+    /// Whether it knows where the blob stops.
+    pub fn is_synced(&self) -> bool {
+        self.folder.is_some()
+    }
+
+    /// Where the blob at `path` stops: the seq from which the cached lines must be fed again (0
+    /// when there is no blob). A torn last line is cut off; a last line that does not read
+    /// removes the blob (a rebuild from the chunks follows). Reads at most the blob's tail.
+    pub async fn resume<S: Store>(store: &S, path: &str) -> Result<u64, StoreError> {
+        let Some(meta) = store.stat(path).await? else {
+            return Ok(0);
+        };
+        for window in [FIRST_TAIL, TAIL] {
+            let n = (meta.size as usize).min(window);
+            let from = meta.size - n as u64;
+            let tail = store.read(path, from, n).await?;
+            match last_line(&tail, from == 0) {
+                Some((range, good)) => {
+                    let Ok(doc) = serde_json::from_slice::<Doc>(&tail[range]) else {
+                        return Self::rebuild(store, path, "its last line does not read").await;
+                    };
+                    let good = from + good as u64;
+                    if good < meta.size {
+                        store.truncate(path, good).await?;
+                    }
+                    return Ok(doc.at);
+                }
+                None if from == 0 => break,
+                None => {}
+            }
+        }
+        Self::rebuild(store, path, "no whole last line").await
+    }
+
+    /// Removes a damaged blob: the index is rebuilt from the chunks (from seq 0).
+    pub async fn rebuild<S: Store>(store: &S, path: &str, why: &str) -> Result<u64, StoreError> {
+        log::info!("scrollback: rebuilding the search index {path}: {why}");
+        store.remove(path).await?;
+        Ok(0)
+    }
+
+    /// Starts folding at `at` (what [`IndexWriter::resume`] answered, or the suffix's start).
+    pub fn start(&mut self, at: u64) {
+        self.folder = Some(Folder::at(at));
+        self.stopped = false;
+    }
+
+    /// Folds appended lines and appends the rows they complete, in one write.
+    pub async fn push<S: Store>(&mut self, store: &S, path: &str, lines: &[Line]) {
+        let Some(folder) = self.folder.as_mut().filter(|_| !self.stopped) else {
+            return;
+        };
+        let mut done: Vec<Doc> = lines.iter().filter_map(|l| folder.push(l)).collect();
+        let at = folder.end();
+        for doc in &mut done {
+            doc.at = at;
+        }
+        self.write(store, path, &done).await;
+    }
+
+    /// Appends the rows of a history page stored below the live end (the live end unchanged).
+    /// Rows starting at or above `below` are left out (already indexed by a catch-up).
+    pub async fn push_page<S: Store>(&mut self, store: &S, path: &str, lines: &[Line], below: u64) {
+        let Some(folder) = self.folder.as_ref().filter(|_| !self.stopped) else {
+            return;
+        };
+        let at = folder.end();
+        let mut docs = docs_of(lines);
+        docs.retain(|d| d.end <= at && d.seq < below);
+        for doc in &mut docs {
+            doc.at = at;
+        }
+        self.write(store, path, &docs).await;
+    }
+
+    async fn write<S: Store>(&mut self, store: &S, path: &str, docs: &[Doc]) {
+        if docs.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::new();
+        for doc in docs {
+            serde_json::to_writer(&mut bytes, doc).expect("plain data serializes");
+            bytes.push(b'\n');
+        }
+        if let Err(e) = store.append(path, &bytes).await {
+            log::info!("scrollback: the search index {path} stopped: {e}");
+            self.stopped = true;
+        }
+    }
+}

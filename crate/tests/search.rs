@@ -1,0 +1,270 @@
+//! Full-text search over the cache (crate::search), natively over the memory and file stores:
+//! phrases across delta seams, prefixes, folding, purge, damage and rebuild, and the property
+//! that an index rebuilt from the chunks answers as the incrementally written one does.
+#![cfg(not(target_arch = "wasm32"))]
+
+use proptest::prelude::*;
+use scrollback::chunks::Cache;
+use scrollback::protocol::Line;
+use scrollback::search::{Hit, INDEX};
+use scrollback::store::{FsStore, MemoryStore, Store};
+use std::sync::Arc;
+
+fn line(seq: u64, event: &str) -> Line {
+    let ts = 1_700_000_000.0 + seq as f64;
+    Line::parse(&format!(r#"{{"seq":{seq},"ts":{ts},"event":{event}}}"#)).unwrap()
+}
+
+fn user(seq: u64, text: &str) -> Line {
+    line(
+        seq,
+        &format!(r#"{{"type":"userMessage","text":{}}}"#, json(text)),
+    )
+}
+
+fn delta(seq: u64, text: &str, message: &str) -> Line {
+    line(
+        seq,
+        &format!(
+            r#"{{"type":"assistantText","text":{},"messageId":"{message}"}}"#,
+            json(text)
+        ),
+    )
+}
+
+fn json(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+/// A conversation whose answer streams "The quick brown fox jumps over the lazy dog" in deltas
+/// cut inside words, then a tool call, its result, a command and a status.
+fn conversation() -> Vec<Line> {
+    vec![
+        user(1, "Where did you show me the Été migration?"),
+        delta(2, "The quick br", "m1"),
+        delta(3, "own fox ju", "m1"),
+        delta(4, "mps over the lazy dog.", "m1"),
+        line(
+            5,
+            r#"{"type":"toolCall","id":"c1","name":"grep","input":{"pattern":"tokio::select!"}}"#,
+        ),
+        line(
+            6,
+            r#"{"type":"toolResult","id":"c1","output":"src/main.rs: tokio::select! { ... }"}"#,
+        ),
+        line(
+            7,
+            r#"{"type":"command","id":"k1","command":"/compact now","done":true}"#,
+        ),
+        line(8, r#"{"type":"status","status":"idle"}"#),
+        user(9, "thanks"),
+    ]
+}
+
+async fn cache<S: Store>(store: &Arc<S>) -> Cache<S> {
+    Cache::new(store.clone(), "example.com", 443).await
+}
+
+async fn fill<S: Store>(cache: &Cache<S>, id: &str, lines: &[Line]) {
+    let mut session = cache.session(id).unwrap();
+    session.open().await;
+    for l in lines {
+        session.append(l).await;
+    }
+}
+
+fn seqs(hits: &[Hit]) -> Vec<(String, u64)> {
+    hits.iter().map(|h| (h.session.clone(), h.seq)).collect()
+}
+
+async fn finds_what_was_said<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    fill(&cache, "s1", &conversation()).await;
+    let one = |seq| vec![("s1".to_string(), seq)];
+
+    // A phrase split across three deltas, cut inside words, is found at the row's seq.
+    let hits = cache.search(r#""brown fox jumps""#, 10, None).await;
+    assert_eq!(seqs(&hits), one(2));
+    assert_eq!(
+        hits[0].marked(),
+        "The quick [brown] [fox] [jumps] over the lazy dog."
+    );
+    // Case and accents fold; the last word typed is a prefix.
+    assert_eq!(seqs(&cache.search("ETE migr", 10, None).await), one(1));
+    assert!(
+        cache.search("ETE migr ", 10, None).await.is_empty(),
+        "a finished word is whole"
+    );
+    // Tool calls, tool results, commands.
+    let tokio = cache.search("tokio select", 10, None).await;
+    assert_eq!(seqs(&tokio).len(), 2, "{tokio:?}");
+    assert_eq!(seqs(&cache.search("compact", 10, None).await), one(7));
+    // Words in the wrong order are not the phrase; words that are not there find nothing.
+    assert!(cache.search(r#""fox brown""#, 10, None).await.is_empty());
+    assert!(cache.search("giraffe", 10, None).await.is_empty());
+    // The last row (still open for more) is found once the next row starts: here "thanks" is
+    // the newest row and not yet indexed; the rows before it are.
+    assert!(cache.search("thanks", 10, None).await.is_empty());
+    let mut session = cache.session("s1").unwrap();
+    session.append(&user(10, "bye")).await;
+    assert_eq!(seqs(&cache.search("thanks", 10, None).await), one(9));
+}
+
+async fn ranks_and_scopes_sessions<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    fill(
+        &cache,
+        "rare",
+        &[user(1, "zebra"), user(2, "horse"), user(3, "x")],
+    )
+    .await;
+    let common: Vec<Line> = (1..=20).map(|s| user(s, "horse horse")).collect();
+    fill(&cache, "common", &common).await;
+    let hits = cache.search("horse", 100, None).await;
+    assert_eq!(
+        hits.len(),
+        20,
+        "the newest row of each session is not indexed yet"
+    );
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    let only: Vec<String> = vec!["rare".into()];
+    let scoped = cache.search("horse", 100, Some(&only)).await;
+    assert_eq!(seqs(&scoped), vec![("rare".to_string(), 2)]);
+    assert_eq!(cache.search("horse", 3, None).await.len(), 3, "limit");
+
+    // Purge removes a session's hits; retain-only too; the index is counted in its size.
+    let before = cache.session_size("common").await;
+    let index = format!("{}/{}/{INDEX}", cache.dir(), "common");
+    let index_size = store.stat(&index).await.unwrap().unwrap().size;
+    assert!(index_size > 0 && before > index_size);
+    cache.purge("common").await;
+    assert!(seqs(&cache.search("horse", 100, None).await)
+        .iter()
+        .all(|(s, _)| s == "rare"));
+    cache.retain_only(&["other"]).await;
+    assert!(cache.search("zebra", 10, None).await.is_empty());
+}
+
+async fn a_damaged_index_is_rebuilt<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    fill(&cache, "s1", &conversation()).await;
+    let want = cache.search("the", 10, None).await;
+    assert!(!want.is_empty());
+    let path = format!("{}/s1/{INDEX}", cache.dir());
+    for damage in [&b"{not json\n"[..], b"\"torn", b""] {
+        store.append(&path, damage).await.unwrap();
+        let mut session = cache.session("s1").unwrap();
+        session.open().await;
+        let fresh = Cache::new(store.clone(), "example.com", 443).await;
+        assert_eq!(fresh.search("the", 10, None).await, want, "{damage:?}");
+        assert_eq!(cache.search("the", 10, None).await, want, "{damage:?}");
+    }
+    // Missing altogether: the next open rebuilds it from the chunks.
+    store.remove(&path).await.unwrap();
+    assert!(cache.search("the", 10, None).await.is_empty());
+    cache.session("s1").unwrap().open().await;
+    assert_eq!(cache.search("the", 10, None).await, want);
+}
+
+macro_rules! both_stores {
+    ($($name:ident),*) => {
+        mod memory {
+            use super::*;
+            $(#[test] fn $name() { pollster::block_on(super::$name(Arc::new(MemoryStore::new()))) })*
+        }
+        mod fs {
+            use super::*;
+            $(#[test] fn $name() {
+                let dir = tempfile::tempdir().unwrap();
+                pollster::block_on(super::$name(Arc::new(FsStore::new(dir.path()))))
+            })*
+        }
+    };
+}
+
+both_stores!(
+    finds_what_was_said,
+    ranks_and_scopes_sessions,
+    a_damaged_index_is_rebuilt
+);
+
+// The property: a random transcript appended in random batches, with reopens between them,
+// searched for every word of the vocabulary, each two-word phrase and each prefix, answers
+// the same as the index rebuilt from the chunks (removed, then the session reopened).
+
+const VOCAB: [&str; 6] = ["alpha", "Beta", "gämma", "delta", "alphabet", "omega"];
+
+fn random_line(seq: u64, kind: u8, a: usize, b: usize) -> Line {
+    let text = format!("{} {}", VOCAB[a], VOCAB[b]);
+    match kind {
+        0 => user(seq, &text),
+        // Deltas cut words: "alp" + "ha beta": the row rule joins clean appends only.
+        1 | 2 => delta(seq, &format!("{}{seq} ", &text[..text.len() / 2]), "m"),
+        3 => delta(seq, &format!("x{seq} {text}"), "n"),
+        4 => line(seq, r#"{"type":"status","status":"working"}"#),
+        _ => line(
+            seq,
+            &format!(
+                r#"{{"type":"toolResult","id":"t","output":{}}}"#,
+                json(&text)
+            ),
+        ),
+    }
+}
+
+fn queries() -> Vec<String> {
+    let mut out: Vec<String> = VOCAB.iter().map(|w| w.to_string()).collect();
+    out.extend(VOCAB.iter().map(|w| w[..3].to_string()));
+    for a in VOCAB {
+        for b in VOCAB {
+            out.push(format!(r#""{a} {b}""#));
+        }
+    }
+    out
+}
+
+async fn answers(cache: &Cache<MemoryStore>) -> Vec<Vec<Hit>> {
+    let mut out = Vec::new();
+    for q in queries() {
+        out.push(cache.search(&q, 1000, None).await);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_rebuilt_index_answers_as_the_incremental_one(
+        events in prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
+        cuts in prop::collection::vec(1usize..20, 1..20),
+    ) {
+        pollster::block_on(async {
+            let lines: Vec<Line> = events
+                .iter()
+                .enumerate()
+                .map(|(i, &(k, a, b))| random_line(i as u64 + 1, k, a, b))
+                .collect();
+            let store = Arc::new(MemoryStore::new());
+            let cache = cache(&store).await;
+            let mut rest = &lines[..];
+            let mut cuts = cuts.iter().cycle();
+            while !rest.is_empty() {
+                let n = (*cuts.next().unwrap()).min(rest.len());
+                let mut session = cache.session("p").unwrap();
+                session.open().await;
+                session.append_all(&rest[..n]).await;
+                rest = &rest[n..];
+            }
+            let incremental = answers(&cache).await;
+            let found: usize = incremental.iter().map(Vec::len).sum();
+            prop_assert!(found > 0 || lines.len() < 12, "the index holds the rows");
+
+            store.remove(&format!("{}/p/{INDEX}", cache.dir())).await.unwrap();
+            let rebuilt = Cache::new(store.clone(), "example.com", 443).await;
+            rebuilt.session("p").unwrap().open().await;
+            prop_assert_eq!(answers(&rebuilt).await, incremental);
+            Ok(())
+        })?;
+    }
+}

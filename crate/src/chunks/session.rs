@@ -529,7 +529,9 @@ impl<S: Store> SessionCache<S> {
         let mut pages = Vec::new();
         let mut before = end;
         while before > from {
-            let Some(page) = self.page_opened(before, 1024, false).await else {
+            // Never more lines than seqs left: the walk stops at `from`, not a page further.
+            let limit = (before - from).min(1024) as usize;
+            let Some(page) = self.page_opened(before, limit, false).await else {
                 break;
             };
             let oldest = page.lines[0].seq();

@@ -354,6 +354,21 @@ fn offline_list_and_show_print_what_is_cached_and_an_uncached_session_needs_the_
     assert_eq!(offline, long);
     assert!(stderr.contains("2 pages from the cache"), "{stderr}");
 
+    // Search finds what was read, offline, with the row to open.
+    let (found, _) = ok(&url, &cache, &["search", "row rule", "--limit", "5"]);
+    let first: Vec<&str> = found
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split('\t')
+        .collect();
+    assert!(matches!(first[..], ["long", _, _, _]), "{found}");
+    assert!(
+        first[1].parse::<u64>().is_ok() && first[3].contains("[row]"),
+        "{found}"
+    );
+    assert!(found.lines().count() <= 5, "{found}");
+
     // Never cached: an error that says it needs the network, once, and a failing exit.
     let output = run(&url, &cache, &["show", "queued"]);
     let stderr = String::from_utf8(output.stderr).unwrap();

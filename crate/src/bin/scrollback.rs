@@ -10,6 +10,9 @@
 //!   delete ID             delete the session on the server, and its cache
 //!   size [ID]             bytes cached, per session or for one
 //!   purge [ID]            throw away the cache of one session, or of the whole server
+//!   search QUERY [--limit N]  full-text search of the cached sessions, offline: words,
+//!                         "quoted phrases"; prints session, seq, score and a snippet with
+//!                         the matched words in [brackets]; `show ID` then opens the session
 //! ```
 //!
 //! Defaults: `--server` from `SCROLLBACK_SERVER` or `http://127.0.0.1:8080`, `--token` from
@@ -37,7 +40,8 @@ commands:
   send ID TEXT           post a message
   delete ID              delete the session on the server, and its cache
   size [ID]              bytes cached, per session or for one
-  purge [ID]             throw away the cache of one session, or of the whole server";
+  purge [ID]             throw away the cache of one session, or of the whole server
+  search QUERY [--limit N]  search the cached sessions (offline): session, seq, score, snippet";
 
 struct Args {
     server: String,
@@ -46,6 +50,7 @@ struct Args {
     command: String,
     positional: Vec<String>,
     pages: usize,
+    limit: usize,
 }
 
 fn parse_args() -> Result<Args, lexopt::Error> {
@@ -62,6 +67,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         command: String::new(),
         positional: Vec::new(),
         pages: 0,
+        limit: 20,
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -70,6 +76,7 @@ fn parse_args() -> Result<Args, lexopt::Error> {
             Long("token") => args.token = Some(parser.value()?.string()?),
             Long("cache") => args.cache = parser.value()?.into(),
             Long("pages") => args.pages = parser.value()?.parse()?,
+            Long("limit") => args.limit = parser.value()?.parse()?,
             Short('h') | Long("help") => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -159,6 +166,22 @@ async fn run(args: Args) -> Result<(), Fail> {
         },
         ("purge", None) => engine.cache().purge_all().await,
         ("purge", Some(id)) => engine.cache().purge(id).await,
+        ("search", Some(_)) => {
+            let query = args.positional.join(" ");
+            let mut out = std::io::stdout().lock();
+            for hit in engine.search(&query, args.limit, None).await {
+                let line = format!(
+                    "{}\t{}\t{:.2}\t{}",
+                    hit.session,
+                    hit.seq,
+                    hit.score,
+                    hit.marked()
+                );
+                if writeln!(out, "{}", printable(&line)).is_err() {
+                    break;
+                }
+            }
+        }
         ("", _) => return Err(USAGE.into()),
         (command, _) => {
             return Err(format!("{command}: unknown command or wrong arguments\n{USAGE}").into())

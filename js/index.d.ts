@@ -321,6 +321,34 @@ export declare class SessionView {
   close(): void;
 }
 
+/** Options of `Scrollback.search`. */
+export interface SearchOptions {
+  /** The most hits returned (default 20). */
+  limit?: number;
+  /** Only these sessions (ids); every cached session of the server when absent. */
+  sessions?: string[];
+}
+
+/** A piece of a search hit's snippet; `hit` pieces are the matched words. */
+export interface SnippetPiece {
+  text: string;
+  hit: boolean;
+}
+
+/** One search result: open `session` with `anchor: seq` to show the row. */
+export interface SearchHit {
+  /** The session id. */
+  session: string;
+  /** The seq of the row it is in (the row's first line). */
+  seq: number;
+  /** The row's timestamp (seconds since the epoch, as the server sent it). */
+  ts: number;
+  /** Relevance: BM25 with a recency tie-break; higher first. */
+  score: number;
+  /** An excerpt around the first match (`…` where cut), matched words marked. */
+  snippet: SnippetPiece[];
+}
+
 /** A client-side transcript cache for one server. */
 export declare class Scrollback {
   private constructor();
@@ -345,6 +373,13 @@ export declare class Scrollback {
   postMessage(id: string, text: string): Promise<void>;
   /** Deletes a session on the server and purges it from the cache. */
   deleteSession(id: string): Promise<void>;
+  /**
+   * Full-text search over every cached session (offline, in the worker): words and `"quoted
+   * phrases"`, case- and accent-insensitive, the last word matching as a prefix while it is
+   * typed (no space after it); BM25-ranked, best first. The row still streaming is found once
+   * the next row starts. Open a hit with `openSession(hit.session, { anchor: hit.seq })`.
+   */
+  search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
   /** What the cache has saved and cost so far. */
   counters(): Promise<Counters>;
   /**

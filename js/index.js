@@ -161,6 +161,23 @@ export class Scrollback {
   }
 
   /**
+   * Full-text search over the cached sessions, in the worker, with no network: words and
+   * `"quoted phrases"` (case- and accent-insensitive, the last word a prefix while typed),
+   * ranked best first. Open a hit with `openSession(hit.session, { anchor: hit.seq })`.
+   * @param {string} query
+   * @param {import('./index.js').SearchOptions} [options]
+   * @returns {Promise<import('./index.js').SearchHit[]>}
+   */
+  search(query, { limit = 20, sessions } = {}) {
+    if (typeof query !== 'string') throw new TypeError('search needs a query (a string)');
+    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number');
+    if (sessions !== undefined && !(Array.isArray(sessions) && sessions.every((s) => typeof s === 'string'))) {
+      throw new TypeError('sessions must be an array of session ids');
+    }
+    return this.#call('search', query, Math.min(limit, 2 ** 32 - 1), sessions ?? null);
+  }
+
+  /**
    * Deletes a session on the server, then purges it from the cache.
    * @param {string} id
    * @returns {Promise<void>}

@@ -117,6 +117,7 @@ const ops = {
   closeView,
   postMessage: (id, text) => need().postMessage(id, text),
   deleteSession: (id) => need().deleteSession(id),
+  search: (query, limit, sessions) => need().search(query, limit, sessions ?? undefined),
   counters: () => need().counters(),
   async openChats(options) {
     if (client || chatStore) throw new Error('Scrollback is already open');

@@ -220,6 +220,23 @@ impl Client {
         })
     }
 
+    /// Full-text search over every cached session (or those in `sessions`), offline: the best
+    /// `limit` hits (`[{session, seq, ts, score, snippet: [{text, hit}]}]`), best first.
+    pub fn search(
+        &self,
+        query: String,
+        limit: u32,
+        sessions: Option<Vec<String>>,
+    ) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        future_to_promise(async move {
+            let hits = engine
+                .search(&query, limit as usize, sessions.as_deref())
+                .await;
+            to_js(&hits)
+        })
+    }
+
     /// Deletes a session on the server, then purges its cache.
     #[wasm_bindgen(js_name = deleteSession)]
     pub fn delete_session(&self, id: String) -> js_sys::Promise {

@@ -37,7 +37,10 @@ fn append(data: &Path, id: &str, event: Value) -> u64 {
         panic!("an event is an object")
     };
     let path = data.join(id).join("transcript.jsonl");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    if !path.exists() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"").unwrap();
+    }
     transcript::append(&path, event).unwrap().seq()
 }
 
@@ -129,6 +132,26 @@ async fn cached_sessions_are_searched_with_the_server_gone() {
             online.sessions().await.unwrap();
             show(&online, "a", None, |v| v.live && v.cursor == newest_a).await;
             show(&online, "b", None, |v| v.live && v.cursor == newest_b).await;
+            // The hit opens the session at its seq (the engine's anchor): the row is shown whole.
+            // (Done with the server up: the anchor restore follows the reopen's check.)
+            let hit = online.search("tokio::select", 1, None).await;
+            assert_eq!((hit[0].session.as_str(), hit[0].seq), ("a", first));
+            let view = show(&online, "a", Some(hit[0].seq), |v| {
+                v.oldest.is_some_and(|o| o <= first)
+            })
+            .await;
+            let row = view
+                .transcript
+                .rows()
+                .iter()
+                .find(|r| r.seq() == first)
+                .cloned();
+            let Some(Row::Assistant { text, .. }) = row else {
+                panic!("the hit's row is not shown: oldest {:?}", view.oldest)
+            };
+            assert_eq!(text, "The migration moves tokio::select! into the worker.");
+            assert!(view.oldest.unwrap() <= first, "opened back to the hit");
+
             server.shutdown().await.unwrap();
 
             // The API is unreachable: the search reads only the cache.
@@ -158,20 +181,6 @@ async fn cached_sessions_are_searched_with_the_server_gone() {
                     .collect::<Vec<_>>(),
                 ["b"]
             );
-
-            // The hit opens the session at its seq, from the cache: the row is shown whole.
-            let view = show(&offline, "a", Some(first), |v| v.ready).await;
-            let row = view
-                .transcript
-                .rows()
-                .iter()
-                .find(|r| r.seq() == first)
-                .cloned();
-            let Some(Row::Assistant { text, .. }) = row else {
-                panic!("the hit's row is not shown: oldest {:?}", view.oldest)
-            };
-            assert_eq!(text, "The migration moves tokio::select! into the worker.");
-            assert!(view.oldest.unwrap() <= first, "opened back to the hit");
 
             // Purge removes the session's hits.
             offline.cache().purge("a").await;

@@ -88,6 +88,8 @@ pub struct SessionCache<S> {
     untouched: bool,
     /// The session's search index, written beside the chunks (writer only).
     index: IndexWriter,
+    /// Whether appends feed the index (off only to measure what it costs).
+    indexing: bool,
 }
 
 impl<S: Store> SessionCache<S> {
@@ -103,7 +105,15 @@ impl<S: Store> SessionCache<S> {
             tail: None,
             untouched: false,
             index: IndexWriter::default(),
+            indexing: true,
         }
+    }
+
+    /// Turns the search index off for this instance (benchmarks compare appends without it).
+    #[doc(hidden)]
+    pub fn set_indexing(&mut self, on: bool) {
+        self.indexing = on;
+        self.index.reset();
     }
 
     /// The session id.
@@ -489,7 +499,7 @@ impl<S: Store> SessionCache<S> {
     /// when the blob is missing, damaged or ahead of the chunks: a rebuild). Returns the seq
     /// the catch-up started at (rows from there are indexed), `u64::MAX` when already synced.
     async fn sync_index(&mut self) -> u64 {
-        if self.index.is_synced() || self.reader || !self.writing {
+        if self.index.is_synced() || self.reader || !self.writing || !self.indexing {
             return u64::MAX;
         }
         let path = format!("{}/{INDEX}", self.dir);

@@ -105,16 +105,42 @@ async function launch() {
   await appReady();
 }
 
-/** Quits the app: WebKitWebDriver ends the session and the process. */
+/** The live app processes WebKitWebDriver started (its children, or orphans, running APP). */
+async function appPids() {
+  const pids = [];
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const exe = await fs.readlink(`/proc/${pid}/exe`).catch(() => null);
+    const state = (await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.[0];
+    const env = exe === APP && state && state !== 'Z'
+      ? await fs.readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '') : '';
+    if (env.split('\0').includes(`HOME=${home}`)) pids.push(Number(pid));
+  }
+  return pids;
+}
+
+/**
+ * Quits the app: the WebDriver session ends, and the test waits until the app's process is gone
+ * (WebKitWebDriver closes its window; under load it may leave the process running, which is then
+ * terminated), so the next launch is a new process reading the cache from disk.
+ */
 async function quit() {
   const id = sessionId;
   sessionId = null;
+  assert.equal((await appPids()).length, 1, 'the app runs, as one process');
   await wd('DELETE', `/session/${id}`);
+  const deadline = Date.now() + 30_000;
+  for (let pids = await appPids(); pids.length > 0; pids = await appPids()) {
+    if (Date.now() > deadline) for (const pid of pids) process.kill(pid, 'SIGTERM');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 after(async () => {
-  if (sessionId) await wd('DELETE', `/session/${sessionId}`).catch(() => {});
+  if (sessionId) await quit().catch(() => {});
   driver?.kill();
+  // (an app left running would keep the driver's stderr pipe, and this process, open)
+  if (home) for (const pid of await appPids()) process.kill(pid, 'SIGKILL');
   await server?.dispose();
   if (home) await fs.rm(home, { recursive: true, force: true });
 });

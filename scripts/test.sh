@@ -53,11 +53,12 @@ layer() {
 # few shared with ours), so its cold build runs in the background, at low priority, from here to
 # its layer at the end: mostly in the time the browser layers spend waiting. Its own target dir
 # (examples/tauri/target): a shared one would lock and serialize the two builds. Its build.rs
-# embeds the package, so the package is built first.
-tauri_pid=""
+# embeds the package, so the package is built first (once: a second build would remove pkg/
+# under the example's build.rs).
+tauri_pid="" tauri_log="the package build (scripts/wasm.sh build)" pkg_built=""
 if [ "${SCROLLBACK_TAURI:-1}" != 0 ]; then
-  tauri_log="$logs/tauri-build.log"
   if scripts/wasm.sh build; then
+    pkg_built=1 tauri_log="$logs/tauri-build.log"
     echo "tauri: building examples/tauri in the background (log: $tauri_log)"
     ( started=$SECONDS
       cd examples/tauri && nice -n 10 cargo build --release >"$tauri_log" 2>&1
@@ -73,7 +74,7 @@ for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
 done
 # The end-to-end tests run the package as `npm start` builds it.
-if scripts/wasm.sh build && cargo build -q --release -p scrollback-server; then
+if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
   layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-concurrency=1 tests/
   for engine in "${ENGINES[@]:1}"; do
     layer "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-concurrency=1 \
@@ -90,7 +91,7 @@ elif [ -n "$tauri_pid" ] && wait "$tauri_pid"; then
   summary+=("$(printf '%-14s %s' 'tauri build' "$(tail -n 1 "$tauri_log")")")
   layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-reporter=tap --test-concurrency=1 tests/tauri.e2e.mjs
 else
-  summary+=("tauri          build of the example FAILED (see ${tauri_log:-the package build})"); total_fail=$((total_fail + 1))
+  summary+=("tauri          build of the example FAILED (see $tauri_log)"); total_fail=$((total_fail + 1))
 fi
 
 printf '\n\033[1m== summary\033[0m\n'

@@ -257,10 +257,7 @@ pub(crate) async fn search<S: Store>(
             if !matches.iter().all(|m| m.contains_key(&d)) {
                 continue;
             }
-            let (doc, len) = &index.docs[d as usize];
-            if !query.phrases.is_empty() && !has_phrases(&doc.text, &query.phrases) {
-                continue;
-            }
+            let len = &index.docs[d as usize].1;
             let norm = K1 * (1.0 - B + B * f64::from(*len) / avg.max(1.0));
             let score: f64 = matches
                 .iter()
@@ -290,6 +287,20 @@ pub(crate) async fn search<S: Store>(
             .then(doc(b.1, b.2).ts.total_cmp(&doc(a.1, a.2).ts))
             .then((&loaded[a.1].1, doc(a.1, a.2).seq).cmp(&(&loaded[b.1].1, doc(b.1, b.2).seq)))
     });
+    // Phrases are checked best first, only until `limit` hold them (a phrase of common words
+    // has many candidates; each check re-reads the document's words).
+    if !query.phrases.is_empty() {
+        let mut kept = Vec::with_capacity(limit);
+        for hit in found {
+            if kept.len() == limit {
+                break;
+            }
+            if has_phrases(&doc(hit.1, hit.2).text, &query.phrases) {
+                kept.push(hit);
+            }
+        }
+        found = kept;
+    }
     found.truncate(limit);
     let hits = found
         .into_iter()

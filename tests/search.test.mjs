@@ -1,0 +1,59 @@
+// Search in the browser: sb.search over what the worker cached, with the network cut off.
+// A session is opened (and scrolled back) online, the page goes offline, and the search still
+// answers from the cache: typed hits, the matched words marked, a session filter, a limit.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { launch } from './lib/browser.mjs';
+import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+
+let browser, server;
+
+before(async () => {
+  for (const file of ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
+    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server`);
+  }
+  server = await startServer();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.dispose();
+});
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`${storage}: sb.search finds what was read, with the API unreachable`, async (t) => {
+    const context = await browser.newContext();
+    t.after(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`${server.url}/pkg/index.js`);
+    await page.evaluate(async (storage) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      window.sb = sb;
+      const view = await sb.openSession('long');
+      const deadline = Date.now() + 90_000;
+      while (!view.state.live && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 3 && view.state.moreHistory; i++) await view.loadOlder();
+      view.close();
+    }, storage);
+    await context.setOffline(true);
+    const result = await page.evaluate(async () => {
+      const sessions = await window.sb.sessions();
+      const hits = await window.sb.search('"row rule"', { limit: 3 });
+      const none = await window.sb.search('"row rule"', { sessions: ['welcome'] });
+      return { offline: sessions.every((s) => s.offline), hits, none };
+    });
+    assert.ok(result.offline, 'the API is unreachable');
+    assert.ok(result.hits.length > 0 && result.hits.length <= 3, JSON.stringify(result.hits));
+    for (const hit of result.hits) {
+      assert.equal(hit.session, 'long');
+      assert.ok(Number.isInteger(hit.seq) && hit.seq > 0 && hit.score > 0);
+      const marked = hit.snippet.filter((p) => p.hit).map((p) => p.text.toLowerCase());
+      assert.ok(marked.includes('row') && marked.includes('rule'), JSON.stringify(hit.snippet));
+    }
+    assert.deepEqual(result.none, []);
+  });
+}

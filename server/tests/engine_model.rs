@@ -307,6 +307,10 @@ impl InProcess {
 impl Transport for InProcess {
     type Stream = InProcessStream;
 
+    fn server(&self) -> (&str, u16) {
+        ("model", 1)
+    }
+
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         self.check_up()?;
         Ok(Vec::new())

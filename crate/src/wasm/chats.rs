@@ -11,9 +11,10 @@
 //! default window (a tail's and a page's lines), and `backfillPages`, its backfill page cache's
 //! capacity (`"desktop"` 12, `"mobile"` 8, or a number). Every window error becomes a JS `Error` named
 //! `ChatError` whose `kind` is [`WindowError::kind`] (`signatureMismatch`, `integrityMismatch`,
-//! ...), so an app can tell a stale cursor from a bad request.
+//! ...), so an app can tell a stale cursor from a bad request (the conversion is
+//! [`BindingError`]'s, the one every binding call's error takes).
 
-use super::error::BindingError;
+use super::error::{to_js, BindingError};
 use crate::store::{open_store, Backend, BrowserStore, Entry, Meta, Store, StoreResult};
 use crate::window::{
     self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
@@ -187,11 +188,11 @@ impl Chats {
                 .chats
                 .named(FOLDER, &name)
                 .await
-                .map_err(chat_error)?
+                .map_err(BindingError::from)?
                 .path()
                 .to_string();
-            let value = work(state, path).await.map_err(chat_error)?;
-            to_js(&value)
+            let value = work(state, path).await.map_err(BindingError::from)?;
+            Ok(to_js(&value)?)
         })
     }
 }
@@ -288,20 +289,6 @@ fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: JsValue) -> Result
         .map_err(|e| WindowError::InvalidArgument(format!("{what}: {e}")))
 }
 
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsValue::from(js_sys::Error::new(&e.to_string())))
-}
-
-/// A window error as a JS `Error` named `ChatError` with its `kind`.
-fn chat_error(e: WindowError) -> JsValue {
-    let error = js_sys::Error::new(&e.to_string());
-    error.set_name("ChatError");
-    let _ = js_sys::Reflect::set(&error, &"kind".into(), &e.kind().into());
-    error.into()
-}
-
 #[wasm_bindgen]
 impl Chats {
     /// Opens the chat store alone, with no server: `{storage?, windowLines?, backfillPages?}`.
@@ -344,8 +331,8 @@ impl Chats {
 
     /// The stored name of a chat (trimmed, without `.jsonl`), the rule every call applies.
     #[wasm_bindgen(js_name = normalizeName)]
-    pub fn normalize_name(name: &str) -> Result<String, JsValue> {
-        window::normalize_chat_name(name).map_err(chat_error)
+    pub fn normalize_name(name: &str) -> Result<String, BindingError> {
+        Ok(window::normalize_chat_name(name)?)
     }
 
     /// `{header, lines, cursor, hasMoreBefore}`: the header and the last `maxLines` (default

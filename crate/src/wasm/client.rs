@@ -1,7 +1,7 @@
 //! `Client`: one server's cache, transport and engine, as the worker holds it.
 
 use super::chats::{ChatOptions, ChatState, Chats};
-use super::error::{anchor, BindingError};
+use super::error::{anchor, to_js, BindingError};
 use super::session::{SessionHandle, Tally};
 use crate::engine::{Config, Engine};
 use crate::protocol::SessionSummary;
@@ -62,12 +62,6 @@ pub struct Client {
     chats: Rc<ChatState>,
 }
 
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsValue::from(js_sys::Error::new(&e.to_string())))
-}
-
 #[wasm_bindgen]
 impl Client {
     /// Opens the cache for `options.server` (`{server, token?, storage?, budgetBytes?}`).
@@ -124,7 +118,7 @@ impl Client {
                 Ok(list) => {
                     *summaries.borrow_mut() =
                         list.iter().map(|s| (s.id.clone(), s.clone())).collect();
-                    to_js(&list)
+                    Ok(to_js(&list)?)
                 }
                 Err(e) if !e.is_client_error() => {
                     log::info!("scrollback: {e}: listing the cached sessions");
@@ -136,7 +130,7 @@ impl Client {
                             offline: true,
                         })
                         .collect();
-                    to_js(&list)
+                    Ok(to_js(&list)?)
                 }
                 Err(e) => Err(BindingError::from(e).into()),
             }
@@ -206,7 +200,7 @@ impl Client {
 
     /// `{requests, bytesDownloaded, pagesLocal, probesPassed, probesFailed}` since `open`:
     /// everything sent and received, and the cache hits of every session opened.
-    pub fn counters(&self) -> Result<JsValue, JsValue> {
+    pub fn counters(&self) -> Result<JsValue, BindingError> {
         let wire = self.engine.transport().counters();
         let (pages_local, probes_passed, probes_failed) = self.tally.sum();
         to_js(&Counters {

@@ -10,6 +10,8 @@ pub mod chunks;
 pub mod engine;
 pub mod fold;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transport;
 pub mod window;
 

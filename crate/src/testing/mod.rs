@@ -1,31 +1,62 @@
-//! The conformance suite, written once and run against every backend: the storage trait's
-//! operations ([`store`]) and every rule of the chunk store ([`rules`]).
+//! The test kit, compiled only with the `testing` feature: the suites every backend must pass,
+//! written once, and the one helper that makes a test of an async case on both targets.
 //!
-//! A backend's test file invokes [`chunk_store_suite!`](crate::chunk_store_suite) with an async
-//! factory for a store; it expands to one test per rule, `#[test]` natively (driven by
-//! `pollster`, a dev-dependency of the invoking crate) and `#[wasm_bindgen_test]` on wasm32.
-//! Every test uses its own server name and paths, so tests that share a store (one browser
-//! origin) do not collide.
+//! - [`store`]: the storage trait's operations, as every backend must answer them;
+//! - [`rules`]: every rule of the chunk store;
+//! - [`async_test!`](crate::async_test): one async test, a `#[test]` natively (driven by
+//!   `pollster`, a dev-dependency of the invoking crate) and a `#[wasm_bindgen_test]` on wasm32:
+//!   the one place that attribute pair is written, for every suite macro;
+//! - [`store_suite!`](crate::store_suite): one test per check of [`store`] and rule of
+//!   [`rules`] for the store an async factory makes; with `limit_writes` also the quota
+//!   checks, for a backend with the quota hook ([`LimitWrites`]), with `clock` the stamps'
+//!   clock check.
+//!
+//! Every test uses its own paths and server name, so tests that share a store (one browser
+//! origin) do not collide. A test file that uses the kit needs the feature, which the crate's
+//! own tests get from its dev-dependency on itself (`Cargo.toml`).
 
 pub mod rules;
 pub mod store;
 
 use crate::protocol::Line;
-use crate::store::Store;
+use crate::store::{MemoryStore, Store};
 
-/// Expands to one test per conformance rule for the store an async factory makes:
-/// `scrollback::chunk_store_suite!(async || MemoryStore::new());`
+/// One async test for both targets, the body an async block's:
+/// `scrollback::async_test!(fn name() { ... });` is a `#[test]` natively (the body driven by
+/// `pollster::block_on`) and a `#[wasm_bindgen_test]` on wasm32.
 #[macro_export]
-#[doc(hidden)]
-macro_rules! chunk_store_suite {
-    ($make:expr) => {
-        $crate::__conformance_tests! { $make;
-            store::write_read_and_stat,
-            store::append_grows_in_place,
+macro_rules! async_test {
+    ($(#[$meta:meta])* fn $name:ident() $body:block) => {
+        $(#[$meta])*
+        #[cfg(not(target_arch = "wasm32"))]
+        #[test]
+        fn $name() {
+            ::pollster::block_on(async move $body)
+        }
+
+        $(#[$meta])*
+        #[cfg(target_arch = "wasm32")]
+        #[::wasm_bindgen_test::wasm_bindgen_test]
+        async fn $name() $body
+    };
+}
+
+/// One test per storage check and chunk-store rule for the store an async factory makes (a
+/// fresh store per test), and after a `;` the extra checks the backend can take: `limit_writes`,
+/// the quota checks (the store implements [`LimitWrites`](crate::testing::LimitWrites));
+/// `clock`, stamps from the clock ([`store::stamps_follow_the_clock`]).
+/// `scrollback::store_suite!(async || MemoryStore::new(); limit_writes);`
+#[macro_export]
+macro_rules! store_suite {
+    ($make:expr $(; $($extra:ident),+)?) => {
+        $crate::__suite_tests! { $make;
+            store::list_stat_read_write,
+            store::append_matches_model,
             store::truncate_cuts,
-            store::rename_replaces,
-            store::list_and_remove,
-            store::paths_never_escape,
+            store::rename_moves_and_replaces,
+            store::remove_blob_and_folder,
+            store::invalid_paths_refused,
+            store::stamps_never_go_back,
             rules::newest_lines_cross_chunks,
             rules::a_cursor_inside_a_chunk_is_a_hit,
             rules::a_delta_run_straddling_a_boundary_is_one_row,
@@ -43,32 +74,117 @@ macro_rules! chunk_store_suite {
             rules::retain_only_and_purges,
             rules::a_wiped_store_gives_misses,
         }
+        $($($crate::__suite_extra! { $make; $extra })+)?
     };
 }
 
-/// One test per `module::name` (see [`chunk_store_suite!`](crate::chunk_store_suite)).
+/// The extra checks of [`store_suite!`](crate::store_suite), by name.
 #[macro_export]
 #[doc(hidden)]
-macro_rules! __conformance_tests {
+macro_rules! __suite_extra {
+    ($make:expr; limit_writes) => {
+        $crate::__suite_tests! { $make;
+            store::a_quota_failure_changes_nothing,
+            rules::a_full_quota_stops_writing_and_loses_nothing_shown,
+            rules::a_quota_hit_by_a_page_stops_writing,
+        }
+    };
+    ($make:expr; clock) => {
+        $crate::__suite_tests! { $make; store::stamps_follow_the_clock }
+    };
+}
+
+/// One test per `module::name` (see [`store_suite!`](crate::store_suite)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __suite_tests {
     ($make:expr; $($module:ident :: $name:ident),* $(,)?) => {
         $(
-            #[cfg(not(target_arch = "wasm32"))]
-            #[test]
-            fn $name() {
-                ::pollster::block_on(async {
-                    let store = ::std::sync::Arc::new(($make)().await);
-                    $crate::chunks::conformance::$module::$name(store).await;
-                });
-            }
-
-            #[cfg(target_arch = "wasm32")]
-            #[::wasm_bindgen_test::wasm_bindgen_test]
-            async fn $name() {
+            $crate::async_test!(fn $name() {
                 let store = ::std::sync::Arc::new(($make)().await);
-                $crate::chunks::conformance::$module::$name(store).await;
-            }
+                $crate::testing::$module::$name(store).await;
+            });
         )*
     };
+}
+
+/// A store whose free space a test can set: at most `bytes` more bytes are accepted from now
+/// on, and a write past that fails with [`StoreError::QuotaExceeded`](crate::store::StoreError)
+/// and leaves nothing half-written. `None` lifts the limit. Each backend's own `limit_writes`.
+pub trait LimitWrites: Store {
+    /// See the trait.
+    fn limit_writes(&self, bytes: Option<u64>);
+}
+
+impl LimitWrites for MemoryStore {
+    fn limit_writes(&self, bytes: Option<u64>) {
+        MemoryStore::limit_writes(self, bytes);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl LimitWrites for crate::store::IdbStore {
+    fn limit_writes(&self, bytes: Option<u64>) {
+        crate::store::IdbStore::limit_writes(self, bytes);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl LimitWrites for crate::store::OpfsStore {
+    fn limit_writes(&self, bytes: Option<u64>) {
+        crate::store::OpfsStore::limit_writes(self, bytes);
+    }
+}
+
+/// A small deterministic generator, so a failing case can be replayed.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next number (31 bits).
+    pub fn draw(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.draw() % n.max(1)
+    }
+
+    /// `n` bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| (self.draw() & 0xff) as u8).collect()
+    }
+}
+
+/// A name no other test (or earlier run in the same browser profile) uses.
+#[cfg(target_arch = "wasm32")]
+pub fn unique(tag: &str) -> String {
+    format!(
+        "{tag}-{}-{}",
+        js_sys::Date::now() as u64,
+        (js_sys::Math::random() * 1e9) as u64
+    )
+}
+
+/// Resolves after `ms` milliseconds (in a page or a worker).
+#[cfg(target_arch = "wasm32")]
+pub async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let global = js_sys::global();
+        let set_timeout: js_sys::Function = js_sys::Reflect::get(&global, &"setTimeout".into())
+            .expect("setTimeout")
+            .into();
+        set_timeout
+            .call2(&global, &resolve, &ms.into())
+            .expect("setTimeout");
+    });
+    wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .expect("a timer");
 }
 
 /// Event kinds for [`line`]: a user message, deltas of two messages, usage, a tool call, a

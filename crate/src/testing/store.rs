@@ -1,162 +1,307 @@
-//! The storage trait's operations, as every backend must answer them.
+//! The storage trait's operations, as every backend must answer them (each check on a fresh
+//! store of its own).
 
-use crate::store::{Store, StoreError};
+use super::{Lcg, LimitWrites};
+use crate::store::{Entry, Store, StoreError};
 use std::sync::Arc;
 
-const DIR: &str = "conformance/store";
+fn sorted(mut v: Vec<Entry>) -> Vec<(String, bool, u64)> {
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v.into_iter().map(|e| (e.name, e.is_dir, e.size)).collect()
+}
 
-/// Whole writes replace; reads take byte ranges and stop at the end; stat gives size and stamp.
-pub async fn write_read_and_stat<S: Store>(store: Arc<S>) {
-    let p = format!("{DIR}/write/a/blob");
-    assert_eq!(store.stat(&p).await, Ok(None));
+/// Whole writes replace; reads take byte ranges and stop at the end; stat gives size and stamp;
+/// list shows blobs (with sizes and stamps) and folders, and a missing folder lists empty.
+pub async fn list_stat_read_write<S: Store>(s: Arc<S>) {
+    assert_eq!(s.list("t").await.unwrap(), vec![]);
+    assert_eq!(s.stat("t/a").await.unwrap(), None);
     assert!(matches!(
-        store.read(&p, 0, 4).await,
+        s.read("t/a", 0, 10).await,
         Err(StoreError::NotFound(_))
     ));
-    store.write(&p, b"hello world").await.unwrap();
-    let meta = store.stat(&p).await.unwrap().expect("written");
-    assert_eq!(meta.size, 11);
-    assert_eq!(store.read(&p, 0, 5).await.unwrap(), b"hello");
-    assert_eq!(store.read(&p, 6, 100).await.unwrap(), b"world");
-    assert_eq!(store.read(&p, 11, 4).await.unwrap(), b"");
-    assert_eq!(store.read(&p, 50, 4).await.unwrap(), b"");
-    store.write(&p, b"bye").await.unwrap();
-    assert_eq!(store.read(&p, 0, 100).await.unwrap(), b"bye");
-    let later = store.stat(&p).await.unwrap().unwrap();
-    assert_eq!(later.size, 3);
-    assert!(later.modified >= meta.modified, "stamps never go back");
-    assert_eq!(
-        store.stat(&format!("{DIR}/write/a")).await,
-        Ok(None),
-        "a folder is no blob"
-    );
-}
 
-/// Appends create the blob, grow it and return its new size; the bytes are in order.
-pub async fn append_grows_in_place<S: Store>(store: Arc<S>) {
-    let p = format!("{DIR}/append/x/log");
-    assert_eq!(store.append(&p, b"one\n").await, Ok(4));
-    assert_eq!(store.append(&p, b"two\n").await, Ok(8));
-    assert_eq!(store.append(&p, b"").await, Ok(8));
-    let mut expected = b"one\ntwo\n".to_vec();
-    for i in 0..200 {
-        let line = format!("line {i}\n");
-        expected.extend_from_slice(line.as_bytes());
-        assert_eq!(
-            store.append(&p, line.as_bytes()).await,
-            Ok(expected.len() as u64)
-        );
-    }
+    s.write("t/a", b"hello world").await.unwrap();
+    s.write("t/d/b", b"xyz").await.unwrap();
+    s.write("t/d/e/c", b"").await.unwrap();
+    s.write("tx/other", b"not below t").await.unwrap();
+    assert_eq!(s.stat("t/a").await.unwrap().unwrap().size, 11);
+    assert_eq!(s.stat("t/d").await.unwrap(), None, "a folder is no blob");
     assert_eq!(
-        store.read(&p, 0, expected.len() + 10).await.unwrap(),
-        expected
+        sorted(s.list("t").await.unwrap()),
+        vec![("a".into(), false, 11), ("d".into(), true, 0)]
     );
-    assert_eq!(store.read(&p, 4, 4).await.unwrap(), b"two\n");
     assert_eq!(
-        store.stat(&p).await.unwrap().unwrap().size,
-        expected.len() as u64
+        sorted(s.list("t/d").await.unwrap()),
+        vec![("b".into(), false, 3), ("e".into(), true, 0)]
     );
-}
-
-/// Truncate cuts a blob; a missing one is NotFound.
-pub async fn truncate_cuts<S: Store>(store: Arc<S>) {
-    let p = format!("{DIR}/truncate/blob");
-    store.write(&p, b"0123456789").await.unwrap();
-    store.truncate(&p, 4).await.unwrap();
-    assert_eq!(store.read(&p, 0, 100).await.unwrap(), b"0123");
-    assert_eq!(store.append(&p, b"x").await, Ok(5));
-    assert_eq!(store.read(&p, 0, 100).await.unwrap(), b"0123x");
-    let missing = format!("{DIR}/truncate/missing");
-    assert!(matches!(
-        store.truncate(&missing, 0).await,
-        Err(StoreError::NotFound(_))
-    ));
-}
-
-/// Rename moves a blob within its folder, replacing one of the new name.
-pub async fn rename_replaces<S: Store>(store: Arc<S>) {
-    let (a, b) = (format!("{DIR}/rename/a"), format!("{DIR}/rename/b"));
-    store.write(&a, b"aaa").await.unwrap();
-    store.write(&b, b"b").await.unwrap();
-    store.rename(&a, &b).await.unwrap();
-    assert_eq!(store.stat(&a).await, Ok(None));
-    assert_eq!(store.read(&b, 0, 10).await.unwrap(), b"aaa");
-    assert!(matches!(
-        store.rename(&a, &b).await,
-        Err(StoreError::NotFound(_))
-    ));
-    assert_eq!(
-        store.read(&b, 0, 10).await.unwrap(),
-        b"aaa",
-        "a failed rename changes nothing"
-    );
-    // A renamed blob still appends in place.
-    assert_eq!(store.append(&b, b"+").await, Ok(4));
-}
-
-/// List shows blobs (with sizes and stamps) and folders; remove takes a blob or a whole folder.
-pub async fn list_and_remove<S: Store>(store: Arc<S>) {
-    let d = format!("{DIR}/list");
-    assert_eq!(
-        store.list(&d).await,
-        Ok(Vec::new()),
-        "a missing folder lists empty"
-    );
-    store.write(&format!("{d}/one"), b"1").await.unwrap();
-    store.append(&format!("{d}/two"), b"22").await.unwrap();
-    store
-        .write(&format!("{d}/sub/deep/three"), b"333")
-        .await
-        .unwrap();
-    let mut entries = store.list(&d).await.unwrap();
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let shape: Vec<(&str, bool, u64)> = entries
-        .iter()
-        .map(|e| (e.name.as_str(), e.is_dir, e.size))
-        .collect();
-    assert_eq!(
-        shape,
-        [("one", false, 1), ("sub", true, 0), ("two", false, 2)]
-    );
-    assert!(entries.iter().filter(|e| !e.is_dir).all(|e| e.modified > 0));
-    store.remove(&format!("{d}/one")).await.unwrap();
-    store.remove(&format!("{d}/sub")).await.unwrap();
-    store.remove(&format!("{d}/nothing")).await.unwrap();
-    assert_eq!(store.stat(&format!("{d}/sub/deep/three")).await, Ok(None));
-    let names: Vec<String> = store
-        .list(&d)
+    let a = s
+        .list("t")
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, ["two"]);
-    store.remove(&d).await.unwrap();
-    assert_eq!(store.list(&d).await, Ok(Vec::new()));
+        .find(|e| e.name == "a")
+        .unwrap();
+    assert_eq!(a.modified, s.stat("t/a").await.unwrap().unwrap().modified);
+    assert!(a.modified > 0);
+
+    assert_eq!(s.read("t/a", 0, 5).await.unwrap(), b"hello");
+    assert_eq!(s.read("t/a", 6, 100).await.unwrap(), b"world");
+    assert_eq!(s.read("t/a", 11, 5).await.unwrap(), b"");
+    assert_eq!(s.read("t/a", 500, 5).await.unwrap(), b"");
+    assert_eq!(s.read("t/d/e/c", 0, 5).await.unwrap(), b"");
+
+    // Replacing with something shorter leaves nothing of the old blob.
+    s.write("t/a", b"hi").await.unwrap();
+    assert_eq!(s.read("t/a", 0, 100).await.unwrap(), b"hi");
+    assert_eq!(s.stat("t/a").await.unwrap().unwrap().size, 2);
+    // A large whole write, across many segments.
+    let big = Lcg(7).bytes(100_000);
+    s.write("t/big", &big).await.unwrap();
+    assert_eq!(s.read("t/big", 0, usize::MAX).await.unwrap(), big);
+    assert_eq!(
+        s.read("t/big", 40_000, 30_000).await.unwrap(),
+        &big[40_000..70_000]
+    );
 }
 
-/// No path with an empty segment, `.`, `..`, `\` or NUL reaches a backend.
-pub async fn paths_never_escape<S: Store>(store: Arc<S>) {
-    for bad in [
-        "", "..", "../x", "a/../b", "/abs", "a//b", "a/", ".", "a/./b", "a\\b", "a\0b",
-    ] {
-        let invalid = |r: Result<(), StoreError>| matches!(r, Err(StoreError::InvalidPath(_)));
-        assert!(invalid(store.write(bad, b"x").await), "write {bad:?}");
-        assert!(
-            invalid(store.append(bad, b"x").await.map(|_| ())),
-            "append {bad:?}"
-        );
-        assert!(
-            invalid(store.read(bad, 0, 1).await.map(|_| ())),
-            "read {bad:?}"
-        );
-        assert!(invalid(store.stat(bad).await.map(|_| ())), "stat {bad:?}");
-        assert!(invalid(store.list(bad).await.map(|_| ())), "list {bad:?}");
-        assert!(invalid(store.truncate(bad, 0).await), "truncate {bad:?}");
-        assert!(invalid(store.remove(bad).await), "remove {bad:?}");
-        assert!(
-            invalid(store.rename(&format!("{DIR}/x"), bad).await),
-            "rename to {bad:?}"
+/// Appends create the blob, grow it and return its new size, in order, across sizes that cross
+/// a backend's segments and flush points.
+pub async fn append_matches_model<S: Store>(s: Arc<S>) {
+    let mut model = Vec::new();
+    let mut rng = Lcg(42);
+    for i in 0..400 {
+        // Mostly line-sized, sometimes large enough to cross segments and flush points.
+        let n = if i % 50 == 49 {
+            40_000
+        } else {
+            1 + rng.below(1_500) as usize
+        };
+        let bytes = rng.bytes(n);
+        model.extend_from_slice(&bytes);
+        let size = s.append("t/s/open", &bytes).await.unwrap();
+        assert_eq!(size, model.len() as u64, "size after append {i}");
+    }
+    assert_eq!(
+        s.stat("t/s/open").await.unwrap().unwrap().size,
+        model.len() as u64
+    );
+    assert_eq!(s.read("t/s/open", 0, usize::MAX).await.unwrap(), model);
+    for _ in 0..30 {
+        let at = rng.below(model.len() as u64 + 10);
+        let len = rng.below(70_000) as usize;
+        let start = (at as usize).min(model.len());
+        let end = start.saturating_add(len).min(model.len());
+        assert_eq!(
+            s.read("t/s/open", at, len).await.unwrap(),
+            &model[start..end]
         );
     }
+    // Appending after a read and a stat continues where the blob ends.
+    model.extend_from_slice(b"tail\n");
+    assert_eq!(
+        s.append("t/s/open", b"tail\n").await.unwrap(),
+        model.len() as u64
+    );
+    s.flush().await.unwrap();
+    let end = model.len() as u64;
+    assert_eq!(s.read("t/s/open", end - 5, 5).await.unwrap(), b"tail\n");
+    // An empty append changes nothing and creates the blob if missing.
+    assert_eq!(s.append("t/s/open", b"").await.unwrap(), end);
+    assert_eq!(s.append("t/s/empty", b"").await.unwrap(), 0);
+    assert_eq!(s.stat("t/s/empty").await.unwrap().unwrap().size, 0);
+}
+
+/// Truncate cuts a blob (never grows it) and appends continue at the cut; a missing blob is
+/// `NotFound`.
+pub async fn truncate_cuts<S: Store>(s: Arc<S>) {
+    assert!(matches!(
+        s.truncate("t/none", 0).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let bytes = Lcg(3).bytes(50_000);
+    s.append("t/x", &bytes).await.unwrap();
+    s.truncate("t/x", 20_001).await.unwrap();
+    assert_eq!(s.stat("t/x").await.unwrap().unwrap().size, 20_001);
+    assert_eq!(
+        s.read("t/x", 0, usize::MAX).await.unwrap(),
+        &bytes[..20_001]
+    );
+    // Longer than the blob: nothing changes.
+    s.truncate("t/x", 90_000).await.unwrap();
+    assert_eq!(s.stat("t/x").await.unwrap().unwrap().size, 20_001);
+    // Appends continue at the cut.
+    assert_eq!(s.append("t/x", b"abc").await.unwrap(), 20_004);
+    assert_eq!(
+        s.read("t/x", 20_000, 10).await.unwrap(),
+        [&bytes[20_000..20_001], b"abc"].concat()
+    );
+    s.truncate("t/x", 0).await.unwrap();
+    assert_eq!(s.read("t/x", 0, 10).await.unwrap(), b"");
+    assert_eq!(s.append("t/x", b"new").await.unwrap(), 3);
+    assert_eq!(s.read("t/x", 0, 10).await.unwrap(), b"new");
+}
+
+/// Rename moves a blob within its folder (a chunk's rotation), replacing one of the new name;
+/// a failed rename changes nothing.
+pub async fn rename_moves_and_replaces<S: Store>(s: Arc<S>) {
+    assert!(matches!(
+        s.rename("t/none", "t/other").await,
+        Err(StoreError::NotFound(_))
+    ));
+    s.append("t/7-open.raw.jsonl", b"line 7\nline 8\n")
+        .await
+        .unwrap();
+    s.rename("t/7-open.raw.jsonl", "t/7-9.raw.jsonl")
+        .await
+        .unwrap();
+    assert_eq!(s.stat("t/7-open.raw.jsonl").await.unwrap(), None);
+    assert_eq!(
+        s.read("t/7-9.raw.jsonl", 0, 100).await.unwrap(),
+        b"line 7\nline 8\n"
+    );
+    assert_eq!(
+        sorted(s.list("t").await.unwrap()),
+        vec![("7-9.raw.jsonl".into(), false, 14)]
+    );
+    // A new open chunk after the rotation starts empty.
+    assert_eq!(s.append("t/7-open.raw.jsonl", b"x").await.unwrap(), 1);
+    // Replacing: the destination's old bytes are gone entirely.
+    s.write("t/dest", &Lcg(1).bytes(40_000)).await.unwrap();
+    s.write("t/src", b"short").await.unwrap();
+    s.rename("t/src", "t/dest").await.unwrap();
+    assert_eq!(s.read("t/dest", 0, usize::MAX).await.unwrap(), b"short");
+    assert_eq!(s.stat("t/src").await.unwrap(), None);
+    assert!(matches!(
+        s.rename("t/src", "t/dest").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        s.read("t/dest", 0, 100).await.unwrap(),
+        b"short",
+        "a failed rename changes nothing"
+    );
+    // The renamed blob takes appends.
+    assert_eq!(s.append("t/dest", b"+more").await.unwrap(), 10);
+    assert_eq!(s.read("t/dest", 0, 100).await.unwrap(), b"short+more");
+}
+
+/// Remove takes a blob, or a folder and everything below it (never a sibling whose name starts
+/// the same); a missing path is not an error.
+pub async fn remove_blob_and_folder<S: Store>(s: Arc<S>) {
+    s.write("t/s1/a", b"1").await.unwrap();
+    s.append("t/s1/b", b"2").await.unwrap();
+    s.write("t/s1/deep/c", b"3").await.unwrap();
+    s.write("t/s10/a", b"keep: a sibling whose name starts the same")
+        .await
+        .unwrap();
+    s.write("t/s1x", b"keep").await.unwrap();
+    s.remove("t/s1/a").await.unwrap();
+    assert_eq!(s.stat("t/s1/a").await.unwrap(), None);
+    assert_eq!(s.stat("t/s1/b").await.unwrap().unwrap().size, 1);
+    s.remove("t/s1").await.unwrap();
+    assert_eq!(s.stat("t/s1/b").await.unwrap(), None);
+    assert_eq!(s.stat("t/s1/deep/c").await.unwrap(), None);
+    assert_eq!(s.list("t/s1").await.unwrap(), vec![]);
+    assert_eq!(
+        sorted(s.list("t").await.unwrap()),
+        vec![("s10".into(), true, 0), ("s1x".into(), false, 4)]
+    );
+    // Missing paths are not an error.
+    s.remove("t/s1").await.unwrap();
+    s.remove("t/nothing/here").await.unwrap();
+    // A removed blob can be written again from scratch.
+    assert_eq!(s.append("t/s1/b", b"again").await.unwrap(), 5);
+}
+
+/// No path with an empty segment, `.`, `..`, `\\` or NUL reaches a backend, whatever the
+/// operation.
+pub async fn invalid_paths_refused<S: Store>(s: Arc<S>) {
+    for bad in [
+        "", "/a", "a/", "a//b", ".", "a/./b", "a/../b", "..", "../x", "a\\b", "a/\0", "a\0b",
+    ] {
+        assert!(
+            matches!(s.write(bad, b"x").await, Err(StoreError::InvalidPath(_))),
+            "write {bad:?}"
+        );
+        assert!(matches!(
+            s.append(bad, b"x").await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(
+            s.read(bad, 0, 1).await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(s.stat(bad).await, Err(StoreError::InvalidPath(_))));
+        assert!(matches!(s.list(bad).await, Err(StoreError::InvalidPath(_))));
+        assert!(matches!(
+            s.truncate(bad, 0).await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(
+            s.remove(bad).await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(
+            s.rename("t/a", bad).await,
+            Err(StoreError::InvalidPath(_))
+        ));
+    }
+    assert_eq!(s.list("t").await.unwrap(), vec![]);
+}
+
+/// A blob's stamp never goes back, through writes and appends.
+pub async fn stamps_never_go_back<S: Store>(s: Arc<S>) {
+    let mut last = 0;
+    for i in 0..20 {
+        if i % 3 == 0 {
+            s.write("t/m", b"whole").await.unwrap();
+        } else {
+            s.append("t/m", b"more").await.unwrap();
+        }
+        let m = s.stat("t/m").await.unwrap().unwrap().modified;
+        assert!(m >= last, "stamp went back: {m} < {last}");
+        last = m;
+    }
+}
+
+/// The stamps of a backend with a clock are the clock's (milliseconds since the epoch, within
+/// a day of now): for every backend but the in-memory one, whose stamps are a counter.
+pub async fn stamps_follow_the_clock<S: Store>(s: Arc<S>) {
+    s.write("t/clock", b"now").await.unwrap();
+    let stamp = s.stat("t/clock").await.unwrap().unwrap().modified;
+    #[cfg(target_arch = "wasm32")]
+    let now = js_sys::Date::now() as u64;
+    #[cfg(not(target_arch = "wasm32"))]
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as u64;
+    assert!(stamp.abs_diff(now) < 86_400_000, "{stamp} vs {now}");
+}
+
+/// A write past the quota fails with `QuotaExceeded` and leaves nothing of itself: the blob
+/// keeps its bytes, a new blob holds none; lifting the limit lets writes go on.
+pub async fn a_quota_failure_changes_nothing<S: LimitWrites>(s: Arc<S>) {
+    s.append("t/q/open", &[b'a'; 600]).await.unwrap();
+    s.limit_writes(Some(1_000));
+    s.append("t/q/open", &[b'b'; 600]).await.unwrap();
+    // 400 bytes would fit: none of them may stay.
+    assert_eq!(
+        s.append("t/q/open", &[b'c'; 600]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(
+        s.write("t/q/page", &[b'd'; 500]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(s.stat("t/q/open").await.unwrap().unwrap().size, 1_200);
+    // Nothing of the refused whole write stays (OPFS may leave the new blob empty).
+    let page = s.stat("t/q/page").await.unwrap();
+    assert!(page.is_none_or(|m| m.size == 0), "{page:?}");
+    assert_eq!(
+        s.read("t/q/open", 1_100, 500).await.unwrap(),
+        vec![b'b'; 100]
+    );
+    s.limit_writes(None);
+    assert_eq!(s.append("t/q/open", b"ok").await.unwrap(), 1_202);
 }

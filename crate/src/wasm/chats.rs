@@ -15,7 +15,7 @@
 //! [`BindingError`]'s, the one every binding call's error takes).
 
 use super::error::{to_js, BindingError};
-use crate::store::{open_store, Backend, BrowserStore, Entry, Meta, Store, StoreResult};
+use crate::store::{open_store, Backend, BrowserStore};
 use crate::window::{
     self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
     WindowError, WriteOptions,
@@ -30,49 +30,17 @@ use wasm_bindgen_futures::future_to_promise;
 /// The folder chats live in.
 const FOLDER: &str = "chats";
 
-/// The worker's one store, shared with the transcript cache (which holds it as an `Arc`): one
-/// backend instance, so OPFS handles and IndexedDB's buffered appends are never doubled.
-pub(super) struct SharedStore(pub(super) Arc<BrowserStore>);
-
-impl Store for SharedStore {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-        self.0.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        self.0.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        self.0.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        self.0.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        self.0.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        self.0.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        self.0.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        self.0.remove(path).await
-    }
-    async fn flush(&self) -> StoreResult<()> {
-        self.0.flush().await
-    }
-}
-
 /// The chats of one store: one set of per-chat write locks, shared by every `Chats` handle.
+/// The store is the worker's one backend instance, shared with the transcript cache (an `Arc`
+/// is a store), so OPFS handles and IndexedDB's buffered appends are never doubled.
 pub(super) struct ChatState {
-    chats: window::Chats<SharedStore>,
+    chats: window::Chats<Arc<BrowserStore>>,
 }
 
 impl ChatState {
     pub(super) fn new(store: Arc<BrowserStore>) -> Rc<Self> {
         Rc::new(ChatState {
-            chats: window::Chats::new(SharedStore(store)),
+            chats: window::Chats::new(store),
         })
     }
 }

@@ -29,12 +29,15 @@ pub struct Found {
     pub bytes: Vec<u8>,
     /// Whether a `\n` ends it (`false` only for a region's last line: a torn tail).
     pub newline: bool,
+    /// How many bytes of the line's end were left out of `bytes`: 0 unless a walk with a line
+    /// bound ([`BackWalk::with_line_bound`]) cut a longer line to its head.
+    pub skipped: u64,
 }
 
 impl Found {
     /// The offset just past the line's `\n` (or its last byte when it has none).
     pub fn end(&self) -> u64 {
-        self.offset + self.bytes.len() as u64 + u64::from(self.newline)
+        self.offset + self.bytes.len() as u64 + self.skipped + u64::from(self.newline)
     }
 }
 
@@ -71,6 +74,10 @@ pub struct BackWalk {
     /// The size of the next read.
     block: usize,
     max_block: usize,
+    /// The longest line handed out whole; a longer one is handed out as its head.
+    line_bound: Option<usize>,
+    /// Bytes of the line being assembled dropped from its newest end (beyond the bound).
+    dropped: u64,
     done: bool,
 }
 
@@ -84,6 +91,8 @@ impl BackWalk {
             newline: None,
             block: FIRST_BLOCK,
             max_block: BLOCK,
+            line_bound: None,
+            dropped: 0,
             done: end <= floor,
         }
     }
@@ -92,6 +101,15 @@ impl BackWalk {
     pub fn with_blocks(mut self, first: usize, max: usize) -> BackWalk {
         self.block = first.max(1);
         self.max_block = max.max(1);
+        self
+    }
+
+    /// The same walk holding at most about `bound` bytes of a line (plus two blocks): a line
+    /// longer than `bound` is still read (its start must be found), but its newest bytes are
+    /// dropped as the walk goes, and it is handed out cut to its first `bound` bytes (its head:
+    /// enough for [`crate::Line::seq_of_head`]) with [`Found::skipped`] counting the rest.
+    pub fn with_line_bound(mut self, bound: usize) -> BackWalk {
+        self.line_bound = Some(bound);
         self
     }
 
@@ -113,7 +131,7 @@ impl BackWalk {
         }
         if self.newline.is_some() {
             let oldest = self.blocks.last().map(Vec::as_slice).unwrap_or_default();
-            if let Some(i) = oldest.iter().rposition(|&b| b == b'\n') {
+            if let Some(i) = memchr::memrchr(b'\n', oldest) {
                 let offset = self.pos + i as u64 + 1;
                 return Step::Line(self.take(i + 1, offset, Some(i)));
             }
@@ -150,6 +168,16 @@ impl BackWalk {
             self.newline = Some(newline);
         }
         self.blocks.push(bytes);
+        if let Some(bound) = self.line_bound {
+            // The blocks between the newest and the oldest hold no `\n`: all of them belong to
+            // the line being assembled. Once they hold its first `bound` bytes (the oldest block
+            // may hold more), the newest block is not needed for the head.
+            let mut middle: usize = self.blocks[1..].iter().rev().skip(1).map(Vec::len).sum();
+            while self.blocks.len() >= 3 && middle >= bound {
+                self.dropped += self.blocks.remove(0).len() as u64;
+                middle -= self.blocks[0].len();
+            }
+        }
     }
 
     /// Hands out the line whose bytes start at `from` in the oldest block (at file `offset`),
@@ -158,10 +186,12 @@ impl BackWalk {
         let mut blocks = std::mem::take(&mut self.blocks);
         let mut oldest = blocks.pop().unwrap_or_default();
         let newer_len: usize = blocks.iter().map(Vec::len).sum();
-        let mut bytes = Vec::with_capacity(oldest.len() - from + newer_len);
-        bytes.extend_from_slice(&oldest[from..]);
-        for block in blocks.iter().rev() {
-            bytes.extend_from_slice(block);
+        let whole = (oldest.len() - from + newer_len) as u64 + std::mem::take(&mut self.dropped);
+        let keep = self.line_bound.map_or(whole, |b| whole.min(b as u64)) as usize;
+        let mut bytes = Vec::with_capacity(keep);
+        for part in std::iter::once(&oldest[from..]).chain(blocks.iter().rev().map(Vec::as_slice)) {
+            let room = keep - bytes.len();
+            bytes.extend_from_slice(&part[..part.len().min(room)]);
         }
         if let Some(cut) = cut {
             oldest.truncate(cut);
@@ -172,6 +202,7 @@ impl BackWalk {
             offset,
             bytes,
             newline,
+            skipped: whole - keep as u64,
         }
     }
 }
@@ -224,7 +255,7 @@ impl ForwardWalk {
     /// with [`Found::newline`] false once the region's end is read.
     pub fn step(&mut self) -> Step {
         loop {
-            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
                 let nl = self.scanned + i;
                 let (from, offset) = (self.start, self.base + self.start as u64);
                 self.start = nl + 1;
@@ -236,6 +267,7 @@ impl ForwardWalk {
                     offset,
                     bytes: self.buf[from..nl].to_vec(),
                     newline: true,
+                    skipped: 0,
                 });
             }
             self.scanned = self.buf.len();
@@ -252,6 +284,7 @@ impl ForwardWalk {
                     offset,
                     bytes: self.buf[from..].to_vec(),
                     newline: false,
+                    skipped: 0,
                 });
             }
             return Step::Read {
@@ -406,6 +439,7 @@ mod tests {
                         offset: (floor + at) as u64,
                         bytes: region[at..at + i].to_vec(),
                         newline: true,
+                        skipped: 0,
                     });
                     at += i + 1;
                 }
@@ -414,6 +448,7 @@ mod tests {
                         offset: (floor + at) as u64,
                         bytes: region[at..].to_vec(),
                         newline: false,
+                        skipped: 0,
                     });
                     at = region.len();
                 }
@@ -510,6 +545,75 @@ mod tests {
                 "case {case}"
             );
         }
+    }
+
+    #[test]
+    fn a_bounded_walk_hands_out_long_lines_cut_to_their_heads_holding_little() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for case in 0..2_000 {
+            let text = random_text(&mut rng);
+            let bound = rng.below(3_000) as usize;
+            let (first, max) = (1 + rng.below(300) as usize, 1 + rng.below(2_000) as usize);
+            let mut walk = BackWalk::new(0, text.len() as u64)
+                .with_blocks(first, max)
+                .with_line_bound(bound);
+            let (mut lines, mut fed) = (Vec::new(), 0);
+            loop {
+                match walk.step() {
+                    Step::Done => break,
+                    Step::Line(found) => lines.push(found),
+                    Step::Read { at, len } => {
+                        let n = 1 + rng.below(len as u64) as usize;
+                        let end = at as usize + len;
+                        walk.feed(text[end - n..end].to_vec());
+                        fed += n;
+                        let held = walk.pending();
+                        assert!(held <= bound + 2 * max.max(first), "case {case}: {held}");
+                    }
+                }
+            }
+            lines.reverse();
+            let expected: Vec<Found> = reference(&text, 0, text.len())
+                .into_iter()
+                .map(|mut line| {
+                    let keep = line.bytes.len().min(bound);
+                    line.skipped = (line.bytes.len() - keep) as u64;
+                    line.bytes.truncate(keep);
+                    line
+                })
+                .collect();
+            assert_eq!(lines, expected, "case {case}");
+            assert_eq!(fed, text.len(), "case {case}: each byte read once");
+        }
+    }
+
+    #[test]
+    fn a_bounded_walk_finds_the_head_of_a_long_line_holding_a_few_blocks() {
+        let mut text = b"{\"seq\":1}\n{\"seq\":2,\"x\":\"".to_vec();
+        text.extend(vec![b'x'; 40 * BLOCK]);
+        text.extend_from_slice(b"\"}\n");
+        let mut walk = BackWalk::new(0, text.len() as u64).with_line_bound(100);
+        let (mut most, mut lines) = (0, Vec::new());
+        loop {
+            match walk.step() {
+                Step::Line(found) => lines.push(found),
+                Step::Read { at, len } => {
+                    walk.feed(text[at as usize..at as usize + len].to_vec());
+                    most = most.max(walk.pending());
+                }
+                Step::Done => break,
+            }
+        }
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].bytes.len(), 100);
+        assert_eq!(crate::Line::seq_of_head(&lines[0].bytes), Some(2));
+        assert_eq!(lines[0].end(), text.len() as u64);
+        assert_eq!(lines[1].bytes, b"{\"seq\":1}");
+        assert!(
+            most <= 3 * BLOCK,
+            "held {most} bytes of a {} byte line",
+            40 * BLOCK
+        );
     }
 
     #[test]

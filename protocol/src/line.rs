@@ -126,6 +126,36 @@ impl Line {
         Line::parse(&value.to_string())
     }
 
+    /// A line's seq read from its head alone, without reading or parsing the rest: `Some` when
+    /// the line opens with its `seq` as the first key, as every line the server writes does
+    /// (`{"seq":42,...`, spaces and tabs allowed between the tokens), and that seq is one
+    /// [`Line::parse`] accepts (an integer of 1 or more that fits a `u64`); `None` otherwise
+    /// (another key first, or a head too short to tell).
+    ///
+    /// For a line too long to read whole: the rest of the line is not checked, so the caller
+    /// takes the head at its word. For a valid line it agrees with [`Line::parse`].
+    pub fn seq_of_head(head: &[u8]) -> Option<u64> {
+        fn skip_ws(bytes: &[u8]) -> &[u8] {
+            let n = bytes
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\t'))
+                .count();
+            &bytes[n..]
+        }
+        let rest = skip_ws(head).strip_prefix(b"{")?;
+        let rest = skip_ws(rest).strip_prefix(b"\"seq\"")?;
+        let rest = skip_ws(rest).strip_prefix(b":")?;
+        let rest = skip_ws(rest);
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        // JSON numbers have no leading zero; a fraction or exponent makes a float, not a seq.
+        if digits == 0 || rest[0] == b'0' {
+            return None;
+        }
+        let (number, rest) = rest.split_at(digits);
+        skip_ws(rest).strip_prefix(b",")?;
+        std::str::from_utf8(number).ok()?.parse().ok()
+    }
+
     /// The exact text this line was parsed from (no trailing newline).
     pub fn raw(&self) -> &str {
         &self.raw
@@ -187,4 +217,65 @@ pub fn page_json<'a>(lines: impl IntoIterator<Item = &'a Line>) -> String {
     }
     out.push(']');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seq_of_a_head_agrees_with_the_parse() {
+        let written = Line::new(
+            42,
+            1.5,
+            serde_json::json!({"type": "status"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        )
+        .unwrap();
+        let mut lines = vec![written.raw().to_owned()];
+        lines.extend(
+            [
+                r#"{"seq":1,"ts":1,"event":{"type":"status"}}"#,
+                r#"{ "seq" : 18446744073709551615 , "ts":1,"event":{"type":"status"}}"#,
+                "{\t\"seq\":\t7\t,\"ts\":1,\"event\":{\"type\":\"status\"}}",
+                r#"{"ts":1,"seq":3,"event":{"type":"status"}}"#,
+            ]
+            .map(str::to_owned),
+        );
+        for raw in &lines {
+            let parsed = Line::parse(raw).unwrap().seq();
+            let head = Line::seq_of_head(raw.as_bytes());
+            assert!(head.is_none() || head == Some(parsed), "{raw}: {head:?}");
+            // A head long enough to hold the seq tells it; no prefix tells another.
+            for cut in 0..raw.len() {
+                let short = Line::seq_of_head(&raw.as_bytes()[..cut]);
+                assert!(
+                    short.is_none() || short == Some(parsed),
+                    "{raw} cut at {cut}"
+                );
+            }
+        }
+        assert_eq!(Line::seq_of_head(lines[0].as_bytes()), Some(42));
+        assert_eq!(Line::seq_of_head(lines[2].as_bytes()), Some(u64::MAX));
+        assert_eq!(
+            Line::seq_of_head(br#"{"seq":5,"ts":1,"event":{"type":"to"#),
+            Some(5)
+        );
+        // Seqs the parse refuses are no seqs here either.
+        for bad in [
+            r#"{"seq":0,"ts":1"#,
+            r#"{"seq":07,"ts":1"#,
+            r#"{"seq":-3,"ts":1"#,
+            r#"{"seq":3.0,"ts":1"#,
+            r#"{"seq":3e2,"ts":1"#,
+            r#"{"seq":"3","ts":1"#,
+            r#"{"seq":18446744073709551616,"ts":1"#,
+            r#"{"seq":3}"#,
+            r#"["seq",3,"#,
+        ] {
+            assert_eq!(Line::seq_of_head(bad.as_bytes()), None, "{bad}");
+        }
+    }
 }

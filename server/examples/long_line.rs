@@ -1,5 +1,5 @@
 //! Reading does not grow with a long line or a long row: the time of `?limit=1`, of the session
-//! list, of a coalesced `limit=1&bytes=1` page over a run of a million deltas, and of a coalesced
+//! list (a 60 MB line the newest but one, then the newest), of a coalesced `limit=1&bytes=1` page over a run of a million deltas, and of a coalesced
 //! page over two 1.6M-character deltas sharing a prefix, each read in-process from a real file.
 //!
 //!     cargo run --release -p scrollback-server --example long_line
@@ -61,6 +61,23 @@ fn main() {
     time("GET /sessions with a 60 MB line (cold)", || {
         summaries.list(data).unwrap()
     });
+    // The 60 MB line the newest: its seq is read from its head (the first session is cached).
+    write(
+        data,
+        "huge-last",
+        &[
+            line(1, serde_json::json!({"type": "userMessage", "text": "go"})),
+            line(
+                2,
+                serde_json::json!({"type": "toolResult", "id": "t", "output": huge}),
+            ),
+        ],
+    );
+    let list = time("GET /sessions with a 60 MB newest line (cold)", || {
+        summaries.list(data).unwrap()
+    });
+    let seqs: Vec<(String, u64)> = list.into_iter().map(|s| (s.id, s.seq)).collect();
+    println!("  newest seqs: {seqs:?}");
 
     // A run of a million deltas.
     let deltas: Vec<String> = (1..=1_000_000u64)

@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod follow;
 pub mod listen;
+pub mod memory;
 pub mod pkg;
 pub mod routes;
 pub mod sandbox;
@@ -176,6 +177,7 @@ pub async fn spawn(config: Config) -> io::Result<Server> {
     ));
     let header_timeout = Duration::from_millis(config.header_timeout_ms.max(1));
     let body_timeout = Duration::from_millis(config.body_timeout_ms.max(1));
+    tokio::spawn(memory::release().run(on_shutdown.clone()));
     let app = Arc::new(App {
         puts: Arc::new(Semaphore::new(config.max_puts.max(1))),
         config,

@@ -1,8 +1,10 @@
 //! Accepting connections: a cap on open connections derived from the process's descriptor
 //! limit, timeouts on reading request heads and on pauses within bodies, and room for a new client when the cap is reached
 //! (the oldest connection with no request in progress, such as a half-sent head or an idle
-//! keep-alive, is closed for it).
+//! keep-alive, is closed for it). When a request ends, [`crate::memory::Release`] is told, to
+//! hand what it freed back to the system.
 
+use crate::memory;
 use axum::body::{Body, Bytes};
 use axum::Router;
 use http_body::{Frame, SizeHint};
@@ -122,7 +124,8 @@ impl Connections {
     }
 }
 
-/// Serves `router` on `listener` until `stop` turns `true`.
+/// Serves `router` on `listener` until `stop` turns `true`, telling [`memory::release`] when
+/// each request ends (its response sent or dropped).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -207,6 +210,7 @@ impl Busy {
 impl Drop for Busy {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+        memory::release().ended();
     }
 }
 

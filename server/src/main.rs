@@ -1,11 +1,25 @@
 //! `scrollback-server`: see `--help`.
 
 use clap::Parser;
-use scrollback_server::{spawn, Config};
+use scrollback_server::{memory, spawn, Config};
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let config = Config::parse();
+    // A blocking-pool thread let go after 10 s idle leaves its arena's memory free: trim then.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_stop(memory::thread_stopped)
+        .build();
+    match runtime {
+        Ok(runtime) => runtime.block_on(run(config)),
+        Err(e) => {
+            eprintln!("scrollback-server: cannot start: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+async fn run(config: Config) {
     let guarded = config.token.is_some();
     let server = match spawn(config).await {
         Ok(server) => server,

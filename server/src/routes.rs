@@ -347,6 +347,7 @@ async fn stats_route(State(app): State<Arc<App>>) -> Response {
     if let Some(map) = stats.as_object_mut() {
         map.insert("streams".into(), app.watchers.json());
         map.insert("connections".into(), app.connections.json());
+        map.insert("memory".into(), crate::memory::release().json());
     }
     Json(stats).into_response()
 }

@@ -1,12 +1,12 @@
 //! Sessions on disk: ids (hostile until checked), their paths under the data directory, and
 //! the session list's summaries, cached per file so listing does not re-read transcripts.
 
-use crate::transcript::{self, reader, FileId};
+use crate::transcript::{reader, FileId};
 use scrollback_protocol::{EventKind, Line, SessionSummary};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io;
+use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -38,7 +38,8 @@ pub fn transcript_path(data: &Path, id: &str) -> PathBuf {
 ///
 /// An entry is kept with the file's identity, length and modification time. A file that only
 /// grew is brought up to date by reading just the new lines; a replaced or changed one is read
-/// again (backwards from the end for status and settings, forwards from the start for the title).
+/// again (backwards from the end for status and settings, forwards from the start for the title):
+/// see [`read_into`], which holds at most [`SUMMARY_LINE_BYTES`] of any line.
 #[derive(Default)]
 pub struct Summaries {
     cache: Mutex<HashMap<String, Cached>>,
@@ -86,9 +87,14 @@ fn meta_title(dir: &Path) -> Option<String> {
     (!title.is_empty()).then_some(title)
 }
 
-/// Applies one line, oldest-to-newest order, to a summary.
-fn apply(summary: &mut SessionSummary, titled: &mut bool, line: &Line) {
-    summary.seq = summary.seq.max(line.seq());
+/// The longest line the summary reads whole. Status and settings come from lines at most this
+/// long; a longer line (a large tool result, a long message) is skipped for them, and only its
+/// head is read for its seq ([`Line::seq_of_head`]): listing sessions holds at most about this
+/// much of any line, however long the lines in the files.
+pub const SUMMARY_LINE_BYTES: usize = 64 << 10;
+
+/// Sets the summary's status or settings from a status or settings line (the fields it has).
+fn apply_fields(summary: &mut SessionSummary, line: &Line) {
     let event = line.event();
     let text = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
     match line.kind() {
@@ -103,12 +109,6 @@ fn apply(summary: &mut SessionSummary, titled: &mut bool, line: &Line) {
             }
             if let Some(p) = text("permissionMode") {
                 summary.permission_mode = p;
-            }
-        }
-        EventKind::UserMessage if !*titled => {
-            if let Some(t) = line.text().map(shorten).filter(|t| !t.is_empty()) {
-                summary.title = t;
-                *titled = true;
             }
         }
         _ => {}
@@ -126,30 +126,49 @@ fn fresh(id: &str) -> SessionSummary {
     }
 }
 
-/// Reads a summary without a cache: the title forwards from the start (within the first MiB),
-/// the newest seq, status and settings backwards from the end.
-fn read_summary(
+/// Brings a summary up to date with the complete lines in `[from, end)` (line boundaries), as
+/// if they followed the lines it was read from: the title forwards (the first user message, in
+/// lines that end within the file's first [`TITLE_SCAN_BYTES`]), the newest seq, status and
+/// settings backwards from `end`, up to the newest status line and settings line.
+///
+/// Bounded per line: a line longer than [`SUMMARY_LINE_BYTES`] is not read whole (it is
+/// scanned for its start, one block held at a time). Its seq is read from its head, as the
+/// server writes lines (`{"seq":N,...`, [`Line::seq_of_head`]); such a line that does not open
+/// with its seq is skipped like an unreadable one. It never gives the status or settings.
+fn read_into<F: Read + Seek>(
     path: &Path,
-    file: &mut File,
+    file: &mut F,
+    from: u64,
     end: u64,
-    id: &str,
-) -> io::Result<(SessionSummary, bool)> {
-    let mut summary = fresh(id);
-    let mut titled = false;
-    let mut at = 0;
-    while at < end.min(TITLE_SCAN_BYTES) && !titled {
-        let Some((bytes, next)) = reader::line_at(file, at, end)? else {
+    summary: &mut SessionSummary,
+    titled: &mut bool,
+) -> io::Result<()> {
+    let scan_end = end.min(TITLE_SCAN_BYTES);
+    let mut at = from;
+    while at < scan_end && !*titled {
+        let Some((bytes, next)) = reader::line_at(file, at, scan_end)? else {
             break;
         };
         if let Some(line) = reader::parse(path, at, &bytes) {
-            apply(&mut summary, &mut titled, &line);
+            if line.kind() == EventKind::UserMessage {
+                if let Some(t) = line.text().map(shorten).filter(|t| !t.is_empty()) {
+                    summary.title = t;
+                    *titled = true;
+                }
+            }
         }
         at = next;
     }
     let (mut status, mut settings, mut newest) = (None, None, None);
-    let mut lines = reader::BackLines::new(file, end);
-    while let Some((offset, bytes)) = lines.next_line()? {
-        let Some(line) = reader::parse(path, offset, &bytes) else {
+    let mut lines = reader::BackLines::bounded(file, from, end, SUMMARY_LINE_BYTES);
+    while let Some(found) = lines.next_found()? {
+        if found.skipped > 0 {
+            if newest.is_none() {
+                newest = Line::seq_of_head(&found.bytes);
+            }
+            continue;
+        }
+        let Some(line) = reader::parse(path, found.offset, &found.bytes) else {
             continue;
         };
         newest.get_or_insert(line.seq());
@@ -162,13 +181,13 @@ fn read_summary(
             break;
         }
     }
-    summary.seq = newest.unwrap_or(0);
-    let mut ignore = true;
-    for line in settings.iter().chain(status.iter()) {
-        apply(&mut summary, &mut ignore, line);
+    if let Some(seq) = newest {
+        summary.seq = seq;
     }
-    summary.seq = newest.unwrap_or(0);
-    Ok((summary, titled))
+    for line in settings.iter().chain(status.iter()) {
+        apply_fields(summary, line);
+    }
+    Ok(())
 }
 
 impl Summaries {
@@ -230,10 +249,8 @@ impl Summaries {
             Some(c) if unchanged(&c) && c.len == len && c.modified == modified => c,
             Some(mut c) if unchanged(&c) && c.len < len => {
                 // Appended to: read only what is new.
-                let (lines, end) = transcript::read_from(&path, &mut file, c.end)?;
-                for line in &lines {
-                    apply(&mut c.summary, &mut c.titled, line);
-                }
+                let end = reader::complete_end(&mut file, len)?;
+                read_into(&path, &mut file, c.end, end, &mut c.summary, &mut c.titled)?;
                 c.end = end;
                 c.len = len;
                 c.modified = modified;
@@ -241,7 +258,8 @@ impl Summaries {
             }
             _ => {
                 let end = reader::complete_end(&mut file, len)?;
-                let (mut summary, mut titled) = read_summary(&path, &mut file, end, id)?;
+                let (mut summary, mut titled) = (fresh(id), false);
+                read_into(&path, &mut file, 0, end, &mut summary, &mut titled)?;
                 if let Some(title) = meta_title(&dir) {
                     summary.title = title;
                     titled = true;

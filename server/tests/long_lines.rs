@@ -1,11 +1,69 @@
 //! Reading stays bounded by what the page needs, however long a line or a row (issue rows 3 and
 //! 8): a 60 MB line is not read for a page that does not hold it, and a row longer than the
-//! byte budget is cut and sent as a partial row that pages and folds back.
+//! byte budget is cut and sent as a partial row that pages and folds back; the session list
+//! holds a bounded part of any line, however long.
 
 use scrollback_protocol::{coalesce, last_seq, Line, TranscriptQuery};
+use scrollback_server::session::{Summaries, SUMMARY_LINE_BYTES};
 use scrollback_server::transcript::window_in;
-use std::io::{Cursor, Read, Seek, SeekFrom};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+
+/// The system allocator, counting per thread the bytes allocated and not yet freed, and the
+/// most at once: what a call made on this thread held.
+struct Tracking;
+
+thread_local! {
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn note(delta: isize) {
+    let _ = LIVE.try_with(|live| {
+        let now = live.get() + delta;
+        live.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
+
+// SAFETY: every call goes to `System` unchanged; the counting touches only const-initialised
+// thread-locals (no allocation) and is skipped while they are torn down.
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            note(layout.size() as isize);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        note(-(layout.size() as isize));
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            note(new_size as isize - layout.size() as isize);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Tracking = Tracking;
+
+/// Runs `f` and returns its answer and the most bytes it held allocated at once.
+fn most_held<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|peak| peak.set(base));
+    let out = f();
+    let peak = PEAK.with(Cell::get);
+    (out, (peak - base).max(0) as usize)
+}
 
 /// An in-memory file that counts the bytes read from it.
 struct Counting {
@@ -147,4 +205,72 @@ fn a_row_longer_than_the_budget_is_cut_into_pageable_partial_rows() {
     }
     let joined: Vec<Line> = pages.into_iter().rev().flatten().collect();
     assert_eq!(coalesce(&joined), coalesce(&raw[..deltas as usize]));
+}
+
+#[test]
+fn the_session_list_reads_heads_of_long_lines_and_holds_a_bounded_part_of_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("long")).unwrap();
+    let path = tmp.path().join("long").join("transcript.jsonl");
+    let append = |text: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    // Settings, the first user message and a status, then two 24 MB lines, the newest last.
+    let big = "x".repeat(24 << 20);
+    append(&line(
+        1,
+        serde_json::json!({"type": "settings", "model": "m1", "permissionMode": "plan"}),
+    ));
+    append(&line(
+        2,
+        serde_json::json!({"type": "userMessage", "text": "fix the build"}),
+    ));
+    append(&line(
+        3,
+        serde_json::json!({"type": "status", "status": "running"}),
+    ));
+    append(&line(
+        4,
+        serde_json::json!({"type": "toolResult", "output": big}),
+    ));
+    append(&line(
+        5,
+        serde_json::json!({"type": "assistantText", "text": big}),
+    ));
+    let summaries = Summaries::default();
+    let bound = SUMMARY_LINE_BYTES + 1024 * 1024;
+    let check = |seq: u64, status: &str| {
+        let (list, held) = most_held(|| summaries.list(tmp.path()).unwrap());
+        assert_eq!(list.len(), 1);
+        let s = &list[0];
+        assert_eq!(
+            (s.seq, s.status.as_str(), s.model.as_str()),
+            (seq, status, "m1")
+        );
+        assert_eq!(
+            (s.permission_mode.as_str(), s.title.as_str()),
+            ("plan", "fix the build")
+        );
+        // The newest seq comes from the head of a 24 MB line, status and settings from the
+        // short lines past both: never a long line held whole.
+        assert!(held < bound, "listing held {held} bytes at once");
+    };
+    check(5, "running");
+    // Appended to (the cached summary is brought up to date): another long line, then a
+    // short status.
+    append(&line(
+        6,
+        serde_json::json!({"type": "toolResult", "output": big}),
+    ));
+    check(6, "running");
+    append(&line(
+        7,
+        serde_json::json!({"type": "status", "status": "idle"}),
+    ));
+    check(7, "idle");
 }

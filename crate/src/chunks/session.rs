@@ -298,21 +298,47 @@ impl<S: Store> SessionCache<S> {
     /// written; the open chunk's end is appended to it; any other seq (a reset's window, a gap)
     /// closes the open chunk, renaming it with its real end, and starts a new open chunk.
     pub async fn append(&mut self, line: &Line) {
+        self.append_all(std::slice::from_ref(line)).await;
+    }
+
+    /// Appends live lines in order, as [`SessionCache::append`] would one by one, but each run
+    /// of consecutive seqs in one write (a catch-up's hundreds of lines cost one append).
+    pub async fn append_all(&mut self, lines: &[Line]) {
+        let mut rest = lines;
+        while !rest.is_empty() {
+            let run = 1 + rest
+                .windows(2)
+                .take_while(|w| w[1].seq() == w[0].seq() + 1)
+                .count();
+            let (head, tail) = rest.split_at(run);
+            if !self.append_run(head).await {
+                return;
+            }
+            rest = tail;
+        }
+    }
+
+    /// Appends a run of consecutive lines; `false` once this instance no longer writes.
+    async fn append_run(&mut self, run: &[Line]) -> bool {
         if !self.writing {
-            return;
+            return false;
         }
         self.ensure_open().await;
         let Some(state) = &self.state else {
-            return;
+            return false;
+        };
+        let end = state.chunks.last().map_or(0, |c| c.end);
+        let run = &run[run.iter().take_while(|l| l.seq() < end).count()..];
+        let (Some(line), Some(newest)) = (run.first(), run.last()) else {
+            return true; // already covered
         };
         let seq = line.seq();
-        if seq < state.chunks.last().map_or(0, |c| c.end) {
-            return;
-        }
         self.tail = None;
-        let mut bytes = Vec::with_capacity(line.raw().len() + 1);
-        bytes.extend_from_slice(line.raw().as_bytes());
-        bytes.push(b'\n');
+        let mut bytes = Vec::with_capacity(run.iter().map(|l| l.raw().len() + 1).sum());
+        for line in run {
+            bytes.extend_from_slice(line.raw().as_bytes());
+            bytes.push(b'\n');
+        }
 
         let last = state.chunks.last();
         let open = match last {
@@ -320,7 +346,7 @@ impl<S: Store> SessionCache<S> {
             _ => {
                 if let Some(i) = state.chunks.iter().position(|c| c.kind == Kind::Open) {
                     if !self.close(i).await {
-                        return;
+                        return false;
                     }
                 }
                 let open = Chunk {
@@ -342,8 +368,9 @@ impl<S: Store> SessionCache<S> {
                 let state = self.state.as_mut().expect("opened");
                 let chunk = state.chunks.last_mut().expect("pushed or found");
                 chunk.len = size;
-                chunk.end = seq + 1;
-                state.cursor = Some(line.clone());
+                chunk.end = newest.seq() + 1;
+                state.cursor = Some(newest.clone());
+                true
             }
             Ok(size) => {
                 // Not the size this instance wrote: the blob changed under it (storage
@@ -354,6 +381,7 @@ impl<S: Store> SessionCache<S> {
                 );
                 self.stop_writing(&StoreError::Io(why.clone()));
                 self.fail(Fail::Damaged(why)).await;
+                false
             }
             Err(e) => {
                 self.stop_writing(&e);
@@ -361,6 +389,7 @@ impl<S: Store> SessionCache<S> {
                 if open.len == 0 {
                     state.chunks.pop(); // the new open chunk holds nothing this instance knows of
                 }
+                false
             }
         }
     }

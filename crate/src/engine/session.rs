@@ -593,15 +593,11 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             self.view.borrow_mut().counters.resets += 1;
             self.clear(true);
         }
-        {
-            let mut cache = self.cache.lock().await;
-            for line in &after {
-                cache.append(line).await;
-            }
-        }
+        // Shown first: the screen does not wait for the cache's write.
         self.view.borrow_mut().counters.caught_up += after.len() as u64;
         self.show_newer(&after);
         self.apply_summary();
+        self.cache.lock().await.append_all(&after).await;
         Ok(Some(after.last().cloned().unwrap_or(tail)))
     }
 
@@ -641,12 +637,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             ..TranscriptQuery::default()
         };
         let page = self.fetch_retrying(inbox, &query).await?;
-        {
-            let mut cache = self.cache.lock().await;
-            for line in &page.lines {
-                cache.append(line).await;
-            }
-        }
+        // Shown first: the screen does not wait for the cache's write.
         self.apply_summary();
         self.show_newer(&page.lines);
         self.update(Change::State, |v| {
@@ -657,6 +648,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 v.more_history = false;
             }
         });
+        self.cache.lock().await.append_all(&page.lines).await;
         Ok(page.lines.last().cloned())
     }
 

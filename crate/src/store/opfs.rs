@@ -57,6 +57,10 @@ extern "C" {
 pub struct OpfsStore {
     root: FileSystemDirectoryHandle,
     open: RefCell<HashMap<String, Open>>,
+    /// Folder handles by path, for reads: a read of a chunk does not walk from the root each
+    /// time (four lookups, each a hop to the browser's storage thread). A handle whose folder
+    /// another context removed answers NotFound; the read then walks afresh.
+    dirs: RefCell<HashMap<String, Dir>>,
     tick: Cell<u64>,
     stamp: Cell<u64>,
     budget: Cell<Option<u64>>,
@@ -141,6 +145,7 @@ impl OpfsStore {
         Ok(OpfsStore {
             root,
             open: RefCell::default(),
+            dirs: RefCell::default(),
             tick: Cell::new(0),
             stamp: Cell::new(0),
             budget: Cell::new(None),
@@ -213,6 +218,37 @@ impl OpfsStore {
             Err(e) if !create && missing(&e) => Ok(None),
             Err(e) => Err(create_error(path, &e)),
         }
+    }
+
+    /// A blob's file handle for a read, through the folder cache; `None` when it is missing.
+    async fn file_for_reading(&self, path: &str) -> StoreResult<Option<FileHandle>> {
+        let segs = segments(path)?;
+        let (name, parents) = segs.split_last().expect("split gives one segment at least");
+        let key = parents.join("/");
+        let cached = self.dirs.borrow().get(&key).cloned();
+        if let Some(dir) = cached {
+            match JsFuture::from(dir.get_file_handle(name)).await {
+                Ok(f) => return Ok(Some(f.unchecked_into())),
+                // Missing, or the folder was removed under the cached handle (each engine says
+                // so its own way): walk afresh, which answers as an uncached read would.
+                Err(_) => {
+                    self.dirs.borrow_mut().remove(&key);
+                }
+            }
+        }
+        let Some((dir, file)) = self.file(path, false).await? else {
+            return Ok(None);
+        };
+        self.dirs.borrow_mut().insert(key, dir);
+        Ok(Some(file))
+    }
+
+    /// Forgets the cached folder handles at and below `path` (removed by this store).
+    fn forget_dirs(&self, path: &str) {
+        let prefix = format!("{path}/");
+        self.dirs
+            .borrow_mut()
+            .retain(|k, _| k != path && !k.starts_with(&prefix));
     }
 
     /// The blob's open sync handle, opening (and creating the blob, if asked) when needed;
@@ -343,7 +379,7 @@ impl OpfsStore {
         // fails with NotReadableError, and a fresh one is taken.
         let mut last = None;
         for _ in 0..3 {
-            let Some((_, file)) = self.file(path, false).await? else {
+            let Some(file) = self.file_for_reading(path).await? else {
                 return Err(StoreError::NotFound(path.to_string()));
             };
             let f: File = wait(path, file.get_file()).await?.unchecked_into();
@@ -616,6 +652,7 @@ impl Store for OpfsStore {
     async fn remove(&self, path: &str) -> StoreResult<()> {
         let segs = segments(path)?;
         self.close(path);
+        self.forget_dirs(path);
         let (name, parents) = segs.split_last().expect("one segment at least");
         let Some(dir) = self.dir(parents, false, path).await? else {
             return Ok(());

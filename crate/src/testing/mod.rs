@@ -65,6 +65,7 @@ macro_rules! store_suite {
             rules::only_the_suffix_is_served_and_gaps_bound_fetches,
             rules::an_overlapping_page_is_refused,
             rules::a_seq_jump_rotates_the_open_chunk,
+            rules::a_batch_appends_as_lines_one_by_one,
             rules::a_torn_tail_is_cut_off,
             rules::damage_mid_file_purges_the_session,
             rules::a_coalesced_newest_chunk_purges_the_session,

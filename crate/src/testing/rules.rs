@@ -322,6 +322,38 @@ pub async fn a_seq_jump_rotates_the_open_chunk<S: Store>(store: Arc<S>) {
     assert_eq!(raws(&again.newest(100).await.unwrap()), raws(&t[..61]));
 }
 
+/// A batch of live lines (a catch-up, a cold window) is written as appending them one by one
+/// would write it: covered seqs dropped, a jump rotating the open chunk, the same bytes.
+pub async fn a_batch_appends_as_lines_one_by_one<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "batch").await;
+    let t = transcript(80);
+    let batch: Vec<Line> = [&t[..10], &t[4..12], &t[30..45], &t[44..50], &t[60..61]].concat();
+    let mut one = appended(&cache, "one", &t[..3]).await;
+    let mut all = appended(&cache, "all", &t[..3]).await;
+    for line in &batch {
+        one.append(line).await;
+    }
+    all.append_all(&batch).await;
+    let names = files(&*store, &cache, "one").await;
+    assert_eq!(names, files(&*store, &cache, "all").await);
+    assert_eq!(
+        names,
+        ["1-13.raw.jsonl", "31-51.raw.jsonl", "61-open.raw.jsonl"]
+    );
+    for name in &names {
+        let read = |id: &str| {
+            let path = format!("{}/{id}/{name}", cache.dir());
+            let store = store.clone();
+            async move { store.read(&path, 0, usize::MAX).await.unwrap() }
+        };
+        assert_eq!(read("one").await, read("all").await, "{name}");
+    }
+    let mut again = cache.session("all").unwrap();
+    assert_eq!(again.cursor().await.map(|l| l.seq()), Some(61));
+    assert_eq!(all.cursor().await.map(|l| l.seq()), Some(61));
+    assert_eq!(again.suffix().await, Some((61, 62)));
+}
+
 /// A torn last line of the open chunk is cut off before anything is served.
 pub async fn a_torn_tail_is_cut_off<S: Store>(store: Arc<S>) {
     let cache = cache(&store, "torn").await;

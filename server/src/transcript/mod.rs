@@ -284,19 +284,6 @@ pub fn newest(path: &Path) -> io::Result<Tail> {
     Ok(tail)
 }
 
-/// The complete lines from `from` (a line start) to the end of the file as it is now, oldest
-/// first, and the end of what was read.
-pub fn read_from(path: &Path, file: &mut File, from: u64) -> io::Result<(Vec<Line>, u64)> {
-    let len = file.metadata()?.len();
-    let mut lines = Vec::new();
-    let mut at = from;
-    while let Some((bytes, next)) = reader::line_at(file, at, len)? {
-        lines.extend(reader::parse(path, at, &bytes));
-        at = next;
-    }
-    Ok((lines, at))
-}
-
 /// The newest readable line, if any.
 pub fn newest_line(path: &Path) -> io::Result<Option<Line>> {
     let Opened { mut file, end, .. } = open(path)?;

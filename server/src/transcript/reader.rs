@@ -6,7 +6,9 @@
 //! Every offset handed out is a line start. A last line with no newline yet (a writer mid-line)
 //! is never a line: [`complete_end`] stops before it.
 
-use scrollback_protocol::{BackWalk, ForwardWalk, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK};
+use scrollback_protocol::{
+    BackWalk, ForwardWalk, Found, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK,
+};
 use std::collections::HashSet;
 use std::io::{self, Read, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -32,6 +34,28 @@ impl<'f, F: Read + io::Seek> BackLines<'f, F> {
         BackLines {
             file,
             walk: BackWalk::new(0, start),
+        }
+    }
+
+    /// Lines of `[floor, start)` (both line boundaries) newest first, holding at most about
+    /// `bound` bytes of any line: a longer one is handed out by [`BackLines::next_found`] cut to
+    /// its first `bound` bytes (see [`BackWalk::with_line_bound`]).
+    pub fn bounded(file: &'f mut F, floor: u64, start: u64, bound: usize) -> Self {
+        BackLines {
+            file,
+            walk: BackWalk::new(floor, start).with_line_bound(bound),
+        }
+    }
+
+    /// The next older line as the walk found it (its head only, when a bounded walk cut it),
+    /// or `None` at the floor.
+    pub fn next_found(&mut self) -> io::Result<Option<Found>> {
+        loop {
+            match self.walk.step() {
+                Step::Line(found) => return Ok(Some(found)),
+                Step::Read { at, len } => self.walk.feed(read_exact_at(self.file, at, len)?),
+                Step::Done => return Ok(None),
+            }
         }
     }
 

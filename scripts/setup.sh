@@ -59,9 +59,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-# 4. The Tauri example (examples/tauri), only when its opt-in test layer runs
-#    (SCROLLBACK_TAURI=1): the GTK/WebKitGTK headers its `cargo build` links against.
-if [ "${SCROLLBACK_TAURI:-0}" = 1 ]; then
+# 4. The Tauri example (examples/tauri), unless its test layer is left out (SCROLLBACK_TAURI=0):
+#    the GTK/WebKitGTK headers its `cargo build` links against.
+if [ "${SCROLLBACK_TAURI:-1}" != 0 ]; then
   apt_ensure "the Tauri example's packages (about 2 minutes on a fresh machine)" \
     libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev
 fi

@@ -1,9 +1,9 @@
 // The Tauri example (examples/tauri) on Linux, driven through WebKitWebDriver (what
 // `tauri-driver` wraps) in a virtual display: the app's window opens, its webview follows a
-// session of the real server through the npm package and draws it, draws it again from its
-// IndexedDB cache after a reload (the server confirms it with one probe), and the app's own chat
-// is read (tail, an older page) and patched through the Rust commands, the file on disk
-// checked byte for byte. Named .e2e.mjs so that the js layer's `node --test tests/` leaves it
+// session of the real server through the npm package and draws it; the app is quit and launched
+// again, and the second launch draws the same rows from its on-disk IndexedDB cache (the server
+// confirms them with one probe, and less is downloaded); the app's own chat is read (tail, an
+// older page) and patched through the Rust commands, the file on disk checked byte for byte. Named .e2e.mjs so that the js layer's `node --test tests/` leaves it
 // to the tauri layer, which runs it under xvfb-run.
 //
 // Needs: the app built (`cargo build --release` in examples/tauri, after scripts/wasm.sh build),
@@ -54,8 +54,7 @@ async function appReady() {
   const deadline = Date.now() + DEADLINE_MS;
   for (;;) {
     const ok = await wd('POST', `/session/${sessionId}/execute/sync`, {
-      // (`__reloading` marks a page that was told to reload: the new one does not have it)
-      script: 'return (!window.__reloading && !!(window.app && window.app.session && window.app.notes)) || (window.app?.error ?? false);', args: [],
+      script: 'return !!(window.app && window.app.session && window.app.notes) || (window.app?.error ?? false);', args: [],
     }).catch(() => false);
     if (ok === true) return;
     if (typeof ok === 'string') throw new Error(ok);
@@ -95,41 +94,84 @@ before(async () => {
     if (driver.exitCode !== null || Date.now() > deadline) throw new Error(`WebKitWebDriver did not start: ${log}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const session = await wd('POST', '/session', {
-    capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: APP, args: [] } } },
-  });
-  sessionId = session.sessionId;
 });
 
+/** Launches the app (a WebDriver session whose browser is the app's binary) and waits for its page. */
+async function launch() {
+  const session = await wd('POST', '/session', {
+    capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: APP, args: [] }, timeouts: { script: DEADLINE_MS } } },
+  });
+  sessionId = session.sessionId;
+  await appReady();
+}
+
+/** The live app processes WebKitWebDriver started (its children, or orphans, running APP). */
+async function appPids() {
+  const pids = [];
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const exe = await fs.readlink(`/proc/${pid}/exe`).catch(() => null);
+    const state = (await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.[0];
+    const env = exe === APP && state && state !== 'Z'
+      ? await fs.readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '') : '';
+    if (env.split('\0').includes(`HOME=${home}`)) pids.push(Number(pid));
+  }
+  return pids;
+}
+
+/**
+ * Quits the app: the WebDriver session ends, and the test waits until the app's process is gone
+ * (WebKitWebDriver closes its window; under load it may leave the process running, which is then
+ * terminated), so the next launch is a new process reading the cache from disk.
+ */
+async function quit() {
+  const id = sessionId;
+  sessionId = null;
+  assert.equal((await appPids()).length, 1, 'the app runs, as one process');
+  await wd('DELETE', `/session/${id}`);
+  const deadline = Date.now() + 30_000;
+  for (let pids = await appPids(); pids.length > 0; pids = await appPids()) {
+    if (Date.now() > deadline) for (const pid of pids) process.kill(pid, 'SIGTERM');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 after(async () => {
-  if (sessionId) await wd('DELETE', `/session/${sessionId}`).catch(() => {});
+  if (sessionId) await quit().catch(() => {});
   driver?.kill();
+  // (an app left running would keep the driver's stderr pipe, and this process, open)
+  if (home) for (const pid of await appPids()) process.kill(pid, 'SIGKILL');
   await server?.dispose();
   if (home) await fs.rm(home, { recursive: true, force: true });
 });
 
 test('the Tauri app follows a session from the server, then from its cache, and edits a local chat through its commands', async () => {
-  await appReady();
+  await launch();
   // The session, drawn from the server (a cold cache: nothing to probe).
-  const first = await inApp(`await app.session;
-    const c = await app.sb.counters();
-    return { rows: app.view.state.rows.length, text: document.getElementById('rows').textContent, counters: c,
-      origin: location.origin, storage: 'indexedDB' in self };`);
+  const drawn = `await app.session;
+    return { rows: app.view.state.rows.length, text: document.getElementById('rows').textContent,
+      counters: await app.sb.counters(), storage: app.sb.storage, cached: await app.view.cachedSize() };`;
+  const first = await inApp(drawn);
   assert.ok(first.rows > 0, 'rows were drawn');
   assert.ok(first.text.length > 0);
+  assert.equal(first.storage, 'indexeddb');
   assert.equal(first.counters.probesPassed, 0, 'the first open had no cache');
   assert.ok(first.counters.bytesDownloaded > 0);
+  assert.ok(first.cached > 0, 'the session is in the cache');
 
-  // Reloaded: the page opens the session again, from its IndexedDB cache, confirmed by a probe.
-  await wd('POST', `/session/${sessionId}/execute/sync`, {
-    script: 'window.__reloading = true; setTimeout(() => location.reload(), 0); return true;', args: [],
-  });
-  await appReady();
-  const second = await inApp(`await app.session;
-    const c = await app.sb.counters();
-    return { rows: app.view.state.rows.length, text: document.getElementById('rows').textContent, counters: c };`);
-  assert.equal(second.counters.probesPassed, 1, 'the cache was confirmed by the server');
+  // Quit and launched again: the session opens from the webview's on-disk cache, confirmed by a
+  // probe.
+  await quit();
+  // (WebKitGTK keeps the webview's IndexedDB under the app's data folder, by its identifier.)
+  const idb = path.join(home, 'data/dev.scrollback.example/databases/indexeddb/v1/tauri_localhost_0');
+  assert.ok((await fs.readdir(idb)).length > 0, `the cache is on disk in ${idb}`);
+  await launch();
+  const second = await inApp(drawn);
+  assert.equal(second.counters.probesPassed, 1, `the cache was confirmed by the server: ${JSON.stringify(second.counters)}`);
+  assert.equal(second.counters.probesFailed, 0);
   assert.equal(second.text, first.text, 'the same rows, drawn from the cache');
+  assert.ok(second.counters.bytesDownloaded < first.counters.bytesDownloaded,
+    `less was downloaded: ${second.counters.bytesDownloaded} < ${first.counters.bytesDownloaded}`);
 
   // The local chat through the commands: the tail (50 of 60), an older page, a patch each way.
   const notes = await inApp(`await app.notes;

@@ -22,6 +22,9 @@ type BrowserSession = Session<BrowserStore, BrowserTransport>;
 pub(super) struct Live {
     pub(super) session: BrowserSession,
     reloads: RefCell<Vec<oneshot::Sender<()>>>,
+    /// The screen was cleared since the last patch: the next one is a reset, since rows of
+    /// another file (a replaced transcript) may come back under the same seqs and revisions.
+    cleared: Cell<bool>,
 }
 
 /// The cache hits of sessions, open and closed, for `counters()`.
@@ -188,12 +191,14 @@ impl SessionHandle {
         let live = Rc::new(Live {
             session,
             reloads: RefCell::new(Vec::new()),
+            cleared: Cell::new(false),
         });
         // The listener must not call into the session: the callback only schedules a read.
         let weak = Rc::downgrade(&live);
         live.session.on_change(move |_, change| {
             if matches!(change, Change::Cleared) {
                 if let Some(live) = weak.upgrade() {
+                    live.cleared.set(true);
                     for done in live.reloads.borrow_mut().drain(..) {
                         let _ = done.send(());
                     }
@@ -234,6 +239,9 @@ impl SessionHandle {
     #[wasm_bindgen(js_name = changesJson)]
     pub fn changes_json(&self) -> Option<String> {
         let mut sent = self.sent.borrow_mut();
+        if self.live.cleared.take() {
+            sent.any = false; // a reset, whatever the seqs say
+        }
         self.live.session.with_view(|view| {
             let patch = patch(&mut sent, view)?;
             serde_json::to_string(&patch)

@@ -2,7 +2,7 @@
 //! an 80-line raw window from an 87 MB transcript against a 1 MB one, over real HTTP, side by
 //! side in one run.
 //!
-//!     cargo run --release -p scrollback-server --example window_bench
+//!     cargo run --release -p scrollback-server --example page_bench
 
 use scrollback_server::{sandbox, spawn, Config};
 use std::fs::File;

@@ -276,9 +276,12 @@ export interface SessionError {
 }
 
 /**
- * What a call that reached for the server rejects with: an `Error` named `ScrollbackError`,
- * with the error's class and, when the server answered, its HTTP status (401 for a wrong token,
- * 404 for a session the server does not have).
+ * What a call rejects with when the cache, the storage or the server fails: an `Error` named
+ * `ScrollbackError`. When the call reached for the server, `kind` is the error's class and,
+ * when the server answered, `status` its HTTP status (401 for a wrong token, 404 for a session
+ * the server does not have); a storage error has neither. Every rejection is one of three:
+ * a `TypeError` (a bad argument or option: `name` and `message` only), a `ScrollbackError`, or
+ * a {@link ChatError} (a chat operation).
  */
 export interface ScrollbackError extends Error {
   name: 'ScrollbackError';
@@ -518,7 +521,10 @@ export type ChatErrorKind =
   | 'notUtf8'
   | 'store';
 
-/** What a chat operation rejects with: an `Error` named `ChatError`. A refused write changed nothing. */
+/**
+ * What a chat operation rejects with: an `Error` named `ChatError`, always with the `kind` of
+ * the check that refused it (never a `status`). A refused write changed nothing.
+ */
 export interface ChatError extends Error {
   name: 'ChatError';
   kind: ChatErrorKind;

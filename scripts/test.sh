@@ -68,7 +68,9 @@ if [ "${SCROLLBACK_TAURI:-1}" != 0 ]; then
 fi
 
 ENGINES=(chromium webkitgtk firefox)
-layer native cargo cargo test --workspace --release
+# `scrollback/testing`: the test kit the store suites live in (also on through the crate's
+# dev-dependency on itself; said here so no suite can silently drop out of `npm test`).
+layer native cargo cargo test --workspace --release --features scrollback/testing
 # Built once by the first engine's run; the others run the same .wasm files.
 for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release

@@ -162,7 +162,9 @@ case "$cmd" in
     for a in "${cargo_args[@]}"; do case "$a" in --test|--test=*|--lib) select=(); whole=0 ;; esac; done
     [ -n "${SCROLLBACK_TEST_SERVER:-}" ] || start_test_server
     # Build once; the test binaries are the .wasm files cargo names.
-    bins=$(cargo test -q -p scrollback "${select[@]}" "${target[@]}" "${cargo_args[@]}" --no-run \
+    # The test kit (`scrollback::testing`: the store suite) is the `testing` feature; the crate's
+    # dev-dependency on itself turns it on for every test target, and so does this, explicitly.
+    bins=$(cargo test -q -p scrollback --features testing "${select[@]}" "${target[@]}" "${cargo_args[@]}" --no-run \
       --message-format=json-render-diagnostics \
       | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -5,10 +5,10 @@
 //! lines, and to serve a 40-row page from the middle of the chunk, from a 21 MB chunk and from
 //! a 210 KB one; and live append throughput into an empty open chunk and into a 20 MB one.
 
-use scrollback::chunks::conformance::transcript;
 use scrollback::chunks::Cache;
 use scrollback::protocol::Line;
 use scrollback::store::{FsStore, MemoryStore, Store};
+use scrollback::testing::transcript;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -11,6 +11,8 @@ pub mod engine;
 pub mod fold;
 pub mod search;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transport;
 pub mod window;
 

@@ -7,11 +7,9 @@
 //! from the end, of a 21 MB blob against a 210 KB one.
 #![cfg(target_arch = "wasm32")]
 
-mod store_checks;
-
 use js_sys::Reflect;
 use scrollback::store::{IdbStore, OpfsStore, Store};
-use store_checks::unique;
+use scrollback::testing::unique;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);

@@ -46,7 +46,7 @@ impl Store for TempFs {
     }
 }
 
-scrollback::chunk_store_suite!(async || TempFs::new());
+scrollback::store_suite!(async || TempFs::new(); clock);
 
 #[test]
 fn nothing_escapes_the_root_and_writes_are_whole() {

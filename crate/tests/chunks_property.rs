@@ -5,10 +5,10 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use proptest::prelude::*;
-use scrollback::chunks::conformance::{line, KINDS};
 use scrollback::chunks::Cache;
 use scrollback::protocol::{coalesce, Line, RowWalk};
 use scrollback::store::{FsStore, MemoryStore, Store};
+use scrollback::testing::{line, KINDS};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

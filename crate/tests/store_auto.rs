@@ -4,10 +4,8 @@
 //! where sync handles do not work is an error at open, not at the first write.
 #![cfg(target_arch = "wasm32")]
 
-mod store_checks;
-
 use scrollback::store::{open_store, Backend, Store};
-use store_checks::unique;
+use scrollback::testing::unique;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;

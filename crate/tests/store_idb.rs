@@ -4,21 +4,11 @@
 //! unlocked writers on one blob losing and doubling nothing, and the automatic choice.
 #![cfg(target_arch = "wasm32")]
 
-mod store_checks;
-
 use scrollback::store::{open_store, Backend, IdbStore, OpfsStore, Store, StoreError, WriterLock};
-use store_checks::unique;
+use scrollback::testing::unique;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
-
-async fn fresh(tag: &str) -> IdbStore {
-    IdbStore::open_named(&unique(&format!("test-idb-{tag}")))
-        .await
-        .unwrap()
-}
-
-store_tests!(fresh);
 
 #[wasm_bindgen_test]
 async fn auto_choice_on_a_page_is_indexeddb() {
@@ -60,7 +50,7 @@ async fn another_connection_sees_appends_after_flush() {
         .append("s/1-open.raw.jsonl", b"0100\n")
         .await
         .unwrap();
-    store_checks::sleep(100).await;
+    scrollback::testing::sleep(100).await;
     assert_eq!(
         reader
             .stat("s/1-open.raw.jsonl")
@@ -83,27 +73,6 @@ async fn another_connection_sees_appends_after_flush() {
         reader.read("s/1-101.raw.jsonl", 0, 5).await.unwrap(),
         b"0000\n"
     );
-}
-
-#[wasm_bindgen_test]
-async fn a_quota_failure_changes_nothing() {
-    let s = fresh("quota").await;
-    s.append("s/open", &[b'a'; 600]).await.unwrap();
-    s.limit_writes(Some(1_000));
-    s.append("s/open", &[b'b'; 600]).await.unwrap();
-    assert_eq!(
-        s.append("s/open", &[b'c'; 600]).await,
-        Err(StoreError::QuotaExceeded)
-    );
-    assert_eq!(
-        s.write("s/page", &[b'd'; 500]).await,
-        Err(StoreError::QuotaExceeded)
-    );
-    assert_eq!(s.stat("s/open").await.unwrap().unwrap().size, 1_200);
-    assert_eq!(s.stat("s/page").await.unwrap(), None);
-    assert_eq!(s.read("s/open", 1_100, 500).await.unwrap(), vec![b'b'; 100]);
-    s.limit_writes(None);
-    assert_eq!(s.append("s/open", b"ok").await.unwrap(), 1_202);
 }
 
 #[wasm_bindgen_test]
@@ -155,7 +124,7 @@ async fn two_unlocked_writers_double_nothing() {
     let b = IdbStore::open_named(&name).await.unwrap();
     assert_eq!(a.append("s/open", b"from a\n").await.unwrap(), 7);
     assert_eq!(b.append("s/open", b"from b\n").await.unwrap(), 7);
-    let (ra, rb) = store_checks::join(a.flush(), b.flush()).await;
+    let (ra, rb) = futures::future::join(a.flush(), b.flush()).await;
     assert!(
         ra.is_ok() != rb.is_ok(),
         "exactly one commit wins: {ra:?} {rb:?}"

@@ -4,10 +4,8 @@
 //! reader, bounded open handles, the automatic choice, and the writer lock.
 #![cfg(target_arch = "wasm32")]
 
-mod store_checks;
-
 use scrollback::store::{open_store, Backend, OpfsStore, Store, StoreError, WriterLock};
-use store_checks::unique;
+use scrollback::testing::unique;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
@@ -17,8 +15,6 @@ async fn fresh(tag: &str) -> OpfsStore {
         .await
         .unwrap()
 }
-
-store_tests!(fresh);
 
 #[wasm_bindgen_test]
 async fn auto_choice_in_a_worker_is_opfs() {
@@ -77,27 +73,6 @@ async fn a_second_instance_reads_what_the_writer_holds_open() {
     drop(writer);
     let again = OpfsStore::open_in(&dir).await.unwrap();
     assert_eq!(again.append("s/1-3.raw.jsonl", b"x").await.unwrap(), 9);
-}
-
-#[wasm_bindgen_test]
-async fn a_short_write_is_undone_and_answered_as_quota() {
-    let s = fresh("quota").await;
-    s.append("s/open", &[b'a'; 600]).await.unwrap();
-    s.limit_writes(Some(1_000));
-    s.append("s/open", &[b'b'; 600]).await.unwrap();
-    // 400 bytes fit: the browser-like short write is cut back, nothing half-written stays.
-    assert_eq!(
-        s.append("s/open", &[b'c'; 600]).await,
-        Err(StoreError::QuotaExceeded)
-    );
-    assert_eq!(s.stat("s/open").await.unwrap().unwrap().size, 1_200);
-    assert_eq!(s.read("s/open", 1_100, 500).await.unwrap(), vec![b'b'; 100]);
-    assert_eq!(
-        s.write("s/page", &[b'd'; 500]).await,
-        Err(StoreError::QuotaExceeded)
-    );
-    s.limit_writes(None);
-    assert_eq!(s.append("s/open", b"ok").await.unwrap(), 1_202);
 }
 
 #[wasm_bindgen_test]
@@ -171,10 +146,10 @@ async fn writer_lock_is_exclusive_and_handed_on() {
     // A waiter gets it once the holder lets go.
     let waiter = WriterLock::acquire(&key);
     let release = async move {
-        store_checks::sleep(30).await;
+        scrollback::testing::sleep(30).await;
         drop(first);
     };
-    let (lock, ()) = store_checks::join(waiter, release).await;
+    let (lock, ()) = futures::future::join(waiter, release).await;
     let lock = lock.unwrap();
     assert!(lock.name().ends_with(&key));
     assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());

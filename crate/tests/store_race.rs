@@ -6,11 +6,9 @@
 //! the lock (the tab closed) and the other takes over.
 #![cfg(target_arch = "wasm32")]
 
-mod store_checks;
-
 use js_sys::{Array, Function, Object, Promise, Reflect};
 use scrollback::store::{IdbStore, OpfsStore, Store, WriterLock};
-use store_checks::unique;
+use scrollback::testing::unique;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -92,7 +90,7 @@ pub async fn race_writer(
             s.close_handles(); // let the other worker open the file
         }
         drop(lock);
-        store_checks::sleep(1).await;
+        scrollback::testing::sleep(1).await;
     }
 }
 
@@ -215,7 +213,7 @@ async fn race(backend: &str) {
     let (a, b) = (spawn(), spawn());
     let pa = run(&a, args(backend, &root, &key, total, 20, false), |_| {});
     let pb = run(&b, args(backend, &root, &key, total, 20, false), |_| {});
-    let (na, nb) = store_checks::join(JsFuture::from(pa), JsFuture::from(pb)).await;
+    let (na, nb) = futures::future::join(JsFuture::from(pa), JsFuture::from(pb)).await;
     let (na, nb) = (
         na.unwrap().as_f64().unwrap() as u32,
         nb.unwrap().as_f64().unwrap() as u32,
@@ -244,7 +242,7 @@ async fn hand_over(backend: &str) {
     // `a` holds the lock after 50 lines; `b` waits for it.
     let b = spawn();
     let pb = run(&b, args(backend, &root, &key, total, 50, false), |_| {});
-    store_checks::sleep(300).await;
+    scrollback::testing::sleep(300).await;
     let before = read_all(backend, &root).await;
     assert!(before.len() <= 50 * 48, "b wrote while a held the lock");
     // The tab closes: the browser releases a's lock (and its file handles); b takes over.

@@ -5,7 +5,7 @@
 //! `EventSource` can send) or as the cookie `scrollback_token` (set when a page was opened with
 //! `?token=T`, so the page's scripts and module imports carry it too).
 
-use crate::routes::error;
+use crate::error::error;
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderValue};
 use axum::http::{Method, StatusCode};

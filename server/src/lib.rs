@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod error;
 pub mod follow;
 pub mod listen;
 pub mod memory;

@@ -1,5 +1,6 @@
 //! The HTTP routes (README "The server's routes") and static files.
 
+use crate::error::{error, ApiError};
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
 use axum::body::{Body, Bytes};
@@ -21,58 +22,6 @@ use tower_http::services::ServeDir;
 
 /// The largest transcript a `PUT` accepts.
 pub const MAX_PUT_BYTES: usize = 512 << 20;
-
-/// A JSON error response: `{"error": "..."}`.
-pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
-}
-
-/// An error a handler answers with.
-#[derive(Debug)]
-pub struct ApiError(StatusCode, String);
-
-impl ApiError {
-    fn bad(message: impl Into<String>) -> ApiError {
-        ApiError(StatusCode::BAD_REQUEST, message.into())
-    }
-
-    fn unknown() -> ApiError {
-        ApiError(StatusCode::NOT_FOUND, "unknown session".into())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let busy = self.0 == StatusCode::SERVICE_UNAVAILABLE;
-        let mut response = error(self.0, self.1);
-        if busy {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        }
-        response
-    }
-}
-
-impl From<io::Error> for ApiError {
-    fn from(e: io::Error) -> ApiError {
-        if e.kind() == io::ErrorKind::NotFound {
-            return ApiError::unknown();
-        }
-        // A torn last line that did not complete in time, or a full queue: nothing was written.
-        if matches!(
-            e.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::QuotaExceeded
-        ) {
-            return ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
-        }
-        eprintln!("scrollback-server: {e}");
-        ApiError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the server could not read or write the session".into(),
-        )
-    }
-}
 
 type Reply = Result<Response, ApiError>;
 

@@ -13,7 +13,6 @@
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::protocol::{CatchUpQuery, SessionSummary, TranscriptQuery};
 use scrollback::store::FsStore;
@@ -93,6 +92,10 @@ struct Clocked {
 
 impl Transport for Clocked {
     type Stream = <HttpTransport as Transport>::Stream;
+
+    fn server(&self) -> (&str, u16) {
+        self.inner.server()
+    }
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         self.inner.sessions().await
     }
@@ -169,7 +172,6 @@ impl Env {
     async fn client(&self, token: Option<&str>) -> Engine<FsStore, Clocked> {
         let transport = HttpTransport::new(&self.front, token.map(str::to_string)).unwrap();
         let store = Arc::new(FsStore::new(&self.cache));
-        let cache = Cache::new(store, transport.host(), transport.port()).await;
         let clocked = Clocked {
             inner: transport,
             sleeps: self.sleeps.clone(),
@@ -179,7 +181,7 @@ impl Env {
             reconnect_max_ms: 800,
             ..Config::default()
         };
-        Engine::new(cache, clocked, config)
+        Engine::assemble(store, clocked, config).await
     }
 
     fn sleeps(&self) -> Vec<u32> {

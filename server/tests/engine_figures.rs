@@ -8,7 +8,6 @@
 //! its own route, so the cost of the reopen itself can be read apart from it. The last figure
 //! is the reopen as `openSession` makes it: by id, with no list.
 
-use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine};
 use scrollback::store::FsStore;
 use scrollback::transport::HttpTransport;
@@ -80,8 +79,7 @@ async fn figures_warm_reopen_and_catch_up_after_300_events() {
                 async move {
                     let transport = HttpTransport::new(&url, None).unwrap();
                     let store = Arc::new(FsStore::new(&cache_dir));
-                    let cache = Cache::new(store, transport.host(), transport.port()).await;
-                    let engine = Engine::new(cache, transport, Config::default());
+                    let engine = Engine::assemble(store, transport, Config::default()).await;
                     let summary = engine
                         .sessions()
                         .await
@@ -150,8 +148,7 @@ async fn figures_warm_reopen_and_catch_up_after_300_events() {
             {
                 let transport = HttpTransport::new(&url, None).unwrap();
                 let store = Arc::new(FsStore::new(&cache_dir));
-                let cache = Cache::new(store, transport.host(), transport.port()).await;
-                let engine = Engine::new(cache, transport, Config::default());
+                let engine = Engine::assemble(store, transport, Config::default()).await;
                 let session = Rc::new(engine.open_id("f", None).await.unwrap());
                 let s = session.clone();
                 let run = tokio::task::spawn_local(async move { s.run().await });

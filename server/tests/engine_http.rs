@@ -10,7 +10,6 @@
 //! continues at its next delta with nothing skipped or doubled. Also: the list prunes the
 //! cache, delete purges it, and the token travels on every request and the stream.
 
-use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Transcript;
 use scrollback::protocol::{
@@ -36,6 +35,10 @@ struct Recording {
 
 impl Transport for Recording {
     type Stream = <HttpTransport as Transport>::Stream;
+
+    fn server(&self) -> (&str, u16) {
+        self.inner.server()
+    }
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         self.inner.sessions().await
     }
@@ -97,19 +100,19 @@ impl Env {
     async fn client(&self, token: Option<&str>) -> Client {
         let transport = HttpTransport::new(&self.server.url(), token.map(str::to_string)).unwrap();
         let store = Arc::new(FsStore::new(&self.cache));
-        let cache = Cache::new(store, transport.host(), transport.port()).await;
         let recording = Recording {
             inner: transport,
             queries: RefCell::default(),
         };
-        Engine::new(
-            cache,
+        Engine::assemble(
+            store,
             recording,
             Config {
                 reconnect_delay_ms: 50,
                 ..Config::default()
             },
         )
+        .await
     }
 
     fn path(&self, id: &str) -> PathBuf {

@@ -307,6 +307,10 @@ impl InProcess {
 impl Transport for InProcess {
     type Stream = InProcessStream;
 
+    fn server(&self) -> (&str, u16) {
+        ("model", 1)
+    }
+
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         self.check_up()?;
         Ok(Vec::new())
@@ -814,12 +818,11 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
             }
             83..=86 => {
                 if rng.chance(50) {
-                    let used = pool.run_until(store_size(&store));
-                    let quota = used + rng.below(3000);
-                    store.set_quota(Some(quota));
-                    format!("quota set to {quota}")
+                    let budget = rng.below(3000);
+                    store.limit_writes(Some(budget));
+                    format!("writes limited to {budget} more bytes")
                 } else {
-                    store.set_quota(None);
+                    store.limit_writes(None);
                     "quota lifted".into()
                 }
             }
@@ -889,21 +892,6 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
         pool.run_until_stalled();
     }
     Ok(())
-}
-
-async fn store_size(store: &MemoryStore) -> u64 {
-    async fn walk(store: &MemoryStore, dir: &str) -> u64 {
-        let mut total = 0;
-        for e in store.list(dir).await.unwrap_or_default() {
-            let path = format!("{dir}/{}", e.name);
-            total += match e.is_dir {
-                true => Box::pin(walk(store, &path)).await,
-                false => e.size,
-            };
-        }
-        total
-    }
-    walk(store, "transcripts").await
 }
 
 /// A crash mid-append: part of the next line written to the open chunk, no newline.

@@ -22,7 +22,6 @@
 
 use futures::channel::mpsc;
 use futures::StreamExt;
-use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Row;
 use scrollback::store::FsStore;
@@ -115,8 +114,7 @@ type Fail = Box<dyn std::error::Error>;
 async fn run(args: Args) -> Result<(), Fail> {
     let transport = HttpTransport::new(&args.server, args.token.clone())?;
     let store = Arc::new(FsStore::new(&args.cache));
-    let cache = Cache::new(store, transport.host(), transport.port()).await;
-    let engine = Engine::new(cache, transport, Config::default());
+    let engine = Engine::assemble(store, transport, Config::default()).await;
     let id = args.positional.first().map(String::as_str);
     match (args.command.as_str(), id) {
         ("list", None) => {

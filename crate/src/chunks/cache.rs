@@ -76,6 +76,11 @@ impl<S: Store> Cache<S> {
         }
     }
 
+    /// The store the cache is kept in (shared: the caller may keep other data beside it).
+    pub fn store(&self) -> &Arc<S> {
+        &self.store
+    }
+
     /// The folder this server's sessions live in.
     pub fn dir(&self) -> &str {
         &self.dir

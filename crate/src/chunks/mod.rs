@@ -33,9 +33,6 @@ pub mod lines;
 pub mod names;
 mod session;
 
-#[doc(hidden)]
-pub mod conformance;
-
 pub use cache::{Cache, SessionInfo};
 pub use names::KeyError;
 pub use session::{Page, SessionCache};

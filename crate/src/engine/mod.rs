@@ -23,6 +23,7 @@ use crate::protocol::{
 use crate::store::Store;
 use crate::transport::{Transport, TransportResult};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The engine's numbers; [`Config::default`] is the protocol's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,17 @@ pub struct Engine<S: Store, T: Transport> {
 }
 
 impl<S: Store, T: Transport> Engine<S, T> {
+    /// The composition root, what every front end (the CLI, the browser worker) starts with:
+    /// the engine of the server `transport` reaches, its cache kept in `store` (under the
+    /// server's own folder, [`Transport::server`]; a cache of another format version is
+    /// deleted on the way), with `config`'s numbers. The store stays reachable through
+    /// [`Cache::store`] for whatever else the caller keeps beside the cache.
+    pub async fn assemble(store: Arc<S>, transport: T, config: Config) -> Self {
+        let (host, port) = transport.server();
+        let cache = Cache::new(store, host, port).await;
+        Engine::new(cache, transport, config)
+    }
+
     /// An engine over `cache` (one server's part of the store) and `transport` (the same
     /// server's routes).
     pub fn new(cache: Cache<S>, transport: T, config: Config) -> Self {

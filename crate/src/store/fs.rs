@@ -205,6 +205,11 @@ impl Store for FsStore {
             .write(true)
             .open(&p)
             .map_err(|e| err(path, e))?;
+        // A cut only: `set_len` past the end would grow the blob with zeros.
+        let size = file.metadata().map_err(|e| err(path, e))?.len();
+        if len >= size {
+            return Ok(());
+        }
         file.set_len(len).map_err(|e| err(path, e))
     }
 

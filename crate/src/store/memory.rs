@@ -6,11 +6,11 @@ use super::{
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// Blobs in a map, with an optional byte quota to exercise the quota path.
+/// Blobs in a map, with an optional write budget to exercise the quota path.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     blobs: Mutex<BTreeMap<String, Blob>>,
-    quota: Mutex<Option<u64>>,
+    budget: Mutex<Option<u64>>,
     clock: Mutex<u64>,
     writers: Writers,
 }
@@ -27,10 +27,11 @@ impl MemoryStore {
         Self::default()
     }
 
-    /// Limits the total bytes held; a write past it fails with [`StoreError::QuotaExceeded`]
-    /// and changes nothing. `None` lifts the limit.
-    pub fn set_quota(&self, bytes: Option<u64>) {
-        *self.quota.lock().unwrap() = bytes;
+    /// Simulates a full origin, as the browser backends' hooks of the same name do: at most
+    /// `bytes` more bytes are accepted from now on, and a write past that fails with
+    /// [`StoreError::QuotaExceeded`], changing nothing. `None` lifts the limit.
+    pub fn limit_writes(&self, bytes: Option<u64>) {
+        *self.budget.lock().unwrap() = bytes;
     }
 
     /// Removes everything, as a browser does when site data is cleared.
@@ -45,13 +46,16 @@ impl MemoryStore {
         *clock
     }
 
-    fn check_quota(&self, blobs: &BTreeMap<String, Blob>, growth: u64) -> StoreResult<()> {
-        match *self.quota.lock().unwrap() {
-            Some(q) if blobs.values().map(|b| b.bytes.len() as u64).sum::<u64>() + growth > q => {
-                Err(StoreError::QuotaExceeded)
+    /// Takes `len` bytes from the write budget, or fails.
+    fn spend(&self, len: usize) -> StoreResult<()> {
+        let mut budget = self.budget.lock().unwrap();
+        if let Some(b) = *budget {
+            if len as u64 > b {
+                return Err(StoreError::QuotaExceeded);
             }
-            _ => Ok(()),
+            *budget = Some(b - len as u64);
         }
+        Ok(())
     }
 }
 
@@ -94,8 +98,7 @@ impl Store for MemoryStore {
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();
-        let old = blobs.get(&k).map_or(0, |b| b.bytes.len() as u64);
-        self.check_quota(&blobs, (bytes.len() as u64).saturating_sub(old))?;
+        self.spend(bytes.len())?;
         let modified = self.tick();
         blobs.insert(
             k,
@@ -110,7 +113,7 @@ impl Store for MemoryStore {
     async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();
-        self.check_quota(&blobs, bytes.len() as u64)?;
+        self.spend(bytes.len())?;
         let modified = self.tick();
         let blob = blobs.entry(k).or_default();
         blob.bytes.extend_from_slice(bytes);

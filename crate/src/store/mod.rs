@@ -92,7 +92,7 @@ pub trait Store {
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()>;
     /// Appends to a blob (creating it), in O(`bytes`); returns the blob's new size.
     async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64>;
-    /// Cuts a blob to `len` bytes.
+    /// Cuts a blob to `len` bytes; a `len` past its end changes nothing.
     async fn truncate(&self, path: &str, len: u64) -> StoreResult<()>;
     /// Renames a blob within its folder, replacing any blob of the new name (its stamp may
     /// stay or become now).
@@ -120,6 +120,44 @@ pub trait Store {
     /// which lock their files). Called after [`Store::flush`]; a no-op by default.
     async fn hand_over(&self, key: &str) {
         let _ = key;
+    }
+}
+
+/// A shared store is a store: the transcript cache, the chats and a test can hold one backend
+/// instance (one set of OPFS handles, one IndexedDB append buffer) through `Arc`s.
+impl<S: Store> Store for std::sync::Arc<S> {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        (**self).list(dir).await
+    }
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+        (**self).stat(path).await
+    }
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        (**self).read(path, offset, len).await
+    }
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        (**self).write(path, bytes).await
+    }
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        (**self).append(path, bytes).await
+    }
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        (**self).truncate(path, len).await
+    }
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        (**self).rename(from, to).await
+    }
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        (**self).remove(path).await
+    }
+    async fn flush(&self) -> StoreResult<()> {
+        (**self).flush().await
+    }
+    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
+        (**self).writer(key, wait).await
+    }
+    async fn hand_over(&self, key: &str) {
+        (**self).hand_over(key).await
     }
 }
 

@@ -192,6 +192,10 @@ impl BrowserTransport {
 impl Transport for BrowserTransport {
     type Stream = BrowserStream;
 
+    fn server(&self) -> (&str, u16) {
+        (self.host(), self.port())
+    }
+
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         let body = self
             .send(Request::get(&self.url(&["sessions"])?), None)

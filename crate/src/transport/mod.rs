@@ -300,6 +300,10 @@ pub trait Transport {
     /// The stream type [`Transport::events`] opens.
     type Stream: EventStream;
 
+    /// The server's host and port (the scheme's default when the URL names none): what the
+    /// cache keys this server's folder by (see [`crate::engine::Engine::assemble`]).
+    fn server(&self) -> (&str, u16);
+
     /// `GET /sessions`.
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>>;
     /// `GET /sessions/{id}/transcript?...`: the lines for `query`, parsed with

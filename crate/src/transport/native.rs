@@ -125,6 +125,10 @@ fn network(e: reqwest::Error) -> TransportError {
 impl Transport for HttpTransport {
     type Stream = HttpStream;
 
+    fn server(&self) -> (&str, u16) {
+        (self.host(), self.port())
+    }
+
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
         let body = self.body(self.client.get(self.url(&["sessions"]))).await?;
         parse_sessions(&body)

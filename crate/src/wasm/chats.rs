@@ -11,10 +11,11 @@
 //! default window (a tail's and a page's lines), and `backfillPages`, its backfill page cache's
 //! capacity (`"desktop"` 12, `"mobile"` 8, or a number). Every window error becomes a JS `Error` named
 //! `ChatError` whose `kind` is [`WindowError::kind`] (`signatureMismatch`, `integrityMismatch`,
-//! ...), so an app can tell a stale cursor from a bad request.
+//! ...), so an app can tell a stale cursor from a bad request (the conversion is
+//! [`BindingError`]'s, the one every binding call's error takes).
 
-use super::error::BindingError;
-use crate::store::{open_store, Backend, BrowserStore, Entry, Meta, Store, StoreResult};
+use super::error::{to_js, BindingError};
+use crate::store::{open_store, Backend, BrowserStore};
 use crate::window::{
     self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
     WindowError, WriteOptions,
@@ -29,49 +30,17 @@ use wasm_bindgen_futures::future_to_promise;
 /// The folder chats live in.
 const FOLDER: &str = "chats";
 
-/// The worker's one store, shared with the transcript cache (which holds it as an `Arc`): one
-/// backend instance, so OPFS handles and IndexedDB's buffered appends are never doubled.
-pub(super) struct SharedStore(pub(super) Arc<BrowserStore>);
-
-impl Store for SharedStore {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-        self.0.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        self.0.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        self.0.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        self.0.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        self.0.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        self.0.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        self.0.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        self.0.remove(path).await
-    }
-    async fn flush(&self) -> StoreResult<()> {
-        self.0.flush().await
-    }
-}
-
 /// The chats of one store: one set of per-chat write locks, shared by every `Chats` handle.
+/// The store is the worker's one backend instance, shared with the transcript cache (an `Arc`
+/// is a store), so OPFS handles and IndexedDB's buffered appends are never doubled.
 pub(super) struct ChatState {
-    chats: window::Chats<SharedStore>,
+    chats: window::Chats<Arc<BrowserStore>>,
 }
 
 impl ChatState {
     pub(super) fn new(store: Arc<BrowserStore>) -> Rc<Self> {
         Rc::new(ChatState {
-            chats: window::Chats::new(SharedStore(store)),
+            chats: window::Chats::new(store),
         })
     }
 }
@@ -187,11 +156,11 @@ impl Chats {
                 .chats
                 .named(FOLDER, &name)
                 .await
-                .map_err(chat_error)?
+                .map_err(BindingError::from)?
                 .path()
                 .to_string();
-            let value = work(state, path).await.map_err(chat_error)?;
-            to_js(&value)
+            let value = work(state, path).await.map_err(BindingError::from)?;
+            Ok(to_js(&value)?)
         })
     }
 }
@@ -288,20 +257,6 @@ fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: JsValue) -> Result
         .map_err(|e| WindowError::InvalidArgument(format!("{what}: {e}")))
 }
 
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsValue::from(js_sys::Error::new(&e.to_string())))
-}
-
-/// A window error as a JS `Error` named `ChatError` with its `kind`.
-fn chat_error(e: WindowError) -> JsValue {
-    let error = js_sys::Error::new(&e.to_string());
-    error.set_name("ChatError");
-    let _ = js_sys::Reflect::set(&error, &"kind".into(), &e.kind().into());
-    error.into()
-}
-
 #[wasm_bindgen]
 impl Chats {
     /// Opens the chat store alone, with no server: `{storage?, windowLines?, backfillPages?}`.
@@ -344,8 +299,8 @@ impl Chats {
 
     /// The stored name of a chat (trimmed, without `.jsonl`), the rule every call applies.
     #[wasm_bindgen(js_name = normalizeName)]
-    pub fn normalize_name(name: &str) -> Result<String, JsValue> {
-        window::normalize_chat_name(name).map_err(chat_error)
+    pub fn normalize_name(name: &str) -> Result<String, BindingError> {
+        Ok(window::normalize_chat_name(name)?)
     }
 
     /// `{header, lines, cursor, hasMoreBefore}`: the header and the last `maxLines` (default

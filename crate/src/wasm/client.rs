@@ -1,15 +1,14 @@
 //! `Client`: one server's cache, transport and engine, as the worker holds it.
 
 use super::chats::{ChatOptions, ChatState, Chats};
-use super::error::{anchor, BindingError};
-use super::session::{Live, SessionHandle};
-use crate::chunks::Cache;
+use super::error::{anchor, to_js, BindingError};
+use super::session::{SessionHandle, Tally};
 use crate::engine::{Config, Engine};
 use crate::protocol::SessionSummary;
 use crate::store::{open_store, Backend, BrowserStore};
 use crate::transport::BrowserTransport;
 use serde::{Deserialize, Serialize};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -32,6 +31,17 @@ struct Options {
     budget_bytes: Option<u64>,
 }
 
+impl Options {
+    /// The engine's numbers: the protocol's, with the page's budget when it gives one.
+    fn config(&self) -> Config {
+        let mut config = Config::default();
+        if let Some(budget) = self.budget_bytes {
+            config.budget_bytes = budget;
+        }
+        config
+    }
+}
+
 /// What `counters()` answers.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -43,44 +53,6 @@ struct Counters {
     probes_failed: u64,
 }
 
-/// The cache hits of sessions, open and closed, for `counters()`.
-#[derive(Default)]
-pub(super) struct Tally {
-    closed: Cell<(u64, u64, u64)>,
-    open: RefCell<Vec<Rc<Live>>>,
-}
-
-impl Tally {
-    pub(super) fn opened(&self, session: Rc<Live>) {
-        self.open.borrow_mut().push(session);
-    }
-
-    /// Moves a closed session's counts into the closed total.
-    pub(super) fn closed(&self, session: &Rc<Live>) {
-        let mut open = self.open.borrow_mut();
-        let Some(i) = open.iter().position(|s| Rc::ptr_eq(s, session)) else {
-            return;
-        };
-        let c = open.swap_remove(i).session.counters();
-        let (pages, passed, failed) = self.closed.get();
-        self.closed.set((
-            pages + c.local_pages,
-            passed + c.probes_passed,
-            failed + c.probes_failed,
-        ));
-    }
-
-    fn sum(&self) -> (u64, u64, u64) {
-        self.open
-            .borrow()
-            .iter()
-            .map(|s| s.session.counters())
-            .fold(self.closed.get(), |(p, a, f), c| {
-                (p + c.local_pages, a + c.probes_passed, f + c.probes_failed)
-            })
-    }
-}
-
 /// One server's cache: lists, opens, deletes and posts. Made by `Client.open(options)`.
 #[wasm_bindgen]
 pub struct Client {
@@ -88,13 +60,6 @@ pub struct Client {
     summaries: Rc<RefCell<HashMap<String, SessionSummary>>>,
     tally: Rc<Tally>,
     chats: Rc<ChatState>,
-    storage: &'static str,
-}
-
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsValue::from(js_sys::Error::new(&e.to_string())))
 }
 
 #[wasm_bindgen]
@@ -108,6 +73,7 @@ impl Client {
             let storage = options.storage.as_deref().unwrap_or("auto");
             let backend =
                 Backend::parse(storage).ok_or_else(|| BindingError::Storage(storage.into()))?;
+            let config = options.config();
             let transport = BrowserTransport::new(&options.server, options.token)
                 .map_err(BindingError::from)?;
             let store = open_store(backend).await.map_err(BindingError::from)?;
@@ -116,20 +82,12 @@ impl Client {
                 transport.base(),
                 store.name()
             );
-            let storage = store.name();
-            let store = Arc::new(store);
-            let chats = ChatState::new(store.clone());
-            let cache = Cache::new(store, transport.host(), transport.port()).await;
-            let mut config = Config::default();
-            if let Some(budget) = options.budget_bytes {
-                config.budget_bytes = budget;
-            }
+            let engine = Engine::assemble(Arc::new(store), transport, config).await;
             Ok(Client {
-                engine: Rc::new(Engine::new(cache, transport, config)),
+                chats: ChatState::new(engine.cache().store().clone()),
+                engine: Rc::new(engine),
                 summaries: Rc::default(),
                 tally: Rc::default(),
-                chats,
-                storage,
             }
             .into())
         })
@@ -139,7 +97,7 @@ impl Client {
     /// the one that worked here).
     #[wasm_bindgen(getter)]
     pub fn storage(&self) -> String {
-        self.storage.to_string()
+        self.engine.cache().store().name().to_string()
     }
 
     /// The session list (`[{id, title, status, model, permissionMode, seq}]`); prunes the cache
@@ -160,7 +118,7 @@ impl Client {
                 Ok(list) => {
                     *summaries.borrow_mut() =
                         list.iter().map(|s| (s.id.clone(), s.clone())).collect();
-                    to_js(&list)
+                    Ok(to_js(&list)?)
                 }
                 Err(e) if !e.is_client_error() => {
                     log::info!("scrollback: {e}: listing the cached sessions");
@@ -172,7 +130,7 @@ impl Client {
                             offline: true,
                         })
                         .collect();
-                    to_js(&list)
+                    Ok(to_js(&list)?)
                 }
                 Err(e) => Err(BindingError::from(e).into()),
             }
@@ -259,7 +217,7 @@ impl Client {
 
     /// `{requests, bytesDownloaded, pagesLocal, probesPassed, probesFailed}` since `open`:
     /// everything sent and received, and the cache hits of every session opened.
-    pub fn counters(&self) -> Result<JsValue, JsValue> {
+    pub fn counters(&self) -> Result<JsValue, BindingError> {
         let wire = self.engine.transport().counters();
         let (pages_local, probes_passed, probes_failed) = self.tally.sum();
         to_js(&Counters {

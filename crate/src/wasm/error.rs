@@ -1,11 +1,15 @@
-//! What a binding call can fail with. Each error becomes a real JS `Error` (a `TypeError` for a
-//! bad argument) whose message says what went wrong; a network or server error also carries its
-//! `kind` (the retry rule's class: `unavailable`, `gone`, `unauthorized`, `refused`) and, when
-//! the server answered, its HTTP `status`.
+//! What a binding call can fail with, and the one way an error reaches JS. Each error becomes a
+//! real JS `Error` whose message says what went wrong and whose `name` says which family it is
+//! of (`index.d.ts`): a `TypeError` for a bad argument; a `ChatError` for a refused chat
+//! operation, with its `kind` ([`WindowError::kind`]); else a `ScrollbackError`, which for a
+//! network or server error carries its `kind` (the retry rule's class: `unavailable`, `gone`,
+//! `unauthorized`, `refused`) and, when the server answered, its HTTP `status`.
 
 use crate::chunks::KeyError;
 use crate::store::StoreError;
 use crate::transport::{Retry, TransportError};
+use crate::window::WindowError;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 /// A failed binding call.
@@ -32,32 +36,70 @@ pub enum BindingError {
     /// An anchor that is not a seq.
     #[error("anchor must be a whole number from 1, got {0}")]
     Anchor(f64),
+    /// A chat operation was refused (its check's `kind` goes with it).
+    #[error(transparent)]
+    Chat(#[from] WindowError),
+    /// An answer that could not be made into a JS value.
+    #[error("cannot pass the answer to JS: {0}")]
+    Convert(String),
+}
+
+impl BindingError {
+    /// The JS error's `name`.
+    fn name(&self) -> &'static str {
+        match self {
+            BindingError::Options(_) | BindingError::Storage(_) | BindingError::Anchor(_) => {
+                "TypeError"
+            }
+            BindingError::Chat(_) => "ChatError",
+            _ => "ScrollbackError",
+        }
+    }
+
+    /// The JS error's `kind`: a chat check's, or the retry rule's class of a server error.
+    fn kind(&self) -> Option<&'static str> {
+        match self {
+            BindingError::Transport(e) => Some(Retry::classify(e).kind()),
+            BindingError::Chat(e) => Some(e.kind()),
+            _ => None,
+        }
+    }
+
+    /// The JS error's `status`: the HTTP status, when the server answered.
+    fn status(&self) -> Option<u16> {
+        match self {
+            BindingError::Transport(e) => e.status(),
+            _ => None,
+        }
+    }
 }
 
 impl From<BindingError> for JsValue {
     fn from(e: BindingError) -> JsValue {
         let message = e.to_string();
-        let error: js_sys::Error = match e {
-            BindingError::Options(_) | BindingError::Storage(_) | BindingError::Anchor(_) => {
-                js_sys::TypeError::new(&message).into()
-            }
-            _ => {
+        let error: js_sys::Error = match e.name() {
+            "TypeError" => js_sys::TypeError::new(&message).into(),
+            name => {
                 let error = js_sys::Error::new(&message);
-                error.set_name("ScrollbackError");
+                error.set_name(name);
                 error
             }
         };
-        if let BindingError::Transport(e) = &e {
-            // The retry rule's class of the error (`unavailable`, `gone`, `unauthorized`,
-            // `refused`), and the HTTP status when the server answered.
-            let kind = Retry::classify(e).kind();
+        if let Some(kind) = e.kind() {
             let _ = js_sys::Reflect::set(&error, &"kind".into(), &kind.into());
-            if let Some(status) = e.status() {
-                let _ = js_sys::Reflect::set(&error, &"status".into(), &status.into());
-            }
+        }
+        if let Some(status) = e.status() {
+            let _ = js_sys::Reflect::set(&error, &"status".into(), &status.into());
         }
         error.into()
     }
+}
+
+/// A plain value for JS (objects as plain objects, maps as objects: JSON-compatible).
+pub(super) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| BindingError::Convert(e.to_string()))
 }
 
 /// A seq from JS (a number, or nothing).

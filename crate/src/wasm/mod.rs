@@ -2,7 +2,8 @@
 //!
 //! One module per JS class, used by the package's worker (`js/worker.js`), which the page-side
 //! API (`js/index.js`) starts and talks to by messages:
-//! - [`client`]: `Client`, one server's cache and transport (the engine);
+//! - [`client`]: `Client`, one server's engine (assembled by the core's
+//!   [`Engine::assemble`](crate::engine::Engine::assemble)) and the chats beside it;
 //! - [`session`]: `SessionHandle`, one open session;
 //! - [`chats`]: `Chats`, the windowed chat files and prompt backfill in the same storage.
 //!

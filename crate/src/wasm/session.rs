@@ -1,6 +1,5 @@
 //! `SessionHandle`: one open session, kept live in the worker until closed.
 
-use super::client::Tally;
 use super::error::{anchor, BindingError};
 use crate::engine::{Change, Session, View};
 use crate::fold::Row;
@@ -26,6 +25,44 @@ pub(super) struct Live {
     /// The screen was cleared since the last patch: the next one is a reset, since rows of
     /// another file (a replaced transcript) may come back under the same seqs and revisions.
     cleared: Cell<bool>,
+}
+
+/// The cache hits of sessions, open and closed, for `counters()`.
+#[derive(Default)]
+pub(super) struct Tally {
+    closed: Cell<(u64, u64, u64)>,
+    open: RefCell<Vec<Rc<Live>>>,
+}
+
+impl Tally {
+    pub(super) fn opened(&self, session: Rc<Live>) {
+        self.open.borrow_mut().push(session);
+    }
+
+    /// Moves a closed session's counts into the closed total.
+    pub(super) fn closed(&self, session: &Rc<Live>) {
+        let mut open = self.open.borrow_mut();
+        let Some(i) = open.iter().position(|s| Rc::ptr_eq(s, session)) else {
+            return;
+        };
+        let c = open.swap_remove(i).session.counters();
+        let (pages, passed, failed) = self.closed.get();
+        self.closed.set((
+            pages + c.local_pages,
+            passed + c.probes_passed,
+            failed + c.probes_failed,
+        ));
+    }
+
+    pub(super) fn sum(&self) -> (u64, u64, u64) {
+        self.open
+            .borrow()
+            .iter()
+            .map(|s| s.session.counters())
+            .fold(self.closed.get(), |(p, a, f), c| {
+                (p + c.local_pages, a + c.probes_passed, f + c.probes_failed)
+            })
+    }
 }
 
 /// One open session. Its `run` is driven by the worker's event loop from `start` until

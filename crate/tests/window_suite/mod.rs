@@ -1,6 +1,7 @@
 //! The windowed chat file's suite, written once over the `Store` trait and run on every backend:
 //! a test file brings its store factory and calls `window_cases!(factory)`, which makes every
-//! case a `#[test]` natively (through pollster) and a `#[wasm_bindgen_test]` on wasm32.
+//! case a test on both targets (`scrollback::async_test!`: a `#[test]` natively, through
+//! pollster, and a `#[wasm_bindgen_test]` on wasm32).
 //!
 //! The factory is an expression of type `impl Future<Output = (Guard, S)>`: a fresh, empty store
 //! per case, and a guard dropped when the case ends (a temporary folder to remove, say).
@@ -51,20 +52,10 @@ macro_rules! window_cases {
     };
     (@each $make:expr; $($name:ident),* $(,)?) => {
         $(
-            #[cfg(not(target_arch = "wasm32"))]
-            #[test]
-            fn $name() {
-                pollster::block_on(async {
-                    let (_guard, store) = $make.await;
-                    crate::window_suite::$name(store).await
-                })
-            }
-            #[cfg(target_arch = "wasm32")]
-            #[wasm_bindgen_test::wasm_bindgen_test]
-            async fn $name() {
+            scrollback::async_test!(fn $name() {
                 let (_guard, store) = $make.await;
                 crate::window_suite::$name(store).await
-            }
+            });
         )*
     };
 }

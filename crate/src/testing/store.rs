@@ -1,85 +1,18 @@
-//! Store-level checks of every `Store` operation, shared by the browser backends' test files
-//! (`store_opfs.rs`, `store_idb.rs`). `store_tests!(open)` makes one wasm-bindgen test per
-//! check, each on a store of its own (`open(tag)` gives a fresh directory or database).
+//! The storage trait's operations, as every backend must answer them (each check on a fresh
+//! store of its own).
 
-#![allow(dead_code)]
-
-use scrollback::store::{Entry, Store, StoreError};
-use std::future::Future;
-use std::pin::pin;
-use std::task::Poll;
-
-/// A name no other test (or earlier run in the same profile) uses.
-pub fn unique(tag: &str) -> String {
-    format!(
-        "{tag}-{}-{}",
-        js_sys::Date::now() as u64,
-        (js_sys::Math::random() * 1e9) as u64
-    )
-}
-
-/// Resolves after `ms` milliseconds.
-pub async fn sleep(ms: i32) {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let global = js_sys::global();
-        let set_timeout: js_sys::Function = js_sys::Reflect::get(&global, &"setTimeout".into())
-            .unwrap()
-            .into();
-        set_timeout.call2(&global, &resolve, &ms.into()).unwrap();
-    });
-    wasm_bindgen_futures::JsFuture::from(promise).await.unwrap();
-}
-
-/// Polls two futures to completion together.
-pub async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
-    let (mut a, mut b) = (pin!(a), pin!(b));
-    let (mut ra, mut rb) = (None, None);
-    std::future::poll_fn(|cx| {
-        if ra.is_none() {
-            if let Poll::Ready(v) = a.as_mut().poll(cx) {
-                ra = Some(v);
-            }
-        }
-        if rb.is_none() {
-            if let Poll::Ready(v) = b.as_mut().poll(cx) {
-                rb = Some(v);
-            }
-        }
-        if ra.is_some() && rb.is_some() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await;
-    (ra.unwrap(), rb.unwrap())
-}
-
-/// A small deterministic generator, so a failing case can be replayed.
-pub struct Lcg(pub u64);
-
-impl Lcg {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| (self.next() & 0xff) as u8).collect()
-    }
-}
+use super::{Lcg, LimitWrites};
+use crate::store::{Entry, Store, StoreError};
+use std::sync::Arc;
 
 fn sorted(mut v: Vec<Entry>) -> Vec<(String, bool, u64)> {
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v.into_iter().map(|e| (e.name, e.is_dir, e.size)).collect()
 }
 
-pub async fn list_stat_read_write<S: Store>(s: &S) {
+/// Whole writes replace; reads take byte ranges and stop at the end; stat gives size and stamp;
+/// list shows blobs (with sizes and stamps) and folders, and a missing folder lists empty.
+pub async fn list_stat_read_write<S: Store>(s: Arc<S>) {
     assert_eq!(s.list("t").await.unwrap(), vec![]);
     assert_eq!(s.stat("t/a").await.unwrap(), None);
     assert!(matches!(
@@ -92,6 +25,7 @@ pub async fn list_stat_read_write<S: Store>(s: &S) {
     s.write("t/d/e/c", b"").await.unwrap();
     s.write("tx/other", b"not below t").await.unwrap();
     assert_eq!(s.stat("t/a").await.unwrap().unwrap().size, 11);
+    assert_eq!(s.stat("t/d").await.unwrap(), None, "a folder is no blob");
     assert_eq!(
         sorted(s.list("t").await.unwrap()),
         vec![("a".into(), false, 11), ("d".into(), true, 0)]
@@ -130,7 +64,9 @@ pub async fn list_stat_read_write<S: Store>(s: &S) {
     );
 }
 
-pub async fn append_matches_model<S: Store>(s: &S) {
+/// Appends create the blob, grow it and return its new size, in order, across sizes that cross
+/// a backend's segments and flush points.
+pub async fn append_matches_model<S: Store>(s: Arc<S>) {
     let mut model = Vec::new();
     let mut rng = Lcg(42);
     for i in 0..400 {
@@ -175,7 +111,9 @@ pub async fn append_matches_model<S: Store>(s: &S) {
     assert_eq!(s.stat("t/s/empty").await.unwrap().unwrap().size, 0);
 }
 
-pub async fn truncate_cuts<S: Store>(s: &S) {
+/// Truncate cuts a blob (never grows it) and appends continue at the cut; a missing blob is
+/// `NotFound`.
+pub async fn truncate_cuts<S: Store>(s: Arc<S>) {
     assert!(matches!(
         s.truncate("t/none", 0).await,
         Err(StoreError::NotFound(_))
@@ -203,7 +141,9 @@ pub async fn truncate_cuts<S: Store>(s: &S) {
     assert_eq!(s.read("t/x", 0, 10).await.unwrap(), b"new");
 }
 
-pub async fn rename_moves_and_replaces<S: Store>(s: &S) {
+/// Rename moves a blob within its folder (a chunk's rotation), replacing one of the new name;
+/// a failed rename changes nothing.
+pub async fn rename_moves_and_replaces<S: Store>(s: Arc<S>) {
     assert!(matches!(
         s.rename("t/none", "t/other").await,
         Err(StoreError::NotFound(_))
@@ -231,12 +171,23 @@ pub async fn rename_moves_and_replaces<S: Store>(s: &S) {
     s.rename("t/src", "t/dest").await.unwrap();
     assert_eq!(s.read("t/dest", 0, usize::MAX).await.unwrap(), b"short");
     assert_eq!(s.stat("t/src").await.unwrap(), None);
+    assert!(matches!(
+        s.rename("t/src", "t/dest").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        s.read("t/dest", 0, 100).await.unwrap(),
+        b"short",
+        "a failed rename changes nothing"
+    );
     // The renamed blob takes appends.
     assert_eq!(s.append("t/dest", b"+more").await.unwrap(), 10);
     assert_eq!(s.read("t/dest", 0, 100).await.unwrap(), b"short+more");
 }
 
-pub async fn remove_blob_and_folder<S: Store>(s: &S) {
+/// Remove takes a blob, or a folder and everything below it (never a sibling whose name starts
+/// the same); a missing path is not an error.
+pub async fn remove_blob_and_folder<S: Store>(s: Arc<S>) {
     s.write("t/s1/a", b"1").await.unwrap();
     s.append("t/s1/b", b"2").await.unwrap();
     s.write("t/s1/deep/c", b"3").await.unwrap();
@@ -262,9 +213,11 @@ pub async fn remove_blob_and_folder<S: Store>(s: &S) {
     assert_eq!(s.append("t/s1/b", b"again").await.unwrap(), 5);
 }
 
-pub async fn invalid_paths_refused<S: Store>(s: &S) {
+/// No path with an empty segment, `.`, `..`, `\\` or NUL reaches a backend, whatever the
+/// operation.
+pub async fn invalid_paths_refused<S: Store>(s: Arc<S>) {
     for bad in [
-        "", "/a", "a/", "a//b", "a/./b", "a/../b", "..", "a\\b", "a/\0",
+        "", "/a", "a/", "a//b", ".", "a/./b", "a/../b", "..", "../x", "a\\b", "a/\0", "a\0b",
     ] {
         assert!(
             matches!(s.write(bad, b"x").await, Err(StoreError::InvalidPath(_))),
@@ -281,6 +234,10 @@ pub async fn invalid_paths_refused<S: Store>(s: &S) {
         assert!(matches!(s.stat(bad).await, Err(StoreError::InvalidPath(_))));
         assert!(matches!(s.list(bad).await, Err(StoreError::InvalidPath(_))));
         assert!(matches!(
+            s.truncate(bad, 0).await,
+            Err(StoreError::InvalidPath(_))
+        ));
+        assert!(matches!(
             s.remove(bad).await,
             Err(StoreError::InvalidPath(_))
         ));
@@ -292,7 +249,8 @@ pub async fn invalid_paths_refused<S: Store>(s: &S) {
     assert_eq!(s.list("t").await.unwrap(), vec![]);
 }
 
-pub async fn stamps_never_go_back<S: Store>(s: &S) {
+/// A blob's stamp never goes back, through writes and appends.
+pub async fn stamps_never_go_back<S: Store>(s: Arc<S>) {
     let mut last = 0;
     for i in 0..20 {
         if i % 3 == 0 {
@@ -304,42 +262,46 @@ pub async fn stamps_never_go_back<S: Store>(s: &S) {
         assert!(m >= last, "stamp went back: {m} < {last}");
         last = m;
     }
-    // Roughly the clock: within a day of now.
-    let now = js_sys::Date::now() as u64;
-    assert!(last.abs_diff(now) < 86_400_000, "{last} vs {now}");
 }
 
-/// Generates one test per check for a backend; `$open(tag)` opens a fresh store.
-#[macro_export]
-macro_rules! store_tests {
-    ($open:path) => {
-        #[wasm_bindgen_test]
-        async fn list_stat_read_write() {
-            store_checks::list_stat_read_write(&$open("lsrw").await).await;
-        }
-        #[wasm_bindgen_test]
-        async fn append_matches_model() {
-            store_checks::append_matches_model(&$open("append").await).await;
-        }
-        #[wasm_bindgen_test]
-        async fn truncate_cuts() {
-            store_checks::truncate_cuts(&$open("truncate").await).await;
-        }
-        #[wasm_bindgen_test]
-        async fn rename_moves_and_replaces() {
-            store_checks::rename_moves_and_replaces(&$open("rename").await).await;
-        }
-        #[wasm_bindgen_test]
-        async fn remove_blob_and_folder() {
-            store_checks::remove_blob_and_folder(&$open("remove").await).await;
-        }
-        #[wasm_bindgen_test]
-        async fn invalid_paths_refused() {
-            store_checks::invalid_paths_refused(&$open("invalid").await).await;
-        }
-        #[wasm_bindgen_test]
-        async fn stamps_never_go_back() {
-            store_checks::stamps_never_go_back(&$open("stamps").await).await;
-        }
-    };
+/// The stamps of a backend with a clock are the clock's (milliseconds since the epoch, within
+/// a day of now): for every backend but the in-memory one, whose stamps are a counter.
+pub async fn stamps_follow_the_clock<S: Store>(s: Arc<S>) {
+    s.write("t/clock", b"now").await.unwrap();
+    let stamp = s.stat("t/clock").await.unwrap().unwrap().modified;
+    #[cfg(target_arch = "wasm32")]
+    let now = js_sys::Date::now() as u64;
+    #[cfg(not(target_arch = "wasm32"))]
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as u64;
+    assert!(stamp.abs_diff(now) < 86_400_000, "{stamp} vs {now}");
+}
+
+/// A write past the quota fails with `QuotaExceeded` and leaves nothing of itself: the blob
+/// keeps its bytes, a new blob holds none; lifting the limit lets writes go on.
+pub async fn a_quota_failure_changes_nothing<S: LimitWrites>(s: Arc<S>) {
+    s.append("t/q/open", &[b'a'; 600]).await.unwrap();
+    s.limit_writes(Some(1_000));
+    s.append("t/q/open", &[b'b'; 600]).await.unwrap();
+    // 400 bytes would fit: none of them may stay.
+    assert_eq!(
+        s.append("t/q/open", &[b'c'; 600]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(
+        s.write("t/q/page", &[b'd'; 500]).await,
+        Err(StoreError::QuotaExceeded)
+    );
+    assert_eq!(s.stat("t/q/open").await.unwrap().unwrap().size, 1_200);
+    // Nothing of the refused whole write stays (OPFS may leave the new blob empty).
+    let page = s.stat("t/q/page").await.unwrap();
+    assert!(page.is_none_or(|m| m.size == 0), "{page:?}");
+    assert_eq!(
+        s.read("t/q/open", 1_100, 500).await.unwrap(),
+        vec![b'b'; 100]
+    );
+    s.limit_writes(None);
+    assert_eq!(s.append("t/q/open", b"ok").await.unwrap(), 1_202);
 }

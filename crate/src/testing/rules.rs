@@ -1,6 +1,6 @@
 //! Every rule of the chunk store, as every backend must serve it.
 
-use super::{line, seqs, stamp_after, transcript};
+use super::{line, seqs, stamp_after, transcript, LimitWrites};
 use crate::chunks::{Cache, KeyError, SessionCache};
 use crate::protocol::{coalesce, joins, Line, RowWalk};
 use crate::store::Store;
@@ -689,4 +689,53 @@ pub async fn a_wiped_store_gives_misses<S: Store>(store: Arc<S>) {
             "{id}"
         );
     }
+}
+
+/// A full quota stops the session's writing (no line is half-stored) and loses nothing
+/// already shown: what fit is whole and served, a page arriving later is not stored by this
+/// instance, even after the limit is lifted, while a new one writes again.
+pub async fn a_full_quota_stops_writing_and_loses_nothing_shown<S: LimitWrites>(store: Arc<S>) {
+    let cache = cache(&store, "quota").await;
+    let t = transcript(200);
+    let mut s = appended(&cache, "s", &t[100..150]).await;
+    let shown = s.newest(30).await.unwrap();
+    store.limit_writes(Some(3 * 1024));
+    for line in &t[150..] {
+        s.append(line).await;
+    }
+    assert!(!s.is_writing(), "a write failed and writing stopped");
+    let cursor = s.cursor().await.unwrap().seq();
+    assert!(
+        (151..200).contains(&cursor),
+        "some lines fit, then none: {cursor}"
+    );
+    // What was shown is still served, and what fit is whole.
+    assert_eq!(s.page(151, 30, false).await.unwrap().lines, shown);
+    let mut fresh = cache.session("s").unwrap();
+    let all = fresh.newest(1000).await.unwrap();
+    assert_eq!(seqs(&all), (101..=cursor).collect::<Vec<_>>());
+    // A page arriving now is shown by the caller but not stored.
+    assert!(!s.store_page(&coalesce(&t[..100]), 101, true).await);
+    store.limit_writes(None);
+    assert!(
+        !s.store_page(&coalesce(&t[..100]), 101, true).await,
+        "this instance stays off"
+    );
+    assert!(
+        fresh.store_page(&coalesce(&t[..100]), 101, true).await,
+        "a new one writes"
+    );
+}
+
+/// A page that does not fit the quota is not stored, and stops the session's writing; the
+/// lines already stored are kept.
+pub async fn a_quota_hit_by_a_page_stops_writing<S: LimitWrites>(store: Arc<S>) {
+    let cache = cache(&store, "quota-page").await;
+    let t = transcript(100);
+    let mut s = appended(&cache, "s", &t[50..]).await;
+    store.limit_writes(Some(100));
+    assert!(!s.store_page(&t[..50], 51, false).await);
+    assert!(!s.is_writing());
+    assert_eq!(s.newest(100).await.map(|l| l.len()), Some(50));
+    assert_eq!(s.page(51, 10, false).await, None, "the page was not stored");
 }

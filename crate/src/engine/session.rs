@@ -517,8 +517,6 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             self.apply_summary();
             self.update(Change::State, |v| v.ready = true);
         }
-        // Recorded for the budget once the rows are on their way to the screen.
-        self.cache.lock().await.touch().await;
         if let Some(tail) = cached.last().cloned() {
             newest = self.catch_up(inbox, tail).await?;
         }
@@ -526,6 +524,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             Some(line) => Some(line),
             None => self.cold(inbox).await?,
         };
+        // Recorded for the budget (and the search index checked) once the screen is up to date.
+        self.cache.lock().await.touch().await;
         if self.writes() {
             self.server
                 .enforce_budget(self.config.budget_bytes, &self.id)

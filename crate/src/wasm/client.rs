@@ -191,7 +191,7 @@ impl Client {
             let hits = engine
                 .search(&query, limit as usize, sessions.as_deref())
                 .await;
-            to_js(&hits)
+            Ok(to_js(&hits)?)
         })
     }
 

@@ -5,11 +5,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launch } from './lib/browser.mjs';
-import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+import { ROOT, startServer, assertBuilt } from './lib/server.mjs';
 import { servePageOnly } from './lib/static.mjs';
 import { readChunks, checkChunks } from './lib/chunks.mjs';
 
@@ -18,9 +17,7 @@ const WAIT = { timeout: Number(process.env.DEMO_WAIT ?? 90_000) };
 let browser, template;
 
 before(async () => {
-  for (const file of ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
-    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
-  }
+  assertBuilt();
   await fs.mkdir(OUT, { recursive: true });
   // The sandbox is seeded once (the long session is 21 MB) and copied for each test.
   const seeding = await startServer();

@@ -5,19 +5,16 @@
 // page is reloaded continuing in one row, and `view.reload()`. One description for all engines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ENGINE, FACTS, launch, unavailable } from './lib/engines.mjs';
-import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+import { ROOT, SERVER_BIN, startServer, assertBuilt } from './lib/server.mjs';
 
 const missing = unavailable();
 let server, browser;
 
 before(async () => {
   if (missing) return;
-  for (const file of ['pkg/index.js', SERVER_BIN]) {
-    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
-  }
+  assertBuilt(['pkg/index.js', SERVER_BIN]);
   // The page and the package from the server itself: one origin, as an app ships them.
   server = await startServer({ args: ['--pace-ms', '80'], www: path.join(ROOT, 'tests/lib') });
   browser = await launch();

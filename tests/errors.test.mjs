@@ -4,18 +4,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { launch } from './lib/browser.mjs';
-import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+import { startServer, assertBuilt } from './lib/server.mjs';
 
 const WAIT = { timeout: 90_000 };
 let browser, server;
 
 before(async () => {
-  for (const file of ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
-    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server`);
-  }
+  assertBuilt();
   server = await startServer();
   browser = await launch();
 });

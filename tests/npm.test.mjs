@@ -7,12 +7,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { launch } from './lib/browser.mjs';
-import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+import { ROOT, startServer, assertBuilt } from './lib/server.mjs';
 import { serveStatic } from './lib/static.mjs';
 
 const run = promisify(execFile);
@@ -24,9 +23,7 @@ async function npm(cwd, ...args) {
 }
 
 before(async () => {
-  for (const file of ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
-    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
-  }
+  assertBuilt();
   tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-npm-'));
   const { stdout } = await npm(ROOT, 'pack', '--json', '--pack-destination', tmp);
   packed = JSON.parse(stdout)[0];

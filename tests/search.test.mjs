@@ -3,17 +3,13 @@
 // answers from the cache: typed hits, the matched words marked, a session filter, a limit.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { launch } from './lib/browser.mjs';
-import { ROOT, SERVER_BIN, startServer } from './lib/server.mjs';
+import { startServer, assertBuilt } from './lib/server.mjs';
 
 let browser, server;
 
 before(async () => {
-  for (const file of ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
-    assert.ok(existsSync(path.resolve(ROOT, file)), `${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server`);
-  }
+  assertBuilt();
   server = await startServer();
   browser = await launch();
 });

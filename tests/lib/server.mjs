@@ -2,6 +2,7 @@
 // a fresh temp folder, a free loopback port, the demo page and the built package served.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,15 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_BIN = path.join(ROOT, 'target/release/scrollback-server');
+
+/** Fails, saying how to build them, when the package or the server binary is missing. */
+export function assertBuilt(files = ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
+  for (const file of files) {
+    if (!existsSync(path.resolve(ROOT, file))) {
+      throw new Error(`${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
+    }
+  }
+}
 
 /** A free TCP port on 127.0.0.1. */
 export async function freePort() {

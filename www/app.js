@@ -12,6 +12,8 @@ const ui = {
   transcript: $('transcript'), rows: $('rows'), pending: $('pending'), edge: $('history-edge'),
   composer: $('composer'), message: $('message'),
   settings: $('settings'), cachedSize: $('cached-size'),
+  search: $('search'), searchForm: $('search-form'), searchBox: $('search-box'),
+  searchStatus: $('search-status'), searchResults: $('search-results'),
 };
 
 /** Creates an element with a class and text (text only: never HTML). */
@@ -72,7 +74,9 @@ let sb;              // the Scrollback client
 let view = null;     // the open session's view
 let current = null;  // its id
 let loadingOlder = false;
-let pendingAnchor = null; // a seq to bring back to the top after a reload
+let pendingAnchor = null; // a seq to bring back into view (after a reload, or a search hit)
+let anchorBlock = 'start'; // where it is brought: the top after a reload, the middle for a hit
+let highlight = null;     // a search hit's seq: its row is marked
 let reloading = false;    // between Reload and the purge: the old rows are not drawn again
 const rendered = new Map(); // seq -> the row's node
 
@@ -132,6 +136,20 @@ function patchRows(rows, change) {
   if (ui.rows.children.length !== rows.length) drawAll(rows);
 }
 
+/** The row showing `seq`: the last one starting at or before it (a tool result is drawn in its call's row). */
+function rowAt(rows, seq) {
+  for (let i = rows.length - 1; i >= 0; i--) if (rows[i].seq <= seq) return rows[i];
+  return null;
+}
+
+/** Marks the row of the search hit being shown (and only it). */
+function markHit(rows) {
+  const target = highlight === null ? null : rowAt(rows, highlight);
+  const node = target ? rendered.get(target.seq) : null;
+  for (const old of ui.rows.querySelectorAll('li.hit')) if (old !== node) old.classList.remove('hit');
+  node?.classList.add('hit');
+}
+
 function renderRows(rows, change) {
   const box = ui.transcript;
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
@@ -142,9 +160,10 @@ function renderRows(rows, change) {
   if (!change || change.reset) drawAll(rows);
   else patchRows(rows, change);
 
+  markHit(rows);
   if (pendingAnchor !== null && rows.length && view?.state.ready) {
-    const target = [...rows].reverse().find((r) => r.seq <= pendingAnchor) ?? rows[0];
-    rendered.get(target.seq)?.scrollIntoView({ block: 'start' });
+    const target = rowAt(rows, pendingAnchor) ?? rows[0];
+    rendered.get(target.seq)?.scrollIntoView({ block: anchorBlock });
     if (rows[0].seq <= pendingAnchor) pendingAnchor = null;
   } else if (atBottom) {
     box.scrollTop = box.scrollHeight;
@@ -202,10 +221,25 @@ async function maybeLoadOlder() {
   }
 }
 
-async function openSession(id, summary) {
-  if (current === id && view) return;
+/**
+ * Shows session `id`; with `anchor` (a search hit's seq), opened at that row (the engine's
+ * anchor restore) with the row marked.
+ */
+async function openSession(id, summary, anchor = null) {
+  highlight = anchor;
+  if (current === id && view) {
+    if (anchor === null) return;
+    const rows = view.state.rows;
+    if (view.state.ready && rows.length && rows[0].seq <= anchor) {
+      // Already drawn: brought into view and marked.
+      markHit(rows);
+      rendered.get(rowAt(rows, anchor).seq)?.scrollIntoView({ block: 'center' });
+      return;
+    }
+  }
   view?.close();
-  view = null; current = id; pendingAnchor = null;
+  view = null; current = id;
+  pendingAnchor = anchor; anchorBlock = 'center';
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
   ui.empty.hidden = true; ui.session.hidden = false;
   ui.title.textContent = summary?.title || id;
@@ -213,7 +247,10 @@ async function openSession(id, summary) {
   ui.banner.hidden = true;
   markCurrent();
   try {
-    const opened = await sb.openSession(id, { onChange: (state, change) => { if (view === opened) renderState(state, change); } });
+    const opened = await sb.openSession(id, {
+      anchor: anchor ?? undefined,
+      onChange: (state, change) => { if (view === opened) renderState(state, change); },
+    });
     if (current !== id) { opened.close(); return; }
     view = opened;
     renderState(view.state);
@@ -225,7 +262,7 @@ async function openSession(id, summary) {
 
 function closeSession() {
   view?.close();
-  view = null; current = null;
+  view = null; current = null; highlight = null;
   ui.session.hidden = true; ui.empty.hidden = false;
   markCurrent();
 }
@@ -273,12 +310,65 @@ async function refreshList() {
   markCurrent();
 }
 
+/** A session's address; with `seq`, the address of a search hit in it. */
+const sessionHash = (id, seq) => `#/sessions/${encodeURIComponent(id)}${seq == null ? '' : `/at/${seq}`}`;
+
 function route() {
-  const m = location.hash.match(/^#\/sessions\/(.+)$/);
+  const m = location.hash.match(/^#\/sessions\/(.+?)(?:\/at\/(\d+))?$/);
   if (!m) { closeSession(); return; }
   let id;
   try { id = decodeURIComponent(m[1]); } catch { closeSession(); return; }
-  openSession(id, sessions.find((s) => s.id === id));
+  openSession(id, sessions.find((s) => s.id === id), m[2] === undefined ? null : Number(m[2]));
+}
+
+// ---- search: over every cached session, in the worker, offline -----------------------------
+
+let searchGeneration = 0; // only the newest query's answer is drawn (answers can cross)
+let searchTimer = null;
+
+/** A hit's snippet as DOM: the matched words in <mark>, everything as text (never HTML). */
+function renderSnippet(pieces) {
+  const span = el('span', 'snippet');
+  for (const piece of pieces) span.append(piece.hit ? el('mark', null, piece.text) : document.createTextNode(piece.text));
+  return span;
+}
+
+function renderHit(hit) {
+  const li = el('li');
+  li.dataset.session = hit.session;
+  li.dataset.seq = hit.seq;
+  const a = el('a');
+  a.href = sessionHash(hit.session, hit.seq);
+  const title = sessions.find((s) => s.id === hit.session)?.title || hit.session;
+  a.append(el('span', 'where', `${title} · #${hit.seq} · ${new Date(hit.ts * 1000).toLocaleString()}`), renderSnippet(hit.snippet));
+  // The same hit clicked again (no hash change) is brought back into view too.
+  a.addEventListener('click', () => { if (location.hash === a.getAttribute('href')) queueMicrotask(route); });
+  li.append(a);
+  return li;
+}
+
+async function runSearch() {
+  const text = ui.search.value;
+  const generation = ++searchGeneration;
+  if (!text.trim()) {
+    ui.searchBox.hidden = true;
+    ui.searchResults.replaceChildren();
+    return;
+  }
+  ui.searchBox.hidden = false;
+  ui.searchStatus.textContent = 'Searching…';
+  let hits;
+  try {
+    hits = await sb.search(text, { limit: 20 });
+  } catch (err) {
+    if (generation === searchGeneration) ui.searchStatus.textContent = `Search failed: ${err.message}`;
+    return;
+  }
+  if (generation !== searchGeneration) return; // a newer query is on its way
+  ui.searchResults.replaceChildren(...hits.map(renderHit));
+  ui.searchStatus.textContent = hits.length
+    ? `${hits.length === 20 ? 'The best 20' : hits.length} ${hits.length === 1 ? 'match' : 'matches'} in the cached sessions`
+    : 'No match in the cached sessions.';
 }
 
 // ---- settings: the cached size and Reload --------------------------------------------------
@@ -313,7 +403,7 @@ async function reload() {
   } finally {
     reloading = false;
     if (reloaded === view) {
-      pendingAnchor = anchor;
+      pendingAnchor = anchor; anchorBlock = 'start';
       renderState(view.state);
     }
   }
@@ -364,6 +454,11 @@ async function main() {
   ui.message.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); ui.composer.requestSubmit(); }
   });
+  ui.search.addEventListener('input', () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(runSearch, 120);
+  });
+  ui.searchForm.addEventListener('submit', (e) => { e.preventDefault(); clearTimeout(searchTimer); runSearch(); });
   window.addEventListener('hashchange', route);
   setInterval(refreshCounters, 500);
   await refreshList();

@@ -3,7 +3,8 @@
 use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
-use crate::search::{Hit, Memo};
+use crate::search::writer::IndexWriter;
+use crate::search::{Hit, Memo, Pending};
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -21,6 +22,8 @@ pub struct Cache<S> {
     list: String,
     /// The sessions' search indexes as loaded into memory.
     search: Memo,
+    /// The rows still streaming, as this cache's index writers hold them.
+    pending: Pending,
 }
 
 /// A cached session as the budget sees it.
@@ -54,6 +57,7 @@ impl<S: Store> Cache<S> {
             dir,
             list,
             search: Memo::default(),
+            pending: Pending::default(),
         }
     }
 
@@ -89,8 +93,15 @@ impl<S: Store> Cache<S> {
     /// The cache of one session. The id is encoded into its folder's name (never used raw);
     /// an empty or over-long id is refused.
     pub fn session(&self, id: &str) -> Result<SessionCache<S>, KeyError> {
-        let dir = format!("{}/{}", self.dir, encode(id)?);
-        Ok(SessionCache::new(self.store.clone(), id.to_string(), dir))
+        let key = encode(id)?;
+        let dir = format!("{}/{key}", self.dir);
+        let index = IndexWriter::new(self.pending.clone(), key);
+        Ok(SessionCache::new(
+            self.store.clone(),
+            id.to_string(),
+            dir,
+            index,
+        ))
     }
 
     /// Every cached session with its size and last open. Unreadable ones are left out.
@@ -125,6 +136,7 @@ impl<S: Store> Cache<S> {
             &*self.store,
             &self.dir,
             &self.search,
+            &self.pending,
             query,
             limit,
             sessions,
@@ -201,6 +213,7 @@ impl<S: Store> Cache<S> {
     }
 
     async fn remove(&self, key: &str) -> bool {
+        self.pending.set(key, None);
         match self.store.remove(&format!("{}/{key}", self.dir)).await {
             Ok(()) => true,
             Err(e) => {

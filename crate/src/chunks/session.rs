@@ -93,7 +93,7 @@ pub struct SessionCache<S> {
 }
 
 impl<S: Store> SessionCache<S> {
-    pub(super) fn new(store: Arc<S>, id: String, dir: String) -> Self {
+    pub(super) fn new(store: Arc<S>, id: String, dir: String, index: IndexWriter) -> Self {
         SessionCache {
             store,
             id,
@@ -104,7 +104,7 @@ impl<S: Store> SessionCache<S> {
             hint: None,
             tail: None,
             untouched: false,
-            index: IndexWriter::default(),
+            index,
             indexing: true,
         }
     }

@@ -10,7 +10,7 @@
 //! attaches them to an earlier row; the search opens the session at the line that says it).
 
 use crate::fold::Event;
-use crate::protocol::{joins, last_seq, Line};
+use crate::protocol::{joins, last_seq, EventKind, Line};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -101,11 +101,13 @@ impl Folder {
         self.open.as_ref().map(|(doc, _)| doc)
     }
 
-    /// Folds `line`; returns the document it completed, if any. A line at or below what was
-    /// folded is ignored.
-    pub fn push(&mut self, line: &Line) -> Option<Doc> {
+    /// Folds `line`, appending to `out` the documents it completed: the open row when `line`
+    /// does not join it, and `line`'s own row at once unless it can still grow (only an
+    /// assistant delta can: the next one may join it). A line at or below what was folded is
+    /// ignored.
+    pub fn push(&mut self, line: &Line, out: &mut Vec<Doc>) {
         if line.seq() < self.end {
-            return None;
+            return;
         }
         let through = last_seq(line) + 1;
         if let Some((doc, newest)) = &mut self.open {
@@ -117,10 +119,10 @@ impl Folder {
                 doc.end = through;
                 *newest = line.clone();
                 self.end = through;
-                return None;
+                return;
             }
         }
-        let done = self.open.take().map(|(doc, _)| doc);
+        out.extend(self.open.take().map(|(doc, _)| doc));
         self.end = through;
         if let Some(mut text) = text_of(line) {
             cap(&mut text);
@@ -131,9 +133,15 @@ impl Folder {
                 text,
                 at: 0,
             };
-            self.open = Some((doc, line.clone()));
+            // Only an assistant delta is ever joined by a later line (the row rule): any other
+            // row is complete now, and is found at once (a session whose newest line is a
+            // queued message or a command must not hide it until something follows).
+            if line.kind() == EventKind::AssistantText {
+                self.open = Some((doc, line.clone()));
+            } else {
+                out.push(doc);
+            }
         }
-        done
     }
 }
 
@@ -141,7 +149,10 @@ impl Folder {
 /// included.
 pub fn docs_of(lines: &[Line]) -> Vec<Doc> {
     let mut folder = Folder::default();
-    let mut out: Vec<Doc> = lines.iter().filter_map(|l| folder.push(l)).collect();
+    let mut out = Vec::new();
+    for line in lines {
+        folder.push(line, &mut out);
+    }
     out.extend(folder.open.map(|(doc, _)| doc));
     out
 }

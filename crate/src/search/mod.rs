@@ -35,9 +35,10 @@
 //! and used only while it holds the writer role: appended lines are folded into rows; a row is
 //! appended to the blob when the next line does not join it (one `Store::append` per completed
 //! row, batched per appended run), so an appended delta costs O(delta) whatever the size of the
-//! transcript. The row still streaming is held in memory and is not found until it completes
-//! (the next row starts) — after a reopen it is re-folded from the chunks, from the live end the
-//! blob's last line records. History pages stored below the suffix are indexed as they are
+//! transcript. A row that nothing can join (anything but an assistant delta: a user message, a
+//! queued message, a command) is complete, and written, at once; the reply still streaming is
+//! held in memory and is not found until it completes (the next row starts) — after a reopen it
+//! is re-folded from the chunks, from the live end the blob's last line records. History pages stored below the suffix are indexed as they are
 //! stored.
 //!
 //! # Rebuild: never load-bearing
@@ -84,10 +85,12 @@
 
 mod accents;
 pub mod doc;
+pub mod pending;
 pub mod query;
 pub mod reader;
 pub mod tokens;
 pub mod writer;
 
+pub use pending::Pending;
 pub use reader::{Hit, Memo, Piece};
 pub use writer::INDEX;

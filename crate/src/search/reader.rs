@@ -2,6 +2,7 @@
 //! queries ranked with BM25 over every session asked.
 
 use super::doc::Doc;
+use super::pending::Pending;
 use super::query::Query;
 use super::tokens::words;
 use super::writer::INDEX;
@@ -81,6 +82,25 @@ impl Indexed {
         }
         self.words += ws.len() as u64;
         self.docs.push((doc, ws.len() as u32));
+    }
+
+    /// Takes back the newest document (one added for a single query: a row still streaming).
+    fn remove_last(&mut self) {
+        let Some((doc, len)) = self.docs.pop() else {
+            return;
+        };
+        let id = self.docs.len() as u32;
+        for w in words(&doc.text) {
+            if let Some(list) = self.terms.get_mut(&w.term) {
+                if list.last().is_some_and(|&(d, _)| d == id) {
+                    list.pop();
+                }
+                if list.is_empty() {
+                    self.terms.remove(&w.term);
+                }
+            }
+        }
+        self.words -= u64::from(len);
     }
 
     /// The documents holding `term` (or, as a prefix, any word starting with it), with the
@@ -194,6 +214,7 @@ pub(crate) async fn search<S: Store>(
     store: &S,
     dir: &str,
     memo: &Memo,
+    pending: &Pending,
     text: &str,
     limit: usize,
     sessions: Option<&[String]>,
@@ -218,6 +239,18 @@ pub(crate) async fn search<S: Store>(
         let mut l = memo.take(&entry.name);
         if refresh(store, &format!("{dir}/{}/{INDEX}", entry.name), &mut l).await {
             loaded.push((entry.name, id, l));
+        }
+    }
+    // The rows still streaming join their sessions for this query only (taken back below).
+    let mut added = Vec::new();
+    for (s, (key, _, l)) in loaded.iter_mut().enumerate() {
+        let newest = l.index.docs.last().map(|(d, _)| d.seq);
+        if let Some(doc) = pending
+            .get(key)
+            .filter(|d| newest.is_none_or(|n| d.seq > n))
+        {
+            l.index.add(doc);
+            added.push(s);
         }
     }
 
@@ -315,6 +348,9 @@ pub(crate) async fn search<S: Store>(
             }
         })
         .collect();
+    for s in added {
+        loaded[s].2.index.remove_last();
+    }
     let keys: Vec<String> = loaded.iter().map(|(k, _, _)| k.clone()).collect();
     if sessions.is_none() {
         memo.keep_only(&keys);

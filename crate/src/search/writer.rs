@@ -1,6 +1,7 @@
 //! The writer's side: the session's index blob, appended as rows complete.
 
 use super::doc::{docs_of, Doc, Folder};
+use super::pending::Pending;
 use crate::protocol::Line;
 use crate::store::{Store, StoreError};
 
@@ -34,13 +35,27 @@ pub struct IndexWriter {
     folder: Option<Folder>,
     /// A write failed: nothing more is written until the next resync.
     stopped: bool,
+    /// Where the open row is published for queries, and this session's key there.
+    pending: Pending,
+    key: String,
 }
 
 impl IndexWriter {
+    /// A writer publishing its open row in `pending` under `key` (the session's folder name).
+    pub fn new(pending: Pending, key: String) -> Self {
+        IndexWriter {
+            pending,
+            key,
+            ..IndexWriter::default()
+        }
+    }
+
     /// Forgets the fold: the next write resyncs from the blob (after a reopen, purge, or a
     /// change of role).
     pub fn reset(&mut self) {
-        *self = IndexWriter::default();
+        self.folder = None;
+        self.stopped = false;
+        self.pending.set(&self.key, None);
     }
 
     /// Whether it knows where the blob stops.
@@ -95,7 +110,11 @@ impl IndexWriter {
         let Some(folder) = self.folder.as_mut().filter(|_| !self.stopped) else {
             return;
         };
-        let mut done: Vec<Doc> = lines.iter().filter_map(|l| folder.push(l)).collect();
+        let mut done = Vec::new();
+        for line in lines {
+            folder.push(line, &mut done);
+        }
+        self.pending.set(&self.key, folder.pending());
         let at = folder.end();
         for doc in &mut done {
             doc.at = at;

@@ -379,10 +379,16 @@ export declare class Scrollback {
   /**
    * Full-text search over every cached session (offline, in the worker): words and `"quoted
    * phrases"`, case- and accent-insensitive, the last word matching as a prefix while it is
-   * typed (no space after it); BM25-ranked, best first. The row still streaming is found once
-   * the next row starts. Open a hit with `openSession(hit.session, { anchor: hit.seq })`.
+   * typed (no space after it); BM25-ranked, best first. A row is found as soon as it is
+   * complete, and a reply still streaming in this worker as it grows. Open a hit with
+   * `openSession(hit.session, { anchor: hit.seq })`.
    */
   search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
+  /**
+   * Loads every cached session's search index into memory now, so the next `search` does not
+   * wait for it (the worker also does it by itself shortly after `open`). Resolves when done.
+   */
+  warmSearch(): Promise<void>;
   /** What the cache has saved and cost so far. */
   counters(): Promise<Counters>;
   /**

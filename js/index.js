@@ -178,6 +178,26 @@ export class Scrollback {
   }
 
   /**
+   * Loads every cached session's search index into memory now, so the next `search` does not
+   * wait for it. The worker does this by itself a moment after `open`; call it when a search
+   * box appears to be sure. Resolves when they are loaded.
+   * @returns {Promise<void>}
+   */
+  warmSearch() {
+    return this.#call('warmSearch');
+  }
+
+  /**
+   * Benchmarks only (`npm run bench:search`), not the API: `('append', id, jsonl, batch,
+   * indexing)` appends lines to a session's cache as the stream does and resolves to the
+   * milliseconds it took; `('sizes')` resolves to `{cached, index, sessions}` bytes.
+   * @internal
+   */
+  _bench(what, ...args) {
+    return this.#call(what === 'append' ? 'benchAppend' : 'benchSizes', ...args);
+  }
+
+  /**
    * Deletes a session on the server, then purges it from the cache.
    * @param {string} id
    * @returns {Promise<void>}

@@ -87,11 +87,17 @@ function closeView(viewId) {
   v.session.free();
 }
 
+/** How long after the open the search indexes start loading (a search before then loads them). */
+const WARM_AFTER_MS = 1500;
+
 const ops = {
   async open(options) {
     if (client) throw new Error('Scrollback is already open');
     client = await Client.open(options);
     performance.mark('scrollback:open');
+    // The search indexes are loaded in idle time, once the first screen had its turn.
+    const opened = client;
+    setTimeout(() => { if (client === opened) opened.warmSearch().catch(() => {}); }, WARM_AFTER_MS);
     return client.storage;
   },
   /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */
@@ -117,7 +123,10 @@ const ops = {
   closeView,
   postMessage: (id, text) => need().postMessage(id, text),
   deleteSession: (id) => need().deleteSession(id),
+  warmSearch: () => need().warmSearch(),
   search: (query, limit, sessions) => need().search(query, limit, sessions ?? undefined),
+  benchAppend: (id, jsonl, batch, indexing) => need().benchAppend(id, jsonl, batch, indexing),
+  benchSizes: () => need().benchSizes(),
   counters: () => need().counters(),
   async openChats(options) {
     if (client || chatStore) throw new Error('Scrollback is already open');

@@ -1,6 +1,8 @@
 //! The search index's costs, natively over the filesystem store:
 //! `cargo run --release -p scrollback --example search_bench [MB] [SESSIONS]` (default 20 MB
-//! over 50 sessions; the figure is `200 50`).
+//! over 50 sessions; the figure is `200 50`). `SEARCH_BENCH_STORE=memory`: the memory
+//! store, so the append ratio is the index's CPU cost alone (as with IndexedDB, whose appends
+//! are buffered).
 //!
 //! Generates sessions of user messages and assistant replies streamed in deltas of a few words
 //! (words drawn from a Zipf law over a 20 000-word vocabulary), appends them line by line as a
@@ -12,7 +14,7 @@
 use scrollback::chunks::Cache;
 use scrollback::protocol::Line;
 use scrollback::search::INDEX;
-use scrollback::store::{FsStore, Store};
+use scrollback::store::{FsStore, MemoryStore, Store};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -85,7 +87,7 @@ fn session(words: &mut Words, bytes: usize) -> Vec<Line> {
     out
 }
 
-async fn fill(cache: &Cache<FsStore>, sessions: &[Vec<Line>], indexing: bool) -> Duration {
+async fn fill<S: Store>(cache: &Cache<S>, sessions: &[Vec<Line>], indexing: bool) -> Duration {
     let start = Instant::now();
     for (i, lines) in sessions.iter().enumerate() {
         let mut s = cache.session(&format!("s{i}")).unwrap();
@@ -120,12 +122,20 @@ fn main() {
         raw as f64 / 1e6
     );
     let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(FsStore::new(tmp.path()));
-    pollster::block_on(async {
+    if std::env::var("SEARCH_BENCH_STORE").as_deref() == Ok("memory") {
+        println!("memory store: the index's CPU cost alone");
+        pollster::block_on(run(Arc::new(MemoryStore::new()), &sessions, raw, n));
+    } else {
+        pollster::block_on(run(Arc::new(FsStore::new(tmp.path())), &sessions, raw, n));
+    }
+}
+
+async fn run<S: Store>(store: Arc<S>, sessions: &[Vec<Line>], raw: usize, n: usize) {
+    {
         let plain = Cache::new(store.clone(), "plain", 1).await;
-        let t_plain = fill(&plain, &sessions, false).await;
+        let t_plain = fill(&plain, sessions, false).await;
         let cache = Cache::new(store.clone(), "indexed", 1).await;
-        let t_index = fill(&cache, &sessions, true).await;
+        let t_index = fill(&cache, sessions, true).await;
         let rate = |t: Duration| raw as f64 / 1e6 / t.as_secs_f64();
         println!(
             "append: {:.1} MB/s without the index, {:.1} MB/s with it: ratio {:.2}",
@@ -173,5 +183,5 @@ fn main() {
                 println!("{name:>6} {kind:<7}: {} ({found} hits)", ms(times[2]));
             }
         }
-    });
+    }
 }

@@ -3,8 +3,8 @@
 use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
-use crate::search::writer::IndexWriter;
-use crate::search::{Hit, Memo, Pending};
+use crate::search::writer::{IndexWriter, INDEX};
+use crate::search::{Hit, Live, Memo};
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -22,8 +22,8 @@ pub struct Cache<S> {
     list: String,
     /// The sessions' search indexes as loaded into memory.
     search: Memo,
-    /// The rows still streaming, as this cache's index writers hold them.
-    pending: Pending,
+    /// What this cache's index writers did (rows still streaming, blobs changed).
+    live: Live,
 }
 
 /// A cached session as the budget sees it.
@@ -57,7 +57,7 @@ impl<S: Store> Cache<S> {
             dir,
             list,
             search: Memo::default(),
-            pending: Pending::default(),
+            live: Live::default(),
         }
     }
 
@@ -95,7 +95,7 @@ impl<S: Store> Cache<S> {
     pub fn session(&self, id: &str) -> Result<SessionCache<S>, KeyError> {
         let key = encode(id)?;
         let dir = format!("{}/{key}", self.dir);
-        let index = IndexWriter::new(self.pending.clone(), key);
+        let index = IndexWriter::new(self.live.clone(), key, format!("{dir}/{INDEX}"));
         Ok(SessionCache::new(
             self.store.clone(),
             id.to_string(),
@@ -136,12 +136,18 @@ impl<S: Store> Cache<S> {
             &*self.store,
             &self.dir,
             &self.search,
-            &self.pending,
+            &self.live,
             query,
             limit,
             sessions,
         )
         .await
+    }
+
+    /// Loads every cached session's search index into memory, so the first search does not
+    /// wait for it (the worker calls it in idle time after it opens).
+    pub async fn warm_search(&self) {
+        crate::search::reader::warm(&*self.store, &self.dir, &self.search, &self.live).await;
     }
 
     /// Deletes every cached session whose id is not in `ids` (the server's list), and any
@@ -167,6 +173,7 @@ impl<S: Store> Cache<S> {
 
     /// Deletes this server's whole cache (the remembered session list too).
     pub async fn purge_all(&self) {
+        self.live.relist();
         let _ = self.store.remove(&self.list).await;
         if let Err(e) = self.store.remove(&self.dir).await {
             log::info!("scrollback: could not purge the cache: {e}");
@@ -213,7 +220,7 @@ impl<S: Store> Cache<S> {
     }
 
     async fn remove(&self, key: &str) -> bool {
-        self.pending.set(key, None);
+        self.live.removed(key);
         match self.store.remove(&format!("{}/{key}", self.dir)).await {
             Ok(()) => true,
             Err(e) => {

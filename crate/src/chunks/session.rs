@@ -316,10 +316,7 @@ impl<S: Store> SessionCache<S> {
         state.chunks.push(chunk);
         state.chunks.sort_by_key(|c| c.first);
         let below = self.sync_index().await;
-        let path = format!("{}/{INDEX}", self.dir);
-        self.index
-            .push_page(&*self.store, &path, lines, below)
-            .await;
+        self.index.push_page(&*self.store, lines, below).await;
         true
     }
 
@@ -398,10 +395,9 @@ impl<S: Store> SessionCache<S> {
                 let chunk = state.chunks.last_mut().expect("pushed or found");
                 chunk.len = size;
                 chunk.end = newest.seq() + 1;
-                state.cursor = Some(newest.clone());
+                let prev = state.cursor.replace(newest.clone());
                 if self.sync_index().await == u64::MAX {
-                    let path = format!("{}/{INDEX}", self.dir);
-                    self.index.push(&*self.store, &path, run).await;
+                    self.index.push(&*self.store, prev.as_ref(), run).await;
                 }
                 true
             }
@@ -524,7 +520,7 @@ impl<S: Store> SessionCache<S> {
             return u64::MAX; // the read found damage and purged the session
         }
         self.index.start(from);
-        self.index.push(&*self.store, &path, &lines).await;
+        self.index.push(&*self.store, None, &lines).await;
         from
     }
 

@@ -130,6 +130,11 @@ impl<S: Store, T: Transport> Engine<S, T> {
     /// summary from the last list fetched (newest first, as the server lists), or for a
     /// session cached but not in that list, its id and newest cached seq. What a start without
     /// network lists.
+    /// Loads the search indexes into memory ahead of the first [`Engine::search`].
+    pub async fn warm_search(&self) {
+        self.cache.warm_search().await;
+    }
+
     pub async fn cached_sessions(&self) -> Vec<SessionSummary> {
         let cached: Vec<String> = self
             .cache

@@ -73,8 +73,9 @@ fn cap(text: &mut String) {
 /// line does not join it. The row still open is held ([`Folder::pending`]).
 #[derive(Debug, Default, Clone)]
 pub struct Folder {
-    /// The row being built and its newest line (what the row rule compares the next line with).
-    open: Option<(Doc, Line)>,
+    /// The row being built (the row rule compares the next line with the line before it,
+    /// which the caller gives: no copy of each delta is kept here).
+    open: Option<Doc>,
     /// Every row ending below this is complete: the seq after the newest line folded, or after
     /// the last complete row while one is open.
     end: u64,
@@ -88,7 +89,7 @@ impl Folder {
 
     /// The seq up to which every row is complete (the open row starts there, if any).
     pub fn end(&self) -> u64 {
-        self.open.as_ref().map_or(self.end, |(doc, _)| doc.seq)
+        self.open.as_ref().map_or(self.end, |doc| doc.seq)
     }
 
     /// The seq after the newest line folded.
@@ -98,31 +99,40 @@ impl Folder {
 
     /// The row still open (its text so far).
     pub fn pending(&self) -> Option<&Doc> {
-        self.open.as_ref().map(|(doc, _)| doc)
+        self.open.as_ref()
     }
 
-    /// Folds `line`, appending to `out` the documents it completed: the open row when `line`
-    /// does not join it, and `line`'s own row at once unless it can still grow (only an
-    /// assistant delta can: the next one may join it). A line at or below what was folded is
-    /// ignored.
-    pub fn push(&mut self, line: &Line, out: &mut Vec<Doc>) {
+    /// Folds `lines` (in seq order; `prev`: the line just before the first, as last folded),
+    /// appending to `out` the documents they completed.
+    pub fn push_all(&mut self, prev: Option<&Line>, lines: &[Line], out: &mut Vec<Doc>) {
+        let mut prev = prev;
+        for line in lines {
+            self.push(prev, line, out);
+            prev = Some(line);
+        }
+    }
+
+    /// Folds `line` (`prev`: the line folded just before it), appending to `out` the documents
+    /// it completed: the open row when `line` does not join it, and `line`'s own row at once
+    /// unless it can still grow (only an assistant delta can: the next one may join it). A
+    /// line at or below what was folded is ignored.
+    fn push(&mut self, prev: Option<&Line>, line: &Line, out: &mut Vec<Doc>) {
         if line.seq() < self.end {
             return;
         }
         let through = last_seq(line) + 1;
-        if let Some((doc, newest)) = &mut self.open {
-            if joins(newest, line) {
+        if let (Some(doc), Some(prev)) = (&mut self.open, prev) {
+            if joins(prev, line) {
                 if doc.text.len() < MAX_TEXT {
                     doc.text.push_str(line.text().unwrap_or_default());
                     cap(&mut doc.text);
                 }
                 doc.end = through;
-                *newest = line.clone();
                 self.end = through;
                 return;
             }
         }
-        out.extend(self.open.take().map(|(doc, _)| doc));
+        out.extend(self.open.take());
         self.end = through;
         if let Some(mut text) = text_of(line) {
             cap(&mut text);
@@ -137,7 +147,7 @@ impl Folder {
             // row is complete now, and is found at once (a session whose newest line is a
             // queued message or a command must not hide it until something follows).
             if line.kind() == EventKind::AssistantText {
-                self.open = Some((doc, line.clone()));
+                self.open = Some(doc);
             } else {
                 out.push(doc);
             }
@@ -150,9 +160,7 @@ impl Folder {
 pub fn docs_of(lines: &[Line]) -> Vec<Doc> {
     let mut folder = Folder::default();
     let mut out = Vec::new();
-    for line in lines {
-        folder.push(line, &mut out);
-    }
-    out.extend(folder.open.map(|(doc, _)| doc));
+    folder.push_all(None, lines, &mut out);
+    out.extend(folder.open);
     out
 }

@@ -51,11 +51,15 @@
 //!
 //! # Queries: the reader
 //!
-//! [`reader`]: each session's blob is loaded into an in-memory inverted index (term ->
-//! documents and frequencies, a sorted map, so a prefix is a range) and kept in a memo on the
-//! [`Cache`](crate::chunks::Cache); each query stats each blob and reads only what it gained
-//! (a blob that shrank or whose first bytes changed was rebuilt: reloaded). The store stays the
-//! truth, so a reader tab sees what the writer tab indexed.
+//! [`reader`]: each session's blob is loaded into an in-memory inverted index ([`postings`]: a
+//! hashed term dictionary, each term's postings, the terms sorted for prefixes) kept in a memo
+//! on the [`Cache`](crate::chunks::Cache). A query asks the store only about the sessions whose
+//! blob this worker changed since the last query ([`live`]: the writers say so), and about
+//! every session on the first query and at most every [`reader::RECHECK_MS`] after (what a
+//! writer in another tab did is seen then; a rebuilt blob — shrunk, or its first bytes changed
+//! — is reloaded). The worker loads every index in idle time shortly after it opens
+//! ([`crate::chunks::Cache::warm_search`]), so the first query does not wait for it. A reply
+//! still streaming is searched from its writer's memory ([`live`]).
 //!
 //! # Crates considered
 //!
@@ -79,18 +83,20 @@
 //!
 //! # Not done yet
 //!
-//! Postings are rebuilt in memory from the blob's text on first query (cost O(index) once per
-//! session per worker), not persisted; a session whose cache holds only chunks older than the
-//! suffix (never served) is indexed only as those pages were stored.
+//! Postings are rebuilt in memory from the blob's text when it is loaded (cost O(index) once
+//! per session per worker: seconds at 200 MB, in idle time after the open), not persisted in a
+//! built form a query could read lazily; a session whose cache holds only chunks older than
+//! the suffix (never served) is indexed only as those pages were stored.
 
 mod accents;
 pub mod doc;
-pub mod pending;
+pub mod live;
+mod postings;
 pub mod query;
 pub mod reader;
 pub mod tokens;
 pub mod writer;
 
-pub use pending::Pending;
+pub use live::Live;
 pub use reader::{Hit, Memo, Piece};
 pub use writer::INDEX;

@@ -2,15 +2,15 @@
 //! queries ranked with BM25 over every session asked.
 
 use super::doc::Doc;
-use super::pending::Pending;
+use super::live::Live;
+use super::postings::Indexed;
 use super::query::Query;
 use super::tokens::words;
 use super::writer::INDEX;
 use crate::chunks::names::{decode, encode};
 use crate::store::Store;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
@@ -60,70 +60,6 @@ impl Hit {
     }
 }
 
-/// One session's documents with an inverted index over their words.
-#[derive(Debug, Default)]
-struct Indexed {
-    docs: Vec<(Doc, u32)>,
-    /// term -> (document, term frequency), documents ascending.
-    terms: BTreeMap<String, Vec<(u32, u32)>>,
-    words: u64,
-}
-
-impl Indexed {
-    fn add(&mut self, doc: Doc) {
-        let id = self.docs.len() as u32;
-        let mut tf: HashMap<String, u32> = HashMap::new();
-        let ws = words(&doc.text);
-        for w in &ws {
-            *tf.entry(w.term.clone()).or_default() += 1;
-        }
-        for (term, n) in tf {
-            self.terms.entry(term).or_default().push((id, n));
-        }
-        self.words += ws.len() as u64;
-        self.docs.push((doc, ws.len() as u32));
-    }
-
-    /// Takes back the newest document (one added for a single query: a row still streaming).
-    fn remove_last(&mut self) {
-        let Some((doc, len)) = self.docs.pop() else {
-            return;
-        };
-        let id = self.docs.len() as u32;
-        for w in words(&doc.text) {
-            if let Some(list) = self.terms.get_mut(&w.term) {
-                if list.last().is_some_and(|&(d, _)| d == id) {
-                    list.pop();
-                }
-                if list.is_empty() {
-                    self.terms.remove(&w.term);
-                }
-            }
-        }
-        self.words -= u64::from(len);
-    }
-
-    /// The documents holding `term` (or, as a prefix, any word starting with it), with the
-    /// summed frequency.
-    fn postings(&self, term: &str, prefix: bool) -> HashMap<u32, u32> {
-        let mut out: HashMap<u32, u32> = HashMap::new();
-        if prefix {
-            for (_, list) in self
-                .terms
-                .range(term.to_string()..)
-                .take_while(|(t, _)| t.starts_with(term))
-            {
-                for &(d, n) in list {
-                    *out.entry(d).or_default() += n;
-                }
-            }
-        } else if let Some(list) = self.terms.get(term) {
-            out.extend(list.iter().copied());
-        }
-        out
-    }
-}
-
 /// A blob loaded: how far, its first bytes, what it holds.
 #[derive(Debug, Default)]
 struct Loaded {
@@ -132,37 +68,65 @@ struct Loaded {
     index: Indexed,
 }
 
-/// The index blobs of one server's sessions as loaded into memory, by session folder. A query
-/// reads only what a blob gained since the last one (the store is the truth, so a writer in
-/// another tab is seen); a blob that shrank or whose start changed was rebuilt and is reloaded.
+/// How often a query re-reads every session's blob from the store (for what another tab's
+/// writer did: this worker's own writes are told through [`Live`]), in milliseconds.
+pub const RECHECK_MS: u64 = 30_000;
+
+/// The index blobs of one server's sessions as loaded into memory, by session folder, with
+/// their ids. A query reads only what a blob gained since it was loaded; a blob that shrank
+/// or whose start changed was rebuilt and is reloaded. Which blobs to look at: those this
+/// worker changed ([`Live`]), and every one on the first query and at most every
+/// [`RECHECK_MS`] after (the store is the truth: a writer in another tab is seen then).
+/// Queries take turns (an async lock): one loads, the next finds it loaded.
 #[derive(Default)]
-pub struct Memo(Mutex<HashMap<String, Loaded>>);
+pub struct Memo(async_lock::Mutex<Loads>);
+
+#[derive(Default)]
+struct Loads {
+    sessions: HashMap<String, (String, Loaded)>,
+    /// When every session was last looked at in the store (0: never).
+    checked: u64,
+}
 
 impl std::fmt::Debug for Memo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |m| m.len());
-        write!(f, "Memo({n} sessions)")
+        write!(f, "Memo")
     }
 }
 
-impl Memo {
-    fn take(&self, key: &str) -> Loaded {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|mut m| m.remove(key))
-            .unwrap_or_default()
-    }
-
-    fn put(&self, key: String, loaded: Loaded) {
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(key, loaded);
-        }
-    }
-
-    fn keep_only(&self, keys: &[String]) {
-        if let Ok(mut m) = self.0.lock() {
-            m.retain(|k, _| keys.contains(k));
+/// Brings the memo up to the store: every session (listed again) when `full`, else only those
+/// in `changed`. A session whose blob is gone leaves the memo.
+async fn load<S: Store>(
+    store: &S,
+    dir: &str,
+    loads: &mut Loads,
+    changed: &HashSet<String>,
+    full: bool,
+) {
+    let keys: Vec<String> = if full {
+        let Ok(entries) = store.list(dir).await else {
+            loads.sessions.clear();
+            return;
+        };
+        let listed: Vec<String> = entries
+            .into_iter()
+            .filter(|e| e.is_dir && decode(&e.name).is_some())
+            .map(|e| e.name)
+            .collect();
+        loads.sessions.retain(|k, _| listed.contains(k));
+        loads.checked = crate::store::now_millis().max(1);
+        listed
+    } else {
+        changed.iter().cloned().collect()
+    };
+    for key in keys {
+        let Some(id) = decode(&key) else {
+            continue;
+        };
+        let (_, mut loaded) = loads.sessions.remove(&key).unwrap_or_default();
+        if refresh(store, &format!("{dir}/{key}/{INDEX}"), &mut loaded).await {
+            loaded.index.prepare();
+            loads.sessions.insert(key, (id, loaded));
         }
     }
 }
@@ -206,6 +170,17 @@ async fn refresh<S: Store>(store: &S, path: &str, loaded: &mut Loaded) -> bool {
     true
 }
 
+/// Loads every session's index into memory ahead of the first query (the worker calls it in
+/// idle time after it opens), so that query does not wait for the loading.
+pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo, live: &Live) {
+    let mut loads = memo.0.lock().await;
+    if loads.checked != 0 {
+        return; // loaded already (by a query or an earlier warm-up): queries keep it fresh
+    }
+    live.take_changes(); // the full load below reads whatever they were
+    load(store, dir, &mut loads, &HashSet::new(), true).await;
+}
+
 /// One query unit's matches in one session: document -> frequency.
 type Matches = HashMap<u32, u32>;
 
@@ -214,7 +189,7 @@ pub(crate) async fn search<S: Store>(
     store: &S,
     dir: &str,
     memo: &Memo,
-    pending: &Pending,
+    live: &Live,
     text: &str,
     limit: usize,
     sessions: Option<&[String]>,
@@ -223,34 +198,27 @@ pub(crate) async fn search<S: Store>(
     if query.is_empty() || limit == 0 {
         return Vec::new();
     }
+    let mut loads = memo.0.lock().await;
+    let (changed, relist) = live.take_changes();
+    let stale = crate::store::now_millis().saturating_sub(loads.checked) >= RECHECK_MS;
+    let unknown = changed.iter().any(|k| !loads.sessions.contains_key(k));
+    load(store, dir, &mut loads, &changed, relist || stale || unknown).await;
     let wanted: Option<Vec<String>> =
         sessions.map(|ids| ids.iter().filter_map(|id| encode(id).ok()).collect());
-    let Ok(entries) = store.list(dir).await else {
-        return Vec::new();
-    };
-    let mut loaded: Vec<(String, String, Loaded)> = Vec::new();
-    for entry in entries.into_iter().filter(|e| e.is_dir) {
-        let Some(id) = decode(&entry.name) else {
-            continue;
-        };
-        if wanted.as_ref().is_some_and(|w| !w.contains(&entry.name)) {
-            continue;
-        }
-        let mut l = memo.take(&entry.name);
-        if refresh(store, &format!("{dir}/{}/{INDEX}", entry.name), &mut l).await {
-            loaded.push((entry.name, id, l));
-        }
-    }
+    let mut loaded: Vec<(&String, &String, &mut Loaded)> = loads
+        .sessions
+        .iter_mut()
+        .filter(|(key, _)| wanted.as_ref().is_none_or(|w| w.contains(key)))
+        .map(|(key, (id, l))| (key, &*id, l))
+        .collect();
+    loaded.sort_by(|a, b| a.0.cmp(b.0));
     // The rows still streaming join their sessions for this query only (taken back below).
     let mut added = Vec::new();
     for (s, (key, _, l)) in loaded.iter_mut().enumerate() {
+        l.index.prepare();
         let newest = l.index.docs.last().map(|(d, _)| d.seq);
-        if let Some(doc) = pending
-            .get(key)
-            .filter(|d| newest.is_none_or(|n| d.seq > n))
-        {
-            l.index.add(doc);
-            added.push(s);
+        if let Some(doc) = live.open(key).filter(|d| newest.is_none_or(|n| d.seq > n)) {
+            added.push((s, l.index.add(doc)));
         }
     }
 
@@ -348,15 +316,8 @@ pub(crate) async fn search<S: Store>(
             }
         })
         .collect();
-    for s in added {
-        loaded[s].2.index.remove_last();
-    }
-    let keys: Vec<String> = loaded.iter().map(|(k, _, _)| k.clone()).collect();
-    if sessions.is_none() {
-        memo.keep_only(&keys);
-    }
-    for (key, _, l) in loaded {
-        memo.put(key, l);
+    for (s, before) in added {
+        loaded[s].2.index.remove_last(before);
     }
     hits
 }

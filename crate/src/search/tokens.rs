@@ -23,6 +23,10 @@ pub struct Word {
 
 /// Appends `c` folded (lowercase, no diacritic) to `out`.
 fn fold_into(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+        return;
+    }
     for l in c.to_lowercase() {
         match BASES.binary_search_by_key(&l, |&(k, _)| k) {
             Ok(i) => out.push(char::from(BASES[i].1)),
@@ -53,6 +57,28 @@ pub fn words(text: &str) -> Vec<Word> {
     out
 }
 
+/// Calls `f` with each folded term of `text`, in order, without allocating one string per
+/// word (what the in-memory index is built with; the same words as [`words`]).
+pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
+    let mut term = String::new();
+    let mut n = 0;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if n < MAX_WORD {
+                fold_into(c, &mut term);
+                n += 1;
+            }
+        } else if n > 0 {
+            f(&term);
+            term.clear();
+            n = 0;
+        }
+    }
+    if n > 0 {
+        f(&term);
+    }
+}
+
 /// The folded terms of `text`, in order.
 pub fn terms(text: &str) -> Vec<String> {
     words(text).into_iter().map(|w| w.term).collect()
@@ -71,6 +97,14 @@ mod tests {
         );
         let w = &words(text)[0];
         assert_eq!(&text[w.start..w.end], "Déjà");
+    }
+
+    #[test]
+    fn each_term_is_a_word() {
+        let text = "Déjà vu: tokio::select! ÉTÉ naïve_Œuvre 42 ".repeat(2) + &"y".repeat(50);
+        let mut seen = Vec::new();
+        for_each_term(&text, |t| seen.push(t.to_string()));
+        assert_eq!(seen, terms(&text));
     }
 
     #[test]

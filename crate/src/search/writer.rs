@@ -1,7 +1,7 @@
 //! The writer's side: the session's index blob, appended as rows complete.
 
 use super::doc::{docs_of, Doc, Folder};
-use super::pending::Pending;
+use super::live::Live;
 use crate::protocol::Line;
 use crate::store::{Store, StoreError};
 
@@ -36,16 +36,20 @@ pub struct IndexWriter {
     /// A write failed: nothing more is written until the next resync.
     stopped: bool,
     /// Where the open row is published for queries, and this session's key there.
-    pending: Pending,
+    live: Live,
     key: String,
+    /// The blob's path.
+    path: String,
 }
 
 impl IndexWriter {
-    /// A writer publishing its open row in `pending` under `key` (the session's folder name).
-    pub fn new(pending: Pending, key: String) -> Self {
+    /// The writer of the blob at `path`, publishing its open row and its writes in `live`
+    /// under `key` (the session's folder name).
+    pub fn new(live: Live, key: String, path: String) -> Self {
         IndexWriter {
-            pending,
+            live,
             key,
+            path,
             ..IndexWriter::default()
         }
     }
@@ -55,7 +59,8 @@ impl IndexWriter {
     pub fn reset(&mut self) {
         self.folder = None;
         self.stopped = false;
-        self.pending.set(&self.key, None);
+        self.live.set_open(&self.key, None);
+        self.live.changed(&self.key);
     }
 
     /// Whether it knows where the blob stops.
@@ -103,28 +108,28 @@ impl IndexWriter {
     pub fn start(&mut self, at: u64) {
         self.folder = Some(Folder::at(at));
         self.stopped = false;
+        self.live.changed(&self.key); // the blob may have been cut or removed
     }
 
-    /// Folds appended lines and appends the rows they complete, in one write.
-    pub async fn push<S: Store>(&mut self, store: &S, path: &str, lines: &[Line]) {
+    /// Folds appended lines (`prev`: the cached line just before them) and appends the rows
+    /// they complete, in one write.
+    pub async fn push<S: Store>(&mut self, store: &S, prev: Option<&Line>, lines: &[Line]) {
         let Some(folder) = self.folder.as_mut().filter(|_| !self.stopped) else {
             return;
         };
         let mut done = Vec::new();
-        for line in lines {
-            folder.push(line, &mut done);
-        }
-        self.pending.set(&self.key, folder.pending());
+        folder.push_all(prev, lines, &mut done);
+        self.live.set_open(&self.key, folder.pending());
         let at = folder.end();
         for doc in &mut done {
             doc.at = at;
         }
-        self.write(store, path, &done).await;
+        self.write(store, &done).await;
     }
 
     /// Appends the rows of a history page stored below the live end (the live end unchanged).
     /// Rows starting at or above `below` are left out (already indexed by a catch-up).
-    pub async fn push_page<S: Store>(&mut self, store: &S, path: &str, lines: &[Line], below: u64) {
+    pub async fn push_page<S: Store>(&mut self, store: &S, lines: &[Line], below: u64) {
         let Some(folder) = self.folder.as_ref().filter(|_| !self.stopped) else {
             return;
         };
@@ -134,10 +139,10 @@ impl IndexWriter {
         for doc in &mut docs {
             doc.at = at;
         }
-        self.write(store, path, &docs).await;
+        self.write(store, &docs).await;
     }
 
-    async fn write<S: Store>(&mut self, store: &S, path: &str, docs: &[Doc]) {
+    async fn write<S: Store>(&mut self, store: &S, docs: &[Doc]) {
         if docs.is_empty() {
             return;
         }
@@ -146,8 +151,9 @@ impl IndexWriter {
             serde_json::to_writer(&mut bytes, doc).expect("plain data serializes");
             bytes.push(b'\n');
         }
-        if let Err(e) = store.append(path, &bytes).await {
-            log::info!("scrollback: the search index {path} stopped: {e}");
+        self.live.changed(&self.key);
+        if let Err(e) = store.append(&self.path, &bytes).await {
+            log::info!("scrollback: the search index {} stopped: {e}", self.path);
             self.stopped = true;
         }
     }

@@ -211,3 +211,18 @@ pub(crate) fn entries_below<K: AsRef<str>, V>(
     }
     out
 }
+
+/// Milliseconds since the epoch: the browser's clock in wasm (where `std::time` panics), the
+/// system's natively.
+pub(crate) fn now_millis() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        browser::now_millis()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}

@@ -93,6 +93,11 @@ impl Client {
         })
     }
 
+    /// The engine (shared with the benchmark hooks).
+    pub(super) fn engine(&self) -> Rc<BrowserEngine> {
+        self.engine.clone()
+    }
+
     /// The storage the cache opened on: `"opfs"`, `"indexeddb"` or `"memory"` (with `auto`,
     /// the one that worked here).
     #[wasm_bindgen(getter)]
@@ -192,6 +197,17 @@ impl Client {
                 .search(&query, limit as usize, sessions.as_deref())
                 .await;
             Ok(to_js(&hits)?)
+        })
+    }
+
+    /// Loads every cached session's search index into memory, ahead of the first `search`
+    /// (the worker calls it in idle time after it opens).
+    #[wasm_bindgen(js_name = warmSearch)]
+    pub fn warm_search(&self) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        future_to_promise(async move {
+            engine.warm_search().await;
+            Ok(JsValue::UNDEFINED)
         })
     }
 

@@ -5,11 +5,13 @@
 //! - [`client`]: `Client`, one server's engine (assembled by the core's
 //!   [`Engine::assemble`](crate::engine::Engine::assemble)) and the chats beside it;
 //! - [`session`]: `SessionHandle`, one open session;
-//! - [`chats`]: `Chats`, the windowed chat files and prompt backfill in the same storage.
+//! - [`chats`]: `Chats`, the windowed chat files and prompt backfill in the same storage;
+//! - [`bench`]: hidden hooks on `Client` for `npm run bench:search` (not the API).
 //!
 //! Errors become real JS `Error`s with readable messages ([`error`]); options arrive as plain
 //! objects (serde-wasm-bindgen); a view's state leaves as one JSON string.
 
+mod bench;
 mod chats;
 mod client;
 mod error;

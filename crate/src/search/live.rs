@@ -1,0 +1,87 @@
+//! What this worker's index writers did, told to its reader without asking the store.
+//!
+//! - **The rows still streaming.** A reply whose next delta may still join it is not written
+//!   to the index blob until the next row starts ([`super::writer`]); a transcript whose newest
+//!   line is an assistant delta would hide its last reply. Each writer publishes its open row
+//!   here (extended by each delta's text: O(delta)) and a query searches it as one more document
+//!   of that session. Memory only: the blob gets the row once it completes.
+//! - **The blobs changed.** A query re-reads from the store only the sessions whose blob this
+//!   worker changed since the last query (and, for what another tab's writer did, every
+//!   session at most every [`super::reader::RECHECK_MS`]), instead of asking the store about
+//!   every session on every query (a stat per session: hundreds of ms in OPFS at 50 sessions).
+
+use super::doc::Doc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Default)]
+struct State {
+    open: HashMap<String, Doc>,
+    changed: HashSet<String>,
+    relist: bool,
+}
+
+/// One server's sessions as this worker's writers changed them, by session folder name.
+/// Cloning shares it.
+#[derive(Debug, Clone, Default)]
+pub struct Live(Arc<Mutex<State>>);
+
+impl Live {
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+        self.0.lock().ok().map(|mut s| f(&mut s))
+    }
+
+    /// Sets session `key`'s open row: `None` when it has none. The same row grown is extended
+    /// by what it gained, not copied again.
+    pub fn set_open(&self, key: &str, open: Option<&Doc>) {
+        self.with(|s| match (s.open.get_mut(key), open) {
+            (Some(held), Some(doc)) if held.seq == doc.seq => {
+                if let Some(more) = doc.text.get(held.text.len()..) {
+                    held.text.push_str(more);
+                }
+                held.end = doc.end;
+            }
+            (_, Some(doc)) => {
+                s.open.insert(key.to_string(), doc.clone());
+            }
+            (_, None) => {
+                s.open.remove(key);
+            }
+        });
+    }
+
+    /// Session `key`'s open row, if any.
+    pub fn open(&self, key: &str) -> Option<Doc> {
+        self.with(|s| s.open.get(key).cloned()).flatten()
+    }
+
+    /// Session `key`'s index blob was written, cut or removed by this worker.
+    pub fn changed(&self, key: &str) {
+        self.with(|s| s.changed.insert(key.to_string()));
+    }
+
+    /// Session `key`'s folder was removed by this worker: the next query lists the sessions.
+    pub fn removed(&self, key: &str) {
+        self.with(|s| {
+            s.open.remove(key);
+            s.changed.insert(key.to_string());
+            s.relist = true;
+        });
+    }
+
+    /// Every session may have changed (the server's whole folder was removed).
+    pub fn relist(&self) {
+        self.with(|s| s.relist = true);
+    }
+
+    /// What changed since the last call: the sessions, and whether to list them again.
+    pub(super) fn take_changes(&self) -> (HashSet<String>, bool) {
+        self.with(|s| {
+            (
+                std::mem::take(&mut s.changed),
+                std::mem::take(&mut s.relist),
+            )
+        })
+        .unwrap_or_default()
+    }
+}

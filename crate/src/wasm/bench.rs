@@ -1,0 +1,85 @@
+//! Benchmark hooks on `Client` (`npm run bench:search`): not part of the API, left out of the
+//! types. They reach the cache directly, as the live stream and the budget do.
+
+use super::client::Client;
+use super::error::to_js;
+use crate::protocol::Line;
+use crate::search::INDEX;
+use crate::store::Store;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// What `benchSizes` answers: bytes over every cached session of the server.
+#[derive(Serialize)]
+struct Sizes {
+    cached: u64,
+    index: u64,
+    sessions: usize,
+}
+
+#[wasm_bindgen]
+impl Client {
+    /// Appends `jsonl` (lines in seq order) to session `id`'s cache as the live stream does,
+    /// `batch` lines per append (1: one append per line, as streamed events arrive), with the
+    /// search index or without it. Resolves to the milliseconds the appends took (the parse
+    /// left out).
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = benchAppend)]
+    pub fn bench_append(
+        &self,
+        id: String,
+        jsonl: String,
+        batch: u32,
+        indexing: bool,
+    ) -> js_sys::Promise {
+        let engine = self.engine();
+        future_to_promise(async move {
+            let lines: Vec<Line> = jsonl
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(Line::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|e| JsValue::from_str(&e.to_string()))?;
+            let mut session = engine
+                .cache()
+                .session(&id)
+                .map_err(|e| JsValue::from_str(&e.to_string()))?;
+            session.set_indexing(indexing);
+            session.open().await;
+            let start = js_sys::Date::now();
+            for run in lines.chunks(batch.max(1) as usize) {
+                session.append_all(run).await;
+            }
+            Ok(JsValue::from_f64(js_sys::Date::now() - start))
+        })
+    }
+
+    /// The bytes cached for this server and the search indexes' share of them.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = benchSizes)]
+    pub fn bench_sizes(&self) -> js_sys::Promise {
+        let engine = self.engine();
+        future_to_promise(async move {
+            let cache = engine.cache();
+            let sessions = cache.sessions().await;
+            let mut index = 0;
+            for s in &sessions {
+                let path = format!("{}/{}/{INDEX}", cache.dir(), s.key);
+                index += cache
+                    .store()
+                    .stat(&path)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map_or(0, |m| m.size);
+            }
+            let sizes = Sizes {
+                cached: sessions.iter().map(|s| s.size).sum(),
+                index,
+                sessions: sessions.len(),
+            };
+            Ok(to_js(&sizes)?)
+        })
+    }
+}

@@ -4,6 +4,7 @@
 
 use super::doc::Doc;
 use super::tokens::for_each_term;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// One session's documents and their postings.
@@ -84,15 +85,14 @@ impl Indexed {
         }
     }
 
-    /// The documents holding `term` (or, as a prefix, any word starting with it), with the
-    /// summed frequency.
-    pub fn postings(&self, term: &str, prefix: bool) -> HashMap<u32, u32> {
-        let mut out: HashMap<u32, u32> = HashMap::new();
+    /// The documents holding `term` (or, as a prefix, any word starting with it, with the
+    /// summed frequency), sorted by document.
+    pub fn postings(&self, term: &str, prefix: bool) -> Cow<'_, [(u32, u32)]> {
         if !prefix {
-            if let Some(&t) = self.dict.get(term) {
-                out.extend(self.lists[t as usize].iter().copied());
-            }
-            return out;
+            return match self.dict.get(term) {
+                Some(&t) => Cow::Borrowed(&self.lists[t as usize]),
+                None => Cow::Borrowed(&[]),
+            };
         }
         let name = |t: &u32| self.names[*t as usize].as_str();
         let from = self.sorted.partition_point(|t| name(t) < term);
@@ -103,11 +103,18 @@ impl Indexed {
         let unsorted: Vec<u32> = (self.sorted.len() as u32..self.names.len() as u32)
             .filter(|t| name(t).starts_with(term))
             .collect();
-        for t in ranged.chain(unsorted.iter()) {
-            for &(d, n) in &self.lists[*t as usize] {
-                *out.entry(d).or_default() += n;
+        let mut out: Vec<(u32, u32)> = ranged
+            .chain(unsorted.iter())
+            .flat_map(|t| self.lists[*t as usize].iter().copied())
+            .collect();
+        out.sort_unstable_by_key(|&(d, _)| d);
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(out.len());
+        for (d, n) in out {
+            match merged.last_mut() {
+                Some(last) if last.0 == d => last.1 += n,
+                _ => merged.push((d, n)),
             }
         }
-        out
+        Cow::Owned(merged)
     }
 }

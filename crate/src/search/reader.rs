@@ -182,7 +182,14 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo, live: &Liv
 }
 
 /// One query unit's matches in one session: document -> frequency.
-type Matches = HashMap<u32, u32>;
+type Matches<'a> = std::borrow::Cow<'a, [(u32, u32)]>;
+
+/// The frequency of document `d` in `m` (sorted by document), if it is there.
+fn tf_of(m: &[(u32, u32)], d: u32) -> Option<u32> {
+    m.binary_search_by_key(&d, |&(doc, _)| doc)
+        .ok()
+        .map(|i| m[i].1)
+}
 
 /// Searches the sessions under `dir` (a server's folder): all of them, or those in `sessions`.
 pub(crate) async fn search<S: Store>(
@@ -254,20 +261,17 @@ pub(crate) async fn search<S: Store>(
         let Some(smallest) = matches.iter().min_by_key(|m| m.len()) else {
             continue;
         };
-        for &d in smallest.keys() {
-            if !matches.iter().all(|m| m.contains_key(&d)) {
-                continue;
-            }
+        'docs: for &(d, _) in smallest.iter() {
             let len = &index.docs[d as usize].1;
             let norm = K1 * (1.0 - B + B * f64::from(*len) / avg.max(1.0));
-            let score: f64 = matches
-                .iter()
-                .zip(&idf)
-                .map(|(m, idf)| {
-                    let tf = f64::from(m[&d]);
-                    idf * tf * (K1 + 1.0) / (tf + norm)
-                })
-                .sum();
+            let mut score = 0.0;
+            for (m, idf) in matches.iter().zip(&idf) {
+                let Some(tf) = tf_of(m, d) else {
+                    continue 'docs;
+                };
+                let tf = f64::from(tf);
+                score += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
             found.push((score, s, d));
         }
     }
@@ -283,11 +287,17 @@ pub(crate) async fn search<S: Store>(
             *score *= 1.0 + RECENCY * (doc(*s, *d).ts - lo) / (hi - lo);
         }
     }
-    found.sort_by(|a, b| {
+    let order = |a: &(f64, usize, u32), b: &(f64, usize, u32)| {
         b.0.total_cmp(&a.0)
             .then(doc(b.1, b.2).ts.total_cmp(&doc(a.1, a.2).ts))
             .then((&loaded[a.1].1, doc(a.1, a.2).seq).cmp(&(&loaded[b.1].1, doc(b.1, b.2).seq)))
-    });
+    };
+    // Without phrases only the best `limit` are ordered (a common word has every document).
+    if query.phrases.is_empty() && found.len() > limit {
+        found.select_nth_unstable_by(limit - 1, order);
+        found.truncate(limit);
+    }
+    found.sort_by(order);
     // Phrases are checked best first, only until `limit` hold them (a phrase of common words
     // has many candidates; each check re-reads the document's words).
     if !query.phrases.is_empty() {

@@ -38,6 +38,7 @@ for (const storage of ['opfs', 'indexeddb']) {
     await context.setOffline(true);
     const result = await page.evaluate(async () => {
       const sessions = await window.sb.sessions();
+      await window.sb.warmSearch(); // resolves once the indexes are loaded; the search needs none of it
       const hits = await window.sb.search('"row rule"', { limit: 3 });
       const none = await window.sb.search('"row rule"', { sessions: ['welcome'] });
       return { offline: sessions.every((s) => s.offline), hits, none };

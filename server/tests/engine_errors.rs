@@ -14,17 +14,16 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use scrollback::engine::{Config, Engine};
-use scrollback::protocol::{CatchUpQuery, SessionSummary, TranscriptQuery};
+use scrollback::protocol::SessionSummary;
 use scrollback::store::FsStore;
-use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
+use scrollback::transport::HttpTransport;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 mod engine_support;
-use engine_support::{local, Running, TestServer};
+use engine_support::{local, Recorded, Running, TestServer};
 
 /// A scripted answer: for requests whose path ends with `route`, answer `status` with `body`
 /// (and `Retry-After` when given) instead of forwarding.
@@ -83,43 +82,6 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
         .unwrap()
 }
 
-/// The native transport, with its clock recorded: every retry delay the engine asks for, slept
-/// as one millisecond.
-struct Clocked {
-    inner: HttpTransport,
-    sleeps: Rc<RefCell<Vec<u32>>>,
-}
-
-impl Transport for Clocked {
-    type Stream = <HttpTransport as Transport>::Stream;
-
-    fn server(&self) -> (&str, u16) {
-        self.inner.server()
-    }
-    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
-        self.inner.sessions().await
-    }
-    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
-        self.inner.transcript(id, query).await
-    }
-    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
-        self.inner.catch_up(id, query).await
-    }
-    async fn delete(&self, id: &str) -> TransportResult<()> {
-        self.inner.delete(id).await
-    }
-    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
-        self.inner.post_message(id, text).await
-    }
-    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
-        self.inner.events(id, after).await
-    }
-    async fn sleep(&self, ms: u32) {
-        self.sleeps.borrow_mut().push(ms);
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
-
 struct Env {
     base: TestServer,
     front: String,
@@ -162,13 +124,10 @@ impl Env {
     }
 
     /// An engine through the front, over the same cache folder each time.
-    async fn client(&self, token: Option<&str>) -> Engine<FsStore, Clocked> {
+    async fn client(&self, token: Option<&str>) -> Engine<FsStore, Recorded> {
         let transport = HttpTransport::new(&self.front, token.map(str::to_string)).unwrap();
         let store = Arc::new(FsStore::new(&self.base.cache));
-        let clocked = Clocked {
-            inner: transport,
-            sleeps: self.sleeps.clone(),
-        };
+        let clocked = Recorded::fast_clock(transport, self.sleeps.clone());
         let config = Config {
             reconnect_delay_ms: 100,
             reconnect_max_ms: 800,
@@ -193,7 +152,7 @@ fn summary(id: &str) -> SessionSummary {
     }
 }
 
-fn open(client: &Engine<FsStore, Clocked>, id: &str) -> Running<FsStore, Clocked> {
+fn open(client: &Engine<FsStore, Recorded>, id: &str) -> Running<FsStore, Recorded> {
     Running::spawn(client.open(summary(id), None).unwrap())
 }
 

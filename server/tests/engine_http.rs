@@ -12,62 +12,20 @@
 
 use scrollback::engine::{Config, Engine, Session};
 use scrollback::fold::Transcript;
-use scrollback::protocol::{
-    last_seq, parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, CATCH_UP_BYTES,
-};
+use scrollback::protocol::{last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES};
 use scrollback::store::FsStore;
-use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
+use scrollback::transport::{HttpTransport, Transport};
 use scrollback_server::spawn;
 use scrollback_server::transcript;
 use serde_json::{json, Value};
-use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::LocalSet;
 
 mod engine_support;
-use engine_support::{Running, TestServer};
+use engine_support::{Recorded, Running, TestServer};
 
-/// A transport that records every `/transcript` query it sends (the rest passes through).
-struct Recording {
-    inner: HttpTransport,
-    queries: RefCell<Vec<String>>,
-}
-
-impl Transport for Recording {
-    type Stream = <HttpTransport as Transport>::Stream;
-
-    fn server(&self) -> (&str, u16) {
-        self.inner.server()
-    }
-    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
-        self.inner.sessions().await
-    }
-    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
-        self.queries.borrow_mut().push(query.to_query_string());
-        self.inner.transcript(id, query).await
-    }
-    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
-        self.queries
-            .borrow_mut()
-            .push(format!("catchup:{}", query.to_query_string()));
-        self.inner.catch_up(id, query).await
-    }
-    async fn delete(&self, id: &str) -> TransportResult<()> {
-        self.inner.delete(id).await
-    }
-    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
-        self.inner.post_message(id, text).await
-    }
-    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
-        self.inner.events(id, after).await
-    }
-    async fn sleep(&self, ms: u32) {
-        self.inner.sleep(ms).await
-    }
-}
-
-type Client = Engine<FsStore, Recording>;
+type Client = Engine<FsStore, Recorded>;
 
 /// The server (over a temporary folder, the client's cache beside it), and what asks it for
 /// its figures.
@@ -97,13 +55,9 @@ impl Env {
         let transport =
             HttpTransport::new(&self.base.server.url(), token.map(str::to_string)).unwrap();
         let store = Arc::new(FsStore::new(&self.base.cache));
-        let recording = Recording {
-            inner: transport,
-            queries: RefCell::default(),
-        };
         Engine::assemble(
             store,
-            recording,
+            Recorded::new(transport),
             Config {
                 reconnect_delay_ms: 50,
                 ..Config::default()
@@ -139,10 +93,10 @@ impl Env {
     }
 }
 
-type Opened = Running<FsStore, Recording>;
+type Opened = Running<FsStore, Recorded>;
 
 /// What is shown is the server's transcript from the oldest row shown to the newest.
-fn assert_shows_server(session: &Session<FsStore, Recording>, server: &[Line]) {
+fn assert_shows_server(session: &Session<FsStore, Recorded>, server: &[Line]) {
     session.with_view(|v| {
         let from = v.oldest.expect("something shown") as usize;
         let expected = Transcript::from_lines(&server[from - 1..v.cursor as usize]).unwrap();

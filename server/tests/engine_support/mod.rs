@@ -1,13 +1,15 @@
 //! Shared by the engine tests (`engine_*.rs`): a real server over a temporary data folder with
-//! a cache folder beside it, sessions run on the test's `LocalSet`, and waiting (with a generous
-//! deadline, never a fixed sleep) for what a session shows.
+//! a cache folder beside it, the native transport with what the engine asks of it recorded,
+//! sessions run on the test's `LocalSet`, and waiting (with a generous deadline, never a fixed
+//! sleep) for what a session shows.
 #![allow(dead_code)]
 
 use scrollback::engine::{Engine, Session, View};
-use scrollback::protocol::Line;
+use scrollback::protocol::{CatchUpQuery, Line, SessionSummary, TranscriptQuery};
 use scrollback::store::Store;
-use scrollback::transport::Transport;
+use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
 use scrollback_server::{spawn, Config, Server};
+use std::cell::RefCell;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -72,6 +74,75 @@ impl TestServer {
         std::fs::create_dir_all(self.data.join(id)).unwrap();
         let file = std::fs::File::create(self.path(id)).unwrap();
         scrollback_server::sandbox::write_long(std::io::BufWriter::new(file), id, events).unwrap();
+    }
+}
+
+/// The native transport with what the engine asked of it recorded: every `/transcript` and
+/// catch-up query it sent, and every delay it slept for (each slept as 1 ms when `fast_clock`,
+/// so retry delays are checked exactly without waiting them out).
+pub struct Recorded {
+    pub inner: HttpTransport,
+    pub queries: RefCell<Vec<String>>,
+    pub sleeps: Rc<RefCell<Vec<u32>>>,
+    pub fast_clock: bool,
+}
+
+impl Recorded {
+    /// Records the queries of `inner`; sleeps as asked.
+    pub fn new(inner: HttpTransport) -> Self {
+        Recorded {
+            inner,
+            queries: RefCell::default(),
+            sleeps: Rc::default(),
+            fast_clock: false,
+        }
+    }
+
+    /// Records the queries of `inner` and its sleeps into `sleeps`, each slept as 1 ms.
+    pub fn fast_clock(inner: HttpTransport, sleeps: Rc<RefCell<Vec<u32>>>) -> Self {
+        Recorded {
+            sleeps,
+            fast_clock: true,
+            ..Recorded::new(inner)
+        }
+    }
+}
+
+impl Transport for Recorded {
+    type Stream = <HttpTransport as Transport>::Stream;
+
+    fn server(&self) -> (&str, u16) {
+        self.inner.server()
+    }
+    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
+        self.inner.sessions().await
+    }
+    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
+        self.queries.borrow_mut().push(query.to_query_string());
+        self.inner.transcript(id, query).await
+    }
+    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
+        self.queries
+            .borrow_mut()
+            .push(format!("catchup:{}", query.to_query_string()));
+        self.inner.catch_up(id, query).await
+    }
+    async fn delete(&self, id: &str) -> TransportResult<()> {
+        self.inner.delete(id).await
+    }
+    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
+        self.inner.post_message(id, text).await
+    }
+    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
+        self.inner.events(id, after).await
+    }
+    async fn sleep(&self, ms: u32) {
+        self.sleeps.borrow_mut().push(ms);
+        if self.fast_clock {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        } else {
+            self.inner.sleep(ms).await;
+        }
     }
 }
 

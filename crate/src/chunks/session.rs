@@ -77,8 +77,8 @@ struct Hint {
 pub struct SessionCache<S> {
     io: Io<S>,
     /// What the last open learned; `None` before the first open and after
-    /// [`SessionCache::set_reader`] (the next use opens again). Read and written only through
-    /// `Opened`, which opening returns.
+    /// [`SessionCache::set_reader`] (the next use opens again). Its chunks are read and changed
+    /// only through `Opened`, which opening returns.
     state: Option<State>,
 }
 

@@ -2,28 +2,15 @@
 // server (sandbox data), the real package, real OPFS. Type words read in a cached session, see
 // the hit, click it: the session opens at the hit's row (the engine's anchor restore), on
 // screen and marked. A query with no match says so; markup in a snippet stays text.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch } from './lib/browser.mjs';
-import { startServer, assertBuilt } from './lib/server.mjs';
+import { WAIT, live, sharedServer } from './lib/setup.mjs';
 
-const WAIT = { timeout: Number(process.env.DEMO_WAIT ?? 90_000) };
-let browser, server;
-
-before(async () => {
-  assertBuilt();
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+const shared = sharedServer();
 
 /** A fresh browser context (its own OPFS) on the demo page; page errors are collected. */
 async function world(t) {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const context = await shared.browser.newContext({ viewport: { width: 1200, height: 800 } });
   t.after(() => context.close());
   const page = await context.newPage();
   const errors = [];
@@ -34,11 +21,8 @@ async function world(t) {
 
 /** Opens a session by its address and waits until it is drawn and streaming. */
 async function openLive(page, id) {
-  await page.goto(`${server.url}/#/sessions/${encodeURIComponent(id)}`);
-  await page.waitForFunction(() => {
-    const s = window.scrollbackDemo?.view()?.state;
-    return s?.ready && s.live && document.querySelectorAll('#rows > li').length > 0;
-  }, null, WAIT);
+  await page.goto(`${shared.server.url}/#/sessions/${encodeURIComponent(id)}`);
+  await live(page);
 }
 
 /** Types `text` into the search box, as a person would (one key at a time). */
@@ -86,7 +70,7 @@ test('words read in a cached session are found; the hit opens the session at its
     }
     return view.state.rows[0].seq;
   }, WAIT.timeout);
-  const lines = await server.lines('long');
+  const lines = await shared.server.lines('long');
   const newest = lines.at(-1).seq;
   const target = lines.find((l) => l.seq > oldest + 20 && l.event.type === 'userMessage'
     && (l.event.text.match(/[A-Za-z]{3,}/g) ?? []).length >= 4);
@@ -126,7 +110,7 @@ test('the newest lines of a session are found (a queued message, a reply with no
   const evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
   const line = (seq, event) => JSON.stringify({ seq, ts: 1788547020 + seq, event });
   // `welcome` ends at 65; its newest line is now a reply delta: nothing follows it.
-  await server.append('welcome', [
+  await shared.server.append('welcome', [
     line(66, { type: 'userMessage', text: `zebrafish ${evil}` }),
     line(67, { type: 'assistantText', text: `<b>bold</b> kingfisher ${evil}` }),
   ]);
@@ -135,7 +119,7 @@ test('the newest lines of a session are found (a queued message, a reply with no
   await page.waitForFunction(() => window.scrollbackDemo.view().state.cursor === 67, null, WAIT);
 
   // The newest line of `queued` is a queued message: found.
-  const queued = (await server.lines('queued')).at(-1);
+  const queued = (await shared.server.lines('queued')).at(-1);
   assert.equal(queued.event.type, 'messageQueued');
   await type(page, queued.event.text);
   await result(page, 'queued', queued.seq);

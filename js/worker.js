@@ -11,7 +11,9 @@
 // Start-up: the module is compiled while it downloads (instantiateStreaming on the fetch of a
 // URL, which also lets the browser cache the compiled code), and it starts at once, before the
 // page's first message arrives. The worker leaves performance marks (`scrollback:module`,
-// `scrollback:open`) and answers `marks` with them, for the bench's timeline.
+// `scrollback:open`) and answers `marks` with them, for the bench's timeline. The glue is a
+// static import: bundlers build a worker as one file (Vite's default worker format cannot split
+// it), so a dynamic import here, to start the module's download beside the glue's, breaks them.
 import init, { Client, Chats } from './scrollback.js';
 
 const STATE_INTERVAL_MS = 16;

@@ -132,7 +132,7 @@ case "$cmd" in
     wasm-bindgen --target web --out-dir "$out" --out-name scrollback \
       "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/scrollback.wasm"
     # The hand-written JS API (page side, worker, types) goes next to wasm-bindgen's output.
-    cp js/index.js js/worker.js js/index.d.ts "$out/"
+    cp js/index.js js/screen.js js/worker.js js/index.d.ts "$out/"
     opt="$root/node_modules/.bin/wasm-opt"
     sizes() { printf '%s bytes raw, %s bytes gzipped' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
     if [ -x "$opt" ]; then

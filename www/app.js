@@ -222,8 +222,23 @@ async function maybeLoadOlder() {
 }
 
 /**
- * Shows session `id`; with `anchor` (a search hit's seq), opened at that row (the engine's
- * anchor restore) with the row marked.
+ * Shows session `id`'s frame, and its last screen at once when this browser kept one (before
+ * the cache has started). Answers whether a last screen is drawn.
+ */
+function showSession(id, summary) {
+  rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
+  ui.empty.hidden = true; ui.session.hidden = false;
+  ui.title.textContent = summary?.title || id;
+  ui.meta.textContent = '';
+  ui.banner.hidden = true;
+  const screen = Scrollback.lastScreen(location.origin, id);
+  if (screen) renderState(screen);
+  return screen !== null;
+}
+
+/**
+ * Opens session `id`; with `anchor` (a search hit's seq), at that row (the engine's anchor
+ * restore), brought into view and marked.
  */
 async function openSession(id, summary, anchor = null) {
   highlight = anchor;
@@ -240,20 +255,25 @@ async function openSession(id, summary, anchor = null) {
   view?.close();
   view = null; current = id;
   pendingAnchor = anchor; anchorBlock = 'center';
-  rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
-  ui.empty.hidden = true; ui.session.hidden = false;
-  ui.title.textContent = summary?.title || id;
-  ui.meta.textContent = '';
-  ui.banner.hidden = true;
+  // The last screen stays until the view has rows of its own (or an error) to draw instead.
+  let fromScreen = showSession(id, summary);
+  const draw = (state, change) => {
+    if (fromScreen) {
+      if (!state.ready && !state.error) return;
+      fromScreen = false;
+      change = undefined;
+    }
+    renderState(state, change);
+  };
   markCurrent();
   try {
     const opened = await sb.openSession(id, {
       anchor: anchor ?? undefined,
-      onChange: (state, change) => { if (view === opened) renderState(state, change); },
+      onChange: (state, change) => { if (view === opened) draw(state, change); },
     });
     if (current !== id) { opened.close(); return; }
     view = opened;
-    renderState(view.state);
+    draw(view.state);
   } catch (err) {
     ui.banner.hidden = false;
     ui.banner.textContent = `Could not open this session: ${err.message}`;
@@ -313,12 +333,24 @@ async function refreshList() {
 /** A session's address; with `seq`, the address of a search hit in it. */
 const sessionHash = (id, seq) => `#/sessions/${encodeURIComponent(id)}${seq == null ? '' : `/at/${seq}`}`;
 
-function route() {
+/** The session the address names and the search hit's seq in it, if any; or null. */
+function routedAt() {
   const m = location.hash.match(/^#\/sessions\/(.+?)(?:\/at\/(\d+))?$/);
-  if (!m) { closeSession(); return; }
-  let id;
-  try { id = decodeURIComponent(m[1]); } catch { closeSession(); return; }
-  openSession(id, sessions.find((s) => s.id === id), m[2] === undefined ? null : Number(m[2]));
+  if (!m) return null;
+  try {
+    return { id: decodeURIComponent(m[1]), anchor: m[2] === undefined ? null : Number(m[2]) };
+  } catch { return null; }
+}
+
+/** The session the address names, or null. */
+function routed() {
+  return routedAt()?.id ?? null;
+}
+
+function route() {
+  const at = routedAt();
+  if (at === null) { closeSession(); return; }
+  openSession(at.id, sessions.find((s) => s.id === at.id), at.anchor);
 }
 
 // ---- search: over every cached session, in the worker, offline -----------------------------
@@ -425,6 +457,8 @@ async function refreshCounters() {
 // ---- start ---------------------------------------------------------------------------------
 
 async function main() {
+  // A reload on a session draws its last screen before anything has started.
+  if (routed() !== null) showSession(routed());
   try {
     sb = await Scrollback.open({
       server: location.origin,
@@ -461,8 +495,12 @@ async function main() {
   ui.searchForm.addEventListener('submit', (e) => { e.preventDefault(); clearTimeout(searchTimer); runSearch(); });
   window.addEventListener('hashchange', route);
   setInterval(refreshCounters, 500);
-  await refreshList();
+  // The session opens at once: its title is the id until the list (from the network) names it.
+  const listed = refreshList();
   route();
+  await listed;
+  const summary = sessions.find((s) => s.id === current);
+  if (summary?.title) ui.title.textContent = summary.title;
 }
 
 main();

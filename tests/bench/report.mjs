@@ -136,7 +136,7 @@ export function table(meta, results) {
       });
       out.push(`| ${label} | ${cells.join(' | ')} | ${check(r.by, key, unit, goal, labels, unfinished)} |`);
     }
-    const timeline = (k, t) => (t ? `worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows ${fmt(t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
+    const timeline = (k, t) => (t ? `${t.screen === undefined ? 'no last screen' : `last screen drawn ${fmt(t.screen, 'ms')}`}, worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows from the worker ${fmt(t.cached ?? t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
     for (const [field, where] of [['timeline', 'loopback'], ['slowTimeline', 'slow link']]) {
       const rows = SCROLLBACK.filter((k) => r.by[k]?.[field]).map((k) => `${labels[k].replace('Scrollback, ', '')}: ${timeline(k, r.by[k][field])}`);
       if (rows.length) out.push(`| Scrollback reopen timeline, ${where} (ms after the open call) | ${keys.map((k) => (SCROLLBACK.includes(k) && r.by[k]?.[field] ? timeline(k, r.by[k][field]) : '')).join(' | ')} | |`);

@@ -11,7 +11,8 @@
 // Start-up: the module is compiled while it downloads (instantiateStreaming on the fetch of a
 // URL, which also lets the browser cache the compiled code), and it starts at once, before the
 // page's first message arrives. The worker leaves performance marks (`scrollback:module`,
-// `scrollback:open`) and answers `marks` with them, for the bench's timeline.
+// `scrollback:open`) and answers `marks` with them and its first API request's start and end
+// (`request`, `response`, from resource timing), for the bench's timelines.
 import init, { Client, Chats } from './scrollback.js';
 
 const STATE_INTERVAL_MS = 16;
@@ -95,10 +96,16 @@ const ops = {
     return client.storage;
   },
   /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */
-  marks: () => Object.fromEntries(performance.getEntriesByType('mark')
-    .filter((m) => m.name.startsWith('scrollback:'))
-    .map((m) => [m.name.slice(11), performance.timeOrigin + m.startTime])
-    .concat([['start', performance.timeOrigin]])),
+  marks() {
+    const at = (t) => performance.timeOrigin + t;
+    const api = performance.getEntriesByType('resource')
+      .find((e) => new URL(e.name).pathname.startsWith('/sessions'));
+    return Object.fromEntries(performance.getEntriesByType('mark')
+      .filter((m) => m.name.startsWith('scrollback:'))
+      .map((m) => [m.name.slice(11), at(m.startTime)])
+      .concat([['start', performance.timeOrigin]])
+      .concat(api ? [['request', at(api.startTime)], ['response', at(api.responseEnd)]] : []));
+  },
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {
     const session = await need().openSession(id, anchor, () => changed(viewId));

@@ -49,7 +49,10 @@ export async function open({ id, server, storage, show }) {
     storageBytes: () => view.cachedSize(),
     /** The bytes of each patch posted since `since` (performance.now()). */
     patches: (since) => patches.filter(([t]) => t >= since).map(([, n]) => n),
-    /** ms after the open call: the worker started, the module ready, the store open, verified, live. */
+    /**
+     * ms after the open call: the worker started, the module ready, the store open, the first
+     * request sent and answered, verified, live.
+     */
     async timeline() {
       const deadline = performance.now() + 30_000;
       while ((at.verified === undefined || at.live === undefined) && performance.now() < deadline) {
@@ -57,7 +60,10 @@ export async function open({ id, server, storage, show }) {
       }
       const m = await sb.marks();
       const rel = (t) => (t === undefined ? undefined : t - t0);
-      return { worker: rel(m.start), module: rel(m.module), store: rel(m.open), verified: rel(at.verified), live: rel(at.live) };
+      return {
+        worker: rel(m.start), module: rel(m.module), store: rel(m.open), request: rel(m.request),
+        response: rel(m.response), verified: rel(at.verified), live: rel(at.live),
+      };
     },
   };
 }

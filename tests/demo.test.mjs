@@ -2,34 +2,20 @@
 // server (sandbox data), the real package, real OPFS. Each test has its own server, data folder
 // and browser context (so its own OPFS). Requests are counted by the browser itself: the
 // context's 'request' events include the worker's fetches and its EventSource.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { launch } from './lib/browser.mjs';
-import { ROOT, startServer, assertBuilt } from './lib/server.mjs';
+import { ROOT, startServer } from './lib/server.mjs';
+import { WAIT, live, sandboxCopies, until } from './lib/setup.mjs';
 import { servePageOnly } from './lib/static.mjs';
 import { readChunks, checkChunks } from './lib/chunks.mjs';
 
 const OUT = path.join(ROOT, 'tests/out');
-const WAIT = { timeout: Number(process.env.DEMO_WAIT ?? 90_000) };
-let browser, template;
+// The sandbox is seeded once (the long session is 21 MB) and copied for each test.
+const shared = sandboxCopies('scrollback-demo-');
 
-before(async () => {
-  assertBuilt();
-  await fs.mkdir(OUT, { recursive: true });
-  // The sandbox is seeded once (the long session is 21 MB) and copied for each test.
-  const seeding = await startServer();
-  await seeding.stop();
-  template = seeding.dataDir;
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  if (template) await fs.rm(template, { recursive: true, force: true });
-});
+before(() => fs.mkdir(OUT, { recursive: true }));
 
 /** Session API requests (transcript pages, probes, streams, posts) as the browser sent them. */
 function isApi(url) {
@@ -42,11 +28,10 @@ function isApi(url) {
  * and of its worker.
  */
 async function world(t, { args = [] } = {}) {
-  const data = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-demo-'));
-  await fs.cp(template, data, { recursive: true });
+  const data = await shared.copy();
   let server = await startServer({ data, args });
   const port = server.port;
-  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const context = await shared.browser.newContext({ viewport: { width: 1200, height: 800 } });
   const requests = [];
   context.on('request', (r) => {
     const url = new URL(r.url());
@@ -83,14 +68,6 @@ const state = (page) => page.evaluate(() => {
   return s ? { ...s, rows: s.rows.length } : null;
 });
 
-/** Waits until the session is shown and its stream connected. */
-async function live(page) {
-  await page.waitForFunction(() => {
-    const s = window.scrollbackDemo?.view()?.state;
-    return s?.ready && s.live && document.querySelectorAll('#rows > li').length > 0;
-  }, null, WAIT);
-}
-
 /** Scrolls the transcript to its top until the first line of the session is drawn. */
 async function scrollToStart(page) {
   await page.waitForFunction(() => {
@@ -117,15 +94,6 @@ const describe = (reqs) => reqs.map((r) => `${r.method} ${r.url.pathname}${r.url
 const isProbe = (r) => r.url.pathname.endsWith('/catchup') && r.url.searchParams.has('cursor');
 const isStream = (r) => r.url.pathname.endsWith('/events');
 const isPage = (r) => r.url.pathname.endsWith('/transcript') && !isProbe(r);
-
-/** Waits (polling) until `check()` holds. */
-async function until(check, what, timeout = WAIT.timeout) {
-  const deadline = Date.now() + timeout;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A transcript line as the agent process writes it. */
 const line = (seq, event) => JSON.stringify({ seq, ts: 1788600000 + seq / 10, event });

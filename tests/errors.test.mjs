@@ -1,32 +1,16 @@
 // Errors that end, where an app and a person meet them: a rejected call keeps the server's
 // status and the error's class through the worker, and a session deleted on the server stops
 // (its cache purged, the page saying so) instead of being retried forever.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { launch } from './lib/browser.mjs';
-import { startServer, assertBuilt } from './lib/server.mjs';
+import { WAIT, pageAt, sharedServer } from './lib/setup.mjs';
 
-const WAIT = { timeout: 90_000 };
-let browser, server;
-
-before(async () => {
-  assertBuilt();
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+const shared = sharedServer();
 
 test('a rejected call keeps the HTTP status and the error class through the worker', async (t) => {
-  const context = await browser.newContext();
-  t.after(() => context.close());
-  const page = await context.newPage();
-  await page.goto(`${server.url}/pkg/index.js`);
+  const { page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
   const err = await page.evaluate(async () => {
     const { Scrollback } = await import('/pkg/index.js');
     const sb = await Scrollback.open({ server: location.origin, storage: 'memory' });
@@ -45,6 +29,7 @@ test('a rejected call keeps the HTTP status and the error class through the work
 });
 
 test('a session deleted on the server while cached: the reopen says it is gone, shows nothing of it and stops', async (t) => {
+  const { browser, server } = shared;
   const context = await browser.newContext();
   t.after(() => context.close());
   const requests = [];

@@ -1,30 +1,15 @@
 // Search in the browser: sb.search over what the worker cached, with the network cut off.
 // A session is opened (and scrolled back) online, the page goes offline, and the search still
 // answers from the cache: typed hits, the matched words marked, a session filter, a limit.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch } from './lib/browser.mjs';
-import { startServer, assertBuilt } from './lib/server.mjs';
+import { pageAt, sharedServer } from './lib/setup.mjs';
 
-let browser, server;
-
-before(async () => {
-  assertBuilt();
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+const shared = sharedServer();
 
 for (const storage of ['opfs', 'indexeddb']) {
   test(`${storage}: sb.search finds what was read, with the API unreachable`, async (t) => {
-    const context = await browser.newContext();
-    t.after(() => context.close());
-    const page = await context.newPage();
-    await page.goto(`${server.url}/pkg/index.js`);
+    const { context, page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
     await page.evaluate(async (storage) => {
       const { Scrollback } = await import('/pkg/index.js');
       const sb = await Scrollback.open({ server: location.origin, storage });

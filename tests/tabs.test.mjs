@@ -5,30 +5,14 @@
 // is closed: the second takes the lock over and brings the cache up to what it shows. Afterwards
 // every chunk (read from OPFS or IndexedDB in the page) is exactly the server's answer for its
 // own coverage, no seq is cached twice, and both tabs showed the same rows.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { launch } from './lib/browser.mjs';
-import { startServer, assertBuilt } from './lib/server.mjs';
+import { startServer } from './lib/server.mjs';
 import { readChunks, checkChunks } from './lib/chunks.mjs';
+import { WAIT, live, sandboxCopies, until } from './lib/setup.mjs';
 
-const WAIT = { timeout: 90_000 };
-let browser, template;
-
-before(async () => {
-  assertBuilt();
-  const seeding = await startServer();
-  await seeding.stop();
-  template = seeding.dataDir;
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  if (template) await fs.rm(template, { recursive: true, force: true });
-});
+const shared = sandboxCopies('scrollback-tabs-');
 
 /** The open view's state in a tab. */
 const state = (page) => page.evaluate(() => window.scrollbackDemo?.view()?.state ?? null);
@@ -36,20 +20,11 @@ const state = (page) => page.evaluate(() => window.scrollbackDemo?.view()?.state
 /** The rows a tab draws: seq and text of each. */
 const drawn = (page) => page.$$eval('#rows > li', (lis) => lis.map((li) => ({ seq: Number(li.dataset.seq), text: li.textContent })));
 
-async function until(check, what, timeout = WAIT.timeout) {
-  const deadline = Date.now() + timeout;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 for (const storage of ['opfs', 'indexeddb']) {
   test(`two tabs on one session (${storage}): one writes, the other reads the same rows and takes over when the writer's tab closes mid-reply`, async (t) => {
-    const data = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-tabs-'));
-    await fs.cp(template, data, { recursive: true });
+    const data = await shared.copy();
     const server = await startServer({ data, args: ['--pace-ms', '60'] });
-    const context = await browser.newContext();
+    const context = await shared.browser.newContext();
     const errors = [];
     const watch = (page) => {
       page.on('pageerror', (e) => errors.push(e.message));
@@ -61,10 +36,6 @@ for (const storage of ['opfs', 'indexeddb']) {
       await fs.rm(data, { recursive: true, force: true });
     });
     const url = `${server.url}/?storage=${storage}#/sessions/welcome`;
-    const live = (page) => page.waitForFunction(() => {
-      const s = window.scrollbackDemo?.view()?.state;
-      return s?.ready && s.live && document.querySelectorAll('#rows > li').length > 0;
-    }, null, WAIT);
 
     const first = await context.newPage();
     watch(first);

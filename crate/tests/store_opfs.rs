@@ -5,7 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use scrollback::store::{open_store, Backend, OpfsStore, Store, StoreError, WriterLock};
-use scrollback::testing::unique;
+use scrollback::testing::{assert_reads_as_empty, size, unique};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
@@ -39,15 +39,7 @@ async fn a_second_instance_reads_what_the_writer_holds_open() {
         reader.read("s/1-open.raw.jsonl", 0, 100).await.unwrap(),
         b"one\ntwo\n"
     );
-    assert_eq!(
-        reader
-            .stat("s/1-open.raw.jsonl")
-            .await
-            .unwrap()
-            .unwrap()
-            .size,
-        8
-    );
+    assert_eq!(size(&reader, "s/1-open.raw.jsonl").await, 8);
     // Rotation is one move(): the reader finds the old name gone and the new one whole.
     writer
         .rename("s/1-open.raw.jsonl", "s/1-3.raw.jsonl")
@@ -95,12 +87,7 @@ async fn storage_removed_between_operations_reads_as_empty() {
     // Handles released (as clearing site data does), the tree goes.
     s.close_handles();
     parent.remove("cache").await.unwrap();
-    assert_eq!(s.stat("v1/h_1/s/1-open.raw.jsonl").await.unwrap(), None);
-    assert!(matches!(
-        s.read("v1/h_1/s/1-open.raw.jsonl", 0, 10).await,
-        Err(StoreError::NotFound(_))
-    ));
-    assert_eq!(s.list("v1/h_1/s").await.unwrap(), vec![]);
+    assert_reads_as_empty(&s, &["v1/h_1/s/1-open.raw.jsonl"], "v1/h_1/s").await;
     assert_eq!(s.list("v1").await.unwrap(), vec![]);
     assert!(matches!(
         s.append("v1/h_1/s/1-open.raw.jsonl", b"x").await,

@@ -13,18 +13,17 @@
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use scrollback::engine::{Config, Engine, Session, View};
-use scrollback::protocol::{CatchUpQuery, SessionSummary, TranscriptQuery};
+use scrollback::engine::{Config, Engine};
+use scrollback::protocol::SessionSummary;
 use scrollback::store::FsStore;
-use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
-use scrollback_server::{spawn, Server};
+use scrollback::transport::HttpTransport;
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::task::LocalSet;
+
+mod engine_support;
+use engine_support::{local, Recorded, Running, TestServer};
 
 /// A scripted answer: for requests whose path ends with `route`, answer `status` with `body`
 /// (and `Retry-After` when given) instead of forwarding.
@@ -83,48 +82,8 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
         .unwrap()
 }
 
-/// The native transport, with its clock recorded: every retry delay the engine asks for, slept
-/// as one millisecond.
-struct Clocked {
-    inner: HttpTransport,
-    sleeps: Rc<RefCell<Vec<u32>>>,
-}
-
-impl Transport for Clocked {
-    type Stream = <HttpTransport as Transport>::Stream;
-
-    fn server(&self) -> (&str, u16) {
-        self.inner.server()
-    }
-    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
-        self.inner.sessions().await
-    }
-    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
-        self.inner.transcript(id, query).await
-    }
-    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
-        self.inner.catch_up(id, query).await
-    }
-    async fn delete(&self, id: &str) -> TransportResult<()> {
-        self.inner.delete(id).await
-    }
-    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
-        self.inner.post_message(id, text).await
-    }
-    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
-        self.inner.events(id, after).await
-    }
-    async fn sleep(&self, ms: u32) {
-        self.sleeps.borrow_mut().push(ms);
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
-
 struct Env {
-    _tmp: tempfile::TempDir,
-    data: PathBuf,
-    cache: PathBuf,
-    _server: Server,
+    base: TestServer,
     front: String,
     script: Arc<Mutex<VecDeque<Canned>>>,
     sleeps: Rc<RefCell<Vec<u32>>>,
@@ -132,15 +91,14 @@ struct Env {
 
 impl Env {
     async fn start(token: Option<&str>) -> Env {
-        let tmp = tempfile::tempdir().unwrap();
-        let data = tmp.path().join("data");
-        let mut config = scrollback_server::Config::new(&data);
-        config.sandbox = true;
-        config.token = token.map(str::to_string);
-        let server = spawn(config).await.unwrap();
+        let base = TestServer::start(|config| {
+            config.sandbox = true;
+            config.token = token.map(str::to_string);
+        })
+        .await;
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let state = Front {
-            upstream: server.url(),
+            upstream: base.server.url(),
             script: script.clone(),
             http: reqwest::Client::new(),
         };
@@ -149,10 +107,7 @@ impl Env {
         let front = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Env {
-            cache: tmp.path().join("cache"),
-            data,
-            _tmp: tmp,
-            _server: server,
+            base,
             front,
             script,
             sleeps: Rc::default(),
@@ -169,13 +124,10 @@ impl Env {
     }
 
     /// An engine through the front, over the same cache folder each time.
-    async fn client(&self, token: Option<&str>) -> Engine<FsStore, Clocked> {
+    async fn client(&self, token: Option<&str>) -> Engine<FsStore, Recorded> {
         let transport = HttpTransport::new(&self.front, token.map(str::to_string)).unwrap();
-        let store = Arc::new(FsStore::new(&self.cache));
-        let clocked = Clocked {
-            inner: transport,
-            sleeps: self.sleeps.clone(),
-        };
+        let store = Arc::new(FsStore::new(&self.base.cache));
+        let clocked = Recorded::fast_clock(transport, self.sleeps.clone());
         let config = Config {
             reconnect_delay_ms: 100,
             reconnect_max_ms: 800,
@@ -200,50 +152,8 @@ fn summary(id: &str) -> SessionSummary {
     }
 }
 
-struct Opened {
-    session: Rc<Session<FsStore, Clocked>>,
-    run: tokio::task::JoinHandle<()>,
-}
-
-fn open(client: &Engine<FsStore, Clocked>, id: &str) -> Opened {
-    let session = Rc::new(client.open(summary(id), None).unwrap());
-    let s = session.clone();
-    let run = tokio::task::spawn_local(async move { s.run().await });
-    Opened { session, run }
-}
-
-impl Opened {
-    async fn wait(&self, what: &str, cond: impl Fn(&View) -> bool) {
-        for _ in 0..4000 {
-            if self.session.with_view(&cond) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!(
-            "timed out waiting for {what}: {:?}",
-            self.session.with_view(|v| (
-                v.ready,
-                v.live,
-                v.cursor,
-                v.banner.clone(),
-                v.error.clone()
-            ))
-        );
-    }
-
-    async fn close(self) {
-        self.session.close();
-        self.run.await.unwrap();
-    }
-}
-
-fn local<F: std::future::Future>(f: F) -> F::Output {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(LocalSet::new().run_until(f))
+fn open(client: &Engine<FsStore, Recorded>, id: &str) -> Running<FsStore, Recorded> {
+    Running::spawn(client.open(summary(id), None).unwrap())
 }
 
 const NOT_FOUND_JSON: &str = r#"{"error":"unknown session"}"#;
@@ -259,7 +169,7 @@ fn a_session_deleted_on_the_server_is_purged_said_and_not_asked_again() {
         assert!(client.cache().session_size("welcome").await > 0, "cached");
 
         // Deleted behind the client's back (another device): the probe finds nothing.
-        std::fs::remove_dir_all(env.data.join("welcome")).unwrap();
+        std::fs::remove_dir_all(env.base.data.join("welcome")).unwrap();
         let again = open(&client, "welcome");
         again
             .wait("the session said to be gone", |v| v.error.is_some())

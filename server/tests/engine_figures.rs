@@ -11,12 +11,12 @@
 use scrollback::engine::{Config, Engine};
 use scrollback::store::FsStore;
 use scrollback::transport::HttpTransport;
-use scrollback_server::spawn;
 use serde_json::Value;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::task::LocalSet;
+
+mod engine_support;
+use engine_support::{Running, TestServer};
 
 type Stats = Vec<(String, u64, u64)>;
 
@@ -61,17 +61,13 @@ fn diff(a: &Stats, b: &Stats) -> String {
 async fn figures_warm_reopen_and_catch_up_after_300_events() {
     LocalSet::new()
         .run_until(async {
-            let tmp = tempfile::tempdir().unwrap();
-            let data = tmp.path().join("data");
-            let server = spawn(scrollback_server::Config::new(&data)).await.unwrap();
-            let url = server.url();
-            std::fs::create_dir_all(data.join("f")).unwrap();
-            let path = data.join("f").join("transcript.jsonl");
-            let file = std::fs::File::create(&path).unwrap();
-            scrollback_server::sandbox::write_long(std::io::BufWriter::new(file), "f", 3000)
-                .unwrap();
+            let env = TestServer::start(|_| {}).await;
+            let tmp = &env.tmp;
+            let url = env.server.url();
+            env.long_session("f", 3000);
+            let path = env.path("f");
             let http = reqwest::Client::new();
-            let cache_dir = tmp.path().join("cache");
+            let cache_dir = env.cache.clone();
 
             // Opens "f" as an app would after a restart, until it shows `newest`, then closes.
             let reopen = |newest: u64| {
@@ -80,25 +76,10 @@ async fn figures_warm_reopen_and_catch_up_after_300_events() {
                     let transport = HttpTransport::new(&url, None).unwrap();
                     let store = Arc::new(FsStore::new(&cache_dir));
                     let engine = Engine::assemble(store, transport, Config::default()).await;
-                    let summary = engine
-                        .sessions()
-                        .await
-                        .unwrap()
-                        .into_iter()
-                        .find(|s| s.id == "f")
-                        .unwrap();
-                    let session = Rc::new(engine.open(summary, None).unwrap());
-                    let s = session.clone();
-                    let run = tokio::task::spawn_local(async move { s.run().await });
-                    for _ in 0..4000 {
-                        if session.with_view(|v| v.live && v.cursor >= newest) {
-                            break;
-                        }
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                    }
-                    assert!(session.with_view(|v| v.live && v.cursor >= newest));
-                    session.close();
-                    run.await.unwrap();
+                    let f = Running::open(&engine, "f").await;
+                    f.wait("the newest line", |v| v.live && v.cursor >= newest)
+                        .await;
+                    f.close().await;
                 }
             };
             let newest =
@@ -149,22 +130,15 @@ async fn figures_warm_reopen_and_catch_up_after_300_events() {
                 let transport = HttpTransport::new(&url, None).unwrap();
                 let store = Arc::new(FsStore::new(&cache_dir));
                 let engine = Engine::assemble(store, transport, Config::default()).await;
-                let session = Rc::new(engine.open_id("f", None).await.unwrap());
-                let s = session.clone();
-                let run = tokio::task::spawn_local(async move { s.run().await });
+                let f = Running::spawn(engine.open_id("f", None).await.unwrap());
                 let newest = newest(&path);
-                for _ in 0..4000 {
-                    if session.with_view(|v| v.live && v.cursor >= newest) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                session.close();
-                run.await.unwrap();
+                f.wait("the newest line", |v| v.live && v.cursor >= newest)
+                    .await;
+                f.close().await;
             }
             let s5 = stats(&http, &url).await;
             println!("warm reopen by id (no list): {}", diff(&s4, &s5));
-            server.shutdown().await.unwrap();
+            env.server.shutdown().await.unwrap();
         })
         .await;
 }

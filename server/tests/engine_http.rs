@@ -11,87 +11,41 @@
 //! memory, and never after the file was replaced. Also: the list prunes the
 //! cache, delete purges it, and the token travels on every request and the stream.
 
-use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::engine::{Config, Engine, Session};
 use scrollback::fold::Transcript;
-use scrollback::protocol::{
-    last_seq, parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, CATCH_UP_BYTES,
-};
+use scrollback::protocol::{last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES};
 use scrollback::store::FsStore;
-use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
+use scrollback::transport::{HttpTransport, Transport};
+use scrollback_server::spawn;
 use scrollback_server::transcript;
-use scrollback_server::{spawn, Server};
 use serde_json::{json, Value};
-use std::cell::RefCell;
-use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::LocalSet;
 
-/// A transport that records every `/transcript` query it sends (the rest passes through).
-struct Recording {
-    inner: HttpTransport,
-    queries: RefCell<Vec<String>>,
-}
+mod engine_support;
+use engine_support::{Recorded, Running, TestServer};
 
-impl Transport for Recording {
-    type Stream = <HttpTransport as Transport>::Stream;
+type Client = Engine<FsStore, Recorded>;
 
-    fn server(&self) -> (&str, u16) {
-        self.inner.server()
-    }
-    async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
-        self.inner.sessions().await
-    }
-    async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
-        self.queries.borrow_mut().push(query.to_query_string());
-        self.inner.transcript(id, query).await
-    }
-    async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
-        self.queries
-            .borrow_mut()
-            .push(format!("catchup:{}", query.to_query_string()));
-        self.inner.catch_up(id, query).await
-    }
-    async fn delete(&self, id: &str) -> TransportResult<()> {
-        self.inner.delete(id).await
-    }
-    async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
-        self.inner.post_message(id, text).await
-    }
-    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
-        self.inner.events(id, after).await
-    }
-    async fn sleep(&self, ms: u32) {
-        self.inner.sleep(ms).await
-    }
-}
-
-type Client = Engine<FsStore, Recording>;
-
+/// The server (over a temporary folder, the client's cache beside it), and what asks it for
+/// its figures.
 struct Env {
-    _tmp: tempfile::TempDir,
-    data: PathBuf,
-    cache: PathBuf,
-    server: Server,
+    base: TestServer,
     http: reqwest::Client,
     token: Option<String>,
 }
 
 impl Env {
     async fn start(sandbox: bool, token: Option<&str>) -> Env {
-        let tmp = tempfile::tempdir().unwrap();
-        let data = tmp.path().join("data");
-        let mut config = scrollback_server::Config::new(&data);
-        config.sandbox = sandbox;
-        config.pace_ms = 15;
-        config.token = token.map(str::to_string);
-        let server = spawn(config).await.unwrap();
+        let base = TestServer::start(|config| {
+            config.sandbox = sandbox;
+            config.pace_ms = 15;
+            config.token = token.map(str::to_string);
+        })
+        .await;
         Env {
-            cache: tmp.path().join("cache"),
-            data,
-            _tmp: tmp,
-            server,
+            base,
             http: reqwest::Client::new(),
             token: token.map(str::to_string),
         }
@@ -99,15 +53,12 @@ impl Env {
 
     /// A client as an app starting up would make one: over the same cache folder each time.
     async fn client(&self, token: Option<&str>) -> Client {
-        let transport = HttpTransport::new(&self.server.url(), token.map(str::to_string)).unwrap();
-        let store = Arc::new(FsStore::new(&self.cache));
-        let recording = Recording {
-            inner: transport,
-            queries: RefCell::default(),
-        };
+        let transport =
+            HttpTransport::new(&self.base.server.url(), token.map(str::to_string)).unwrap();
+        let store = Arc::new(FsStore::new(&self.base.cache));
         Engine::assemble(
             store,
-            recording,
+            Recorded::new(transport),
             Config {
                 reconnect_delay_ms: 50,
                 ..Config::default()
@@ -116,33 +67,21 @@ impl Env {
         .await
     }
 
-    fn path(&self, id: &str) -> PathBuf {
-        self.data.join(id).join("transcript.jsonl")
-    }
-
-    fn lines(&self, id: &str) -> Vec<Line> {
-        std::fs::read_to_string(self.path(id))
-            .unwrap()
-            .lines()
-            .map(|l| Line::parse(l).unwrap())
-            .collect()
-    }
-
     fn append(&self, id: &str, event: Value) -> Line {
         let Value::Object(event) = event else {
             panic!("an event is an object")
         };
-        transcript::append(&self.path(id), event).unwrap()
+        transcript::append(&self.base.path(id), event).unwrap()
     }
 
     fn create(&self, id: &str) {
-        std::fs::create_dir_all(self.data.join(id)).unwrap();
-        std::fs::write(self.path(id), b"").unwrap();
+        std::fs::create_dir_all(self.base.data.join(id)).unwrap();
+        std::fs::write(self.base.path(id), b"").unwrap();
     }
 
     /// `(requests, bytes)` the server counted for a route.
     async fn stats(&self, route: &str) -> (u64, u64) {
-        let mut request = self.http.get(format!("{}/stats", self.server.url()));
+        let mut request = self.http.get(format!("{}/stats", self.base.server.url()));
         if let Some(t) = &self.token {
             request = request.bearer_auth(t);
         }
@@ -155,73 +94,10 @@ impl Env {
     }
 }
 
-/// An open session with its run task.
-struct Opened {
-    session: Rc<Session<FsStore, Recording>>,
-    run: tokio::task::JoinHandle<()>,
-}
-
-async fn open(client: &Client, id: &str) -> Opened {
-    let summary = client
-        .sessions()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|s| s.id == id)
-        .unwrap();
-    let session = Rc::new(client.open(summary, None).unwrap());
-    let s = session.clone();
-    let run = tokio::task::spawn_local(async move { s.run().await });
-    Opened { session, run }
-}
-
-impl Opened {
-    async fn wait(&self, what: &str, cond: impl Fn(&View) -> bool) {
-        for _ in 0..2000 {
-            if self.session.with_view(&cond) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!(
-            "timed out waiting for {what}: {:?}",
-            self.session.with_view(|v| {
-                (
-                    v.ready,
-                    v.verified,
-                    v.live,
-                    v.cursor,
-                    v.oldest,
-                    v.banner.clone(),
-                )
-            })
-        );
-    }
-
-    async fn live(&self) {
-        self.wait("the stream", |v| v.live).await;
-    }
-
-    /// Pages back until the start of the conversation.
-    async fn scroll_to_start(&self) {
-        for _ in 0..10_000 {
-            if !self.session.with_view(|v| v.more_history) {
-                return;
-            }
-            self.session.older().await.unwrap();
-        }
-        panic!("never reached the start");
-    }
-
-    async fn close(self) -> Rc<Session<FsStore, Recording>> {
-        self.session.close();
-        self.run.await.unwrap();
-        self.session
-    }
-}
+type Opened = Running<FsStore, Recorded>;
 
 /// What is shown is the server's transcript from the oldest row shown to the newest.
-fn assert_shows_server(session: &Session<FsStore, Recording>, server: &[Line]) {
+fn assert_shows_server(session: &Session<FsStore, Recorded>, server: &[Line]) {
     session.with_view(|v| {
         let from = v.oldest.expect("something shown") as usize;
         let expected = Transcript::from_lines(&server[from - 1..v.cursor as usize]).unwrap();
@@ -233,22 +109,16 @@ fn assert_shows_server(session: &Session<FsStore, Recording>, server: &[Line]) {
     });
 }
 
-fn long_session(env: &Env, id: &str, events: usize) {
-    std::fs::create_dir_all(env.data.join(id)).unwrap();
-    let file = std::fs::File::create(env.path(id)).unwrap();
-    scrollback_server::sandbox::write_long(std::io::BufWriter::new(file), id, events).unwrap();
-}
-
 #[tokio::test]
 async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, None).await;
-            long_session(&env, "long", 3000);
-            let all = env.lines("long");
+            env.base.long_session("long", 3000);
+            let all = env.base.lines("long");
 
             let t0 = env.stats("transcript").await;
-            let cold = open(&env.client(None).await, "long").await;
+            let cold = Running::open(&env.client(None).await, "long").await;
             cold.live().await;
             let t1 = env.stats("transcript").await;
             cold.scroll_to_start().await;
@@ -259,7 +129,7 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
             // Reopen, as after an app restart: one check, for one line.
             let (e0, w0) = (env.stats("events").await, env.stats("transcript").await);
             let client = env.client(None).await;
-            let warm = open(&client, "long").await;
+            let warm = Running::open(&client, "long").await;
             warm.wait("the cached rows", |v| v.ready).await;
             warm.live().await;
             let (e1, w1) = (env.stats("events").await, env.stats("transcript").await);
@@ -292,7 +162,7 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
                 warm.session.counters().local_pages
             );
             warm.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -321,7 +191,7 @@ async fn a_gap_past_the_catch_up_bound_costs_the_gap_and_no_more() {
                 };
             }
             // The phone holds everything up to 201.
-            let first = open(&env.client(None).await, "gap").await;
+            let first = Running::open(&env.client(None).await, "gap").await;
             first.live().await;
             first.scroll_to_start().await;
             first.close().await;
@@ -347,11 +217,11 @@ async fn a_gap_past_the_catch_up_bound_costs_the_gap_and_no_more() {
                     json!({"type": "userMessage", "text": format!("later {i} {long}")}),
                 );
             }
-            let all = env.lines("gap");
+            let all = env.base.lines("gap");
 
             let client = env.client(None).await;
             let t0 = env.stats("transcript").await;
-            let back = open(&client, "gap").await;
+            let back = Running::open(&client, "gap").await;
             back.wait("the reset window", |v| {
                 v.cursor == 505 && v.oldest == Some(426)
             })
@@ -411,7 +281,7 @@ async fn a_gap_past_the_catch_up_bound_costs_the_gap_and_no_more() {
                 .http
                 .get(format!(
                     "{}/sessions/gap/transcript?before=306&limit=40&coalesce=true",
-                    env.server.url()
+                    env.base.server.url()
                 ))
                 .send()
                 .await
@@ -438,7 +308,7 @@ async fn a_gap_past_the_catch_up_bound_costs_the_gap_and_no_more() {
                 g1.0 - g0.0,
             );
             back.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -448,9 +318,9 @@ async fn a_file_replaced_on_the_server_is_caught_by_the_probe() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, None).await;
-            long_session(&env, "r", 300);
-            let cached_len = env.lines("r").len();
-            let first = open(&env.client(None).await, "r").await;
+            env.base.long_session("r", 300);
+            let cached_len = env.base.lines("r").len();
+            let first = Running::open(&env.client(None).await, "r").await;
             first.live().await;
             first.close().await;
 
@@ -472,17 +342,17 @@ async fn a_file_replaced_on_the_server_is_caught_by_the_probe() {
             }
             let put = env
                 .http
-                .put(format!("{}/sessions/r/transcript", env.server.url()))
+                .put(format!("{}/sessions/r/transcript", env.base.server.url()))
                 .body(body)
                 .send()
                 .await
                 .unwrap();
             assert!(put.status().is_success());
-            let all = env.lines("r");
+            let all = env.base.lines("r");
 
             let t0 = env.stats("transcript").await;
             let client = env.client(None).await;
-            let again = open(&client, "r").await;
+            let again = Running::open(&client, "r").await;
             again.live().await;
             let t1 = env.stats("transcript").await;
             let c = again.session.counters();
@@ -503,12 +373,12 @@ async fn a_file_replaced_on_the_server_is_caught_by_the_probe() {
             again.scroll_to_start().await;
             assert_shows_server(&again.session, &all);
             again.close().await;
-            let reopened = open(&env.client(None).await, "r").await;
+            let reopened = Running::open(&env.client(None).await, "r").await;
             reopened.live().await;
             assert_eq!(reopened.session.counters().probes_passed, 1);
             assert_shows_server(&reopened.session, &all);
             reopened.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -521,7 +391,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
             env.create("chat");
             env.append("chat", json!({"type": "status", "status": "idle"}));
             let client = env.client(None).await;
-            let first = open(&client, "chat").await;
+            let first = Running::open(&client, "chat").await;
             first.live().await;
             client
                 .transport()
@@ -534,7 +404,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
             let cursor = first.close().await.with_view(|v| v.cursor);
             tokio::time::sleep(Duration::from_millis(150)).await;
 
-            let second = open(&env.client(None).await, "chat").await;
+            let second = Running::open(&env.client(None).await, "chat").await;
             second.live().await;
             second
                 .wait("the end of the reply", |v| {
@@ -542,7 +412,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
                 })
                 .await;
             // The reply is over when the server's last line is the idle status.
-            let mut all = env.lines("chat");
+            let mut all = env.base.lines("chat");
             for _ in 0..400 {
                 if all.last().and_then(|l| l.event().get("status")) == Some(&json!("idle"))
                     && all.len() as u64 == second.session.with_view(|v| v.cursor)
@@ -550,7 +420,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
-                all = env.lines("chat");
+                all = env.base.lines("chat");
             }
             let newest = all.len() as u64;
             let c = second.session.counters();
@@ -579,7 +449,7 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
             });
             assert_eq!(shown, reply);
             second.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -590,11 +460,11 @@ async fn the_list_prunes_the_cache_and_delete_purges_it() {
         .run_until(async {
             let env = Env::start(false, None).await;
             for id in ["a", "b", "c"] {
-                long_session(&env, id, 120);
+                env.base.long_session(id, 120);
             }
             let client = env.client(None).await;
             for id in ["a", "b", "c"] {
-                let s = open(&client, id).await;
+                let s = Running::open(&client, id).await;
                 s.live().await;
                 s.close().await;
                 assert!(client.cache().session_size(id).await > 0);
@@ -602,7 +472,7 @@ async fn the_list_prunes_the_cache_and_delete_purges_it() {
             client.delete("b").await.unwrap();
             assert_eq!(client.cache().session_size("b").await, 0, "delete purges");
             // Gone from the server behind the client's back.
-            std::fs::remove_dir_all(env.data.join("c")).unwrap();
+            std::fs::remove_dir_all(env.base.data.join("c")).unwrap();
             let ids: Vec<String> = client
                 .sessions()
                 .await
@@ -613,7 +483,7 @@ async fn the_list_prunes_the_cache_and_delete_purges_it() {
             assert_eq!(ids, ["a"]);
             assert_eq!(client.cache().session_size("c").await, 0, "the list prunes");
             assert!(client.cache().session_size("a").await > 0);
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -623,7 +493,7 @@ async fn the_token_travels_on_every_request_and_the_stream() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, Some("s3cret")).await;
-            long_session(&env, "t", 100);
+            env.base.long_session("t", 100);
             let denied = env.client(None).await;
             let err = denied.sessions().await.unwrap_err();
             assert_eq!(
@@ -632,7 +502,7 @@ async fn the_token_travels_on_every_request_and_the_stream() {
             );
 
             let client = env.client(Some("s3cret")).await;
-            let s = open(&client, "t").await;
+            let s = Running::open(&client, "t").await;
             s.live().await;
             let newest = env
                 .append("t", json!({"type": "status", "status": "working"}))
@@ -643,10 +513,7 @@ async fn the_token_travels_on_every_request_and_the_stream() {
             // A session opened without the token stops with an authentication error (retrying
             // cannot fix a token), instead of retrying forever.
             let summary = client.sessions().await.unwrap().remove(0);
-            let session = Rc::new(denied.open(summary, None).unwrap());
-            let r = session.clone();
-            let run = tokio::task::spawn_local(async move { r.run().await });
-            let opened = Opened { session, run };
+            let opened = Running::spawn(denied.open(summary, None).unwrap());
             opened.wait("the error", |v| v.error.is_some()).await;
             opened.session.with_view(|v| {
                 let error = v.error.as_ref().unwrap();
@@ -657,17 +524,14 @@ async fn the_token_travels_on_every_request_and_the_stream() {
                 assert!(v.ready && !v.verified && v.cursor == newest);
             });
             opened.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
 
 /// Opens `id` as an app that never listed sessions would: by id alone, no `GET /sessions`.
 async fn open_unlisted(client: &Client, id: &str) -> Opened {
-    let session = Rc::new(client.open_id(id, None).await.unwrap());
-    let s = session.clone();
-    let run = tokio::task::spawn_local(async move { s.run().await });
-    Opened { session, run }
+    Running::spawn(client.open_id(id, None).await.unwrap())
 }
 
 /// Every chunk the client's cache holds for `id` is exactly what the server answers for that
@@ -676,7 +540,7 @@ async fn assert_chunks_are_servers(env: &Env, client: &Client, id: &str) -> usiz
     use scrollback::chunks::coverage::Kind;
     use scrollback::chunks::names::parse_chunk_name;
     use scrollback::store::Store;
-    let store = FsStore::new(&env.cache);
+    let store = FsStore::new(&env.base.cache);
     let dir = format!("{}/{id}", client.cache().dir());
     let mut n = 0;
     for entry in store.list(&dir).await.unwrap_or_default() {
@@ -701,7 +565,7 @@ async fn assert_chunks_are_servers(env: &Env, client: &Client, id: &str) -> usiz
             coalesce: kind == Kind::Rows,
             bytes: None,
         };
-        let served = transcript::window(&env.path(id), &q).unwrap();
+        let served = transcript::window(&env.base.path(id), &q).unwrap();
         assert_eq!(
             lines.iter().map(Line::raw).collect::<Vec<_>>(),
             served.iter().map(Line::raw).collect::<Vec<_>>(),
@@ -718,8 +582,8 @@ async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, None).await;
-            long_session(&env, "c", 500);
-            let first = open(&env.client(None).await, "c").await;
+            env.base.long_session("c", 500);
+            let first = Running::open(&env.client(None).await, "c").await;
             first.live().await;
             first.close().await;
             let mut figures = Vec::new();
@@ -742,7 +606,7 @@ async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
                     json!({"type": "settings", "model": format!("model-{n}"), "permissionMode": "ask"}),
                 );
                 env.append("c", json!({"type": "status", "status": "idle"}));
-                let all = env.lines("c");
+                let all = env.base.lines("c");
                 let newest = all.len() as u64;
                 let (l0, t0, e0) = (
                     env.stats("sessions").await,
@@ -782,7 +646,7 @@ async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
                 ));
             }
             println!("catch-up: {}", figures.join("; "));
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -802,7 +666,10 @@ async fn put_other(env: &Env, id: &str, n: u64, salt: f64) {
     }
     let put = env
         .http
-        .put(format!("{}/sessions/{id}/transcript", env.server.url()))
+        .put(format!(
+            "{}/sessions/{id}/transcript",
+            env.base.server.url()
+        ))
         .body(body)
         .send()
         .await
@@ -815,9 +682,9 @@ async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
     LocalSet::new()
         .run_until(async {
             let env = Env::start(true, None).await;
-            long_session(&env, "o", 400);
+            env.base.long_session("o", 400);
             let client = env.client(None).await;
-            let s = open(&client, "o").await;
+            let s = Running::open(&client, "o").await;
             s.live().await;
             s.scroll_to_start().await;
             let mut salt = 0.0;
@@ -825,7 +692,7 @@ async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
             for (what, n) in [("shorter", 120u64), ("as long", 120), ("longer", 700)] {
                 salt += 1000.0;
                 put_other(&env, "o", n, salt).await;
-                let all = env.lines("o");
+                let all = env.base.lines("o");
                 s.wait(what, |v| {
                     v.live
                         && v.cursor == n
@@ -855,10 +722,10 @@ async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
             put_other(&env, "o", 50, salt).await;
             // The sandbox's reply goes on into the new file; wait for its end.
             s.wait("the new file and the reply's end", |v| {
-                v.live && v.state.status == "idle" && v.cursor as usize == env.lines("o").len()
+                v.live && v.state.status == "idle" && v.cursor as usize == env.base.lines("o").len()
             })
             .await;
-            let all = env.lines("o");
+            let all = env.base.lines("o");
             assert!(
                 all[49].raw().contains(&format!("{salt}")),
                 "the new file is shown"
@@ -870,7 +737,7 @@ async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
             let resets = s.session.counters().resets;
             assert!(resets >= 4, "each replacement was a reset: {resets}");
             s.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }
@@ -880,18 +747,23 @@ async fn offline_a_cached_session_opens_reads_back_and_goes_live_when_the_server
     LocalSet::new()
         .run_until(async {
             let env = Env::start(false, None).await;
-            long_session(&env, "off", 600);
-            long_session(&env, "never", 50);
-            let all = env.lines("off");
+            env.base.long_session("off", 600);
+            env.base.long_session("never", 50);
+            let all = env.base.lines("off");
             let client = env.client(None).await;
-            let s = open(&client, "off").await;
+            let s = Running::open(&client, "off").await;
             s.live().await;
             s.scroll_to_start().await;
             s.close().await;
-            let addr = env.server.url().trim_start_matches("http://").to_string();
-            let (path, data) = (env.path("off"), env.data.clone());
+            let addr = env
+                .base
+                .server
+                .url()
+                .trim_start_matches("http://")
+                .to_string();
+            let (path, data) = (env.base.path("off"), env.base.data.clone());
             let client = env.client(None).await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
 
             // No server: the list is the cache's, the session draws and pages from the cache.
             assert!(client.sessions().await.is_err());
@@ -963,14 +835,14 @@ async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_repl
             env.create("r");
             put_other(&env, "r", 600, 1000.0).await;
             let client = env.client(None).await;
-            let cold = open(&client, "r").await;
+            let cold = Running::open(&client, "r").await;
             cold.live().await;
             cold.scroll_to_start().await;
             cold.close().await;
 
             // Warm: each page read ahead, then shown, costs no request and is the server's.
-            let all = env.lines("r");
-            let warm = open(&client, "r").await;
+            let all = env.base.lines("r");
+            let warm = Running::open(&client, "r").await;
             warm.live().await;
             let before = env.stats("transcript").await;
             let mut pages = 0;
@@ -986,12 +858,12 @@ async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_repl
 
             // A page read ahead, then the file replaced by one of the same shape: the reopen
             // shows the new file, and the next older page is the new file's, not the page read.
-            let warm = open(&client, "r").await;
+            let warm = Running::open(&client, "r").await;
             warm.live().await;
             warm.session.read_ahead().await;
             let oldest = warm.session.with_view(|v| v.oldest);
             put_other(&env, "r", 600, 2000.0).await;
-            let all = env.lines("r");
+            let all = env.base.lines("r");
             warm.wait("the new file", |v| {
                 v.live
                     && v.cursor == 600
@@ -1011,7 +883,7 @@ async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_repl
             warm.scroll_to_start().await;
             assert_shows_server(&warm.session, &all);
             warm.close().await;
-            env.server.shutdown().await.unwrap();
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }

@@ -4,17 +4,18 @@
 //! session filter scopes the search, and a purge removes the session's hits.
 
 use scrollback::chunks::Cache;
-use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::engine::{Config, Engine, View};
 use scrollback::fold::Row;
 use scrollback::store::FsStore;
 use scrollback::transport::HttpTransport;
 use scrollback_server::{spawn, transcript};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::task::LocalSet;
+
+mod engine_support;
+use engine_support::Running;
 
 type Client = Engine<FsStore, HttpTransport>;
 
@@ -44,16 +45,6 @@ fn append(data: &Path, id: &str, event: Value) -> u64 {
     transcript::append(&path, event).unwrap().seq()
 }
 
-async fn wait(session: &Session<FsStore, HttpTransport>, what: &str, cond: impl Fn(&View) -> bool) {
-    for _ in 0..4000 {
-        if session.with_view(&cond) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 /// Opens `id` at `anchor`, runs it until `cond`, then closes it; returns what it showed.
 async fn show(
     client: &Client,
@@ -61,18 +52,15 @@ async fn show(
     anchor: Option<u64>,
     cond: impl Fn(&View) -> bool,
 ) -> View {
-    let session = Rc::new(client.open_id(id, anchor).await.unwrap());
-    let s = session.clone();
-    let run = tokio::task::spawn_local(async move { s.run().await });
-    wait(&session, id, cond).await;
+    let s = Running::spawn(client.open_id(id, anchor).await.unwrap());
+    s.wait(id, cond).await;
     if anchor.is_none() {
-        while session.with_view(|v| v.more_history) {
-            session.older().await.unwrap();
+        while s.session.with_view(|v| v.more_history) {
+            s.session.older().await.unwrap();
         }
     }
-    let view = session.view();
-    session.close();
-    run.await.unwrap();
+    let view = s.session.view();
+    s.close().await;
     view
 }
 

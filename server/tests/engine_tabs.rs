@@ -7,50 +7,18 @@
 
 use scrollback::chunks::names::{encode, parse_chunk_name};
 use scrollback::chunks::Cache;
-use scrollback::engine::{Config, Engine, Session, View};
-use scrollback::protocol::{last_seq, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use scrollback::engine::{Config, Engine, Session};
+use scrollback::protocol::{last_seq, Line, TranscriptQuery, MAX_LIMIT};
 use scrollback::store::{MemoryStore, Store};
 use scrollback::transport::{HttpTransport, Transport};
-use scrollback_server::spawn;
 use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::LocalSet;
+
+mod engine_support;
+use engine_support::{local, wait, Running, TestServer};
 
 type Tab = Session<MemoryStore, HttpTransport>;
-
-struct Opened {
-    session: Rc<Tab>,
-    run: tokio::task::JoinHandle<()>,
-}
-
-async fn open(engine: &Engine<MemoryStore, HttpTransport>, id: &str) -> Opened {
-    let summary: SessionSummary = engine
-        .sessions()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|s| s.id == id)
-        .unwrap();
-    let session = Rc::new(engine.open(summary, None).unwrap());
-    let s = session.clone();
-    let run = tokio::task::spawn_local(async move { s.run().await });
-    Opened { session, run }
-}
-
-async fn wait(session: &Tab, what: &str, cond: impl Fn(&View) -> bool) {
-    for _ in 0..6000 {
-        if session.with_view(&cond) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!(
-        "timed out waiting for {what}: {:?}",
-        session.with_view(|v| (v.ready, v.live, v.writer, v.cursor, v.banner.clone()))
-    );
-}
 
 fn rows(session: &Tab) -> String {
     session.with_view(|v| serde_json::to_string(&v.transcript.rows()).unwrap())
@@ -102,17 +70,13 @@ async fn check_chunks(store: &MemoryStore, dir: &str, transport: &HttpTransport,
 
 #[test]
 fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(LocalSet::new().run_until(async {
-        let tmp = tempfile::tempdir().unwrap();
-        let data = tmp.path().join("data");
-        let mut config = scrollback_server::Config::new(&data);
-        config.sandbox = true;
-        config.pace_ms = 20;
-        let server = spawn(config).await.unwrap();
+    local(async {
+        let base = TestServer::start(|config| {
+            config.sandbox = true;
+            config.pace_ms = 20;
+        })
+        .await;
+        let server = &base.server;
         let transport = HttpTransport::new(&server.url(), None).unwrap();
         let store = Arc::new(MemoryStore::new());
         let cache = Cache::new(store.clone(), transport.host(), transport.port()).await;
@@ -127,9 +91,9 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
             config,
         );
 
-        let a = open(&engine, "welcome").await;
+        let a = Running::open(&engine, "welcome").await;
         wait(&a.session, "the first tab live", |v| v.live).await;
-        let b = open(&engine, "welcome").await;
+        let b = Running::open(&engine, "welcome").await;
         wait(&b.session, "the second tab live", |v| v.live).await;
         assert!(a.session.view().writer, "the first tab writes");
         assert!(!b.session.view().writer, "the second reads");
@@ -138,7 +102,7 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
             .post_message("welcome", "tell me about two tabs")
             .await
             .unwrap();
-        let file = data.join("welcome").join("transcript.jsonl");
+        let file = base.path("welcome");
         let posted = file_lines(&file).last().unwrap().seq();
         // Half-way through the reply: both tabs show the same rows, then the writer goes.
         wait(&a.session, "the reply streaming", |v| {
@@ -190,7 +154,6 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
         reopened.open().await;
         assert_eq!(reopened.cursor().await.map(|l| l.seq()), Some(newest));
 
-        b.session.close();
-        b.run.await.unwrap();
-    }));
+        b.close().await;
+    });
 }

@@ -127,8 +127,8 @@ async fn unknown_sessions_are_404_and_writes_check_what_they_write() {
     assert_eq!(status, 404);
 
     // PUT creates, then replaces; a bad body is refused and changes nothing.
-    let url = f.url("/sessions/new/transcript");
-    let response = f.http.put(&url).body(transcript(20)).send().await.unwrap();
+    let url = "/sessions/new/transcript";
+    let response = f.put(url, transcript(20)).await;
     assert_eq!(response.status(), 201);
     assert_eq!(response.json::<Value>().await.unwrap()["seq"], 20);
     for (body, says) in [
@@ -146,9 +146,7 @@ async fn unknown_sessions_are_404_and_writes_check_what_they_write() {
             "line 1",
         ),
     ] {
-        let (status, message) = f
-            .error(f.http.put(&url).body(body).send().await.unwrap())
-            .await;
+        let (status, message) = f.error(f.put(url, body).await).await;
         assert_eq!(status, 400);
         assert!(message.contains(says), "{message}");
     }
@@ -156,13 +154,7 @@ async fn unknown_sessions_are_404_and_writes_check_what_they_write() {
         std::fs::read_to_string(f.transcript_path("new")).unwrap(),
         transcript(20)
     );
-    let response = f
-        .http
-        .put(&url)
-        .body(transcript(7).trim_end().to_owned())
-        .send()
-        .await
-        .unwrap();
+    let response = f.put(url, transcript(7).trim_end().to_owned()).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         f.page("new", "").await.len(),
@@ -185,27 +177,18 @@ async fn unknown_sessions_are_404_and_writes_check_what_they_write() {
         assert_eq!(status, 400, "{body}");
     }
     let response = f
-        .http
-        .post(&posted)
-        .json(&json!({"text": "<b>hello</b>\n\"there\""}))
-        .send()
-        .await
-        .unwrap();
+        .post_json(
+            "/sessions/new/messages",
+            &json!({"text": "<b>hello</b>\n\"there\""}),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     let page = f.page("new", "limit=1").await;
     assert_eq!(page[0].seq(), 8);
     assert_eq!(page[0].text(), Some("<b>hello</b>\n\"there\""));
 
     // Delete: gone from the disk, the list and every route.
-    assert_eq!(
-        f.http
-            .delete(f.url("/sessions/new"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        204
-    );
+    assert_eq!(f.delete("/sessions/new").await.status(), 204);
     assert!(!f.data().join("new").exists());
     assert_eq!(f.get("/sessions/new/transcript").await.status(), 404);
     assert_eq!(
@@ -317,21 +300,13 @@ async fn with_a_token_every_route_answers_401_without_it() {
         let (status, _) = f.error(f.get(path).await).await;
         assert_eq!(status, 401, "{path}");
         let response = f
-            .http
-            .get(f.url(path))
-            .bearer_auth("wrong")
-            .send()
-            .await
-            .unwrap();
+            .get_with(path, "authorization", &format!("Bearer {}", "wrong"))
+            .await;
         assert_eq!(response.status(), 401, "{path}");
     }
     let post = f
-        .http
-        .post(f.url("/sessions/s/messages"))
-        .json(&json!({"text": "x"}))
-        .send()
-        .await
-        .unwrap();
+        .post_json("/sessions/s/messages", &json!({"text": "x"}))
+        .await;
     assert_eq!(post.status(), 401);
     assert_eq!(
         std::fs::read_to_string(f.transcript_path("s")).unwrap(),
@@ -340,12 +315,12 @@ async fn with_a_token_every_route_answers_401_without_it() {
     );
 
     let ok = f
-        .http
-        .get(f.url("/sessions/s/transcript"))
-        .bearer_auth("s3cret+token")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/sessions/s/transcript",
+            "authorization",
+            &format!("Bearer {}", "s3cret+token"),
+        )
+        .await;
     assert_eq!(ok.status(), 200);
     let ok = f
         .get("/sessions/s/transcript?limit=1&token=s3cret%2Btoken")
@@ -354,12 +329,8 @@ async fn with_a_token_every_route_answers_401_without_it() {
     let cookie = ok.headers()["set-cookie"].to_str().unwrap().to_owned();
     assert!(cookie.starts_with("scrollback_token=s3cret+token;") && cookie.contains("HttpOnly"));
     let ok = f
-        .http
-        .get(f.url("/sessions"))
-        .header("cookie", "a=b; scrollback_token=s3cret+token")
-        .send()
-        .await
-        .unwrap();
+        .get_with("/sessions", "cookie", "a=b; scrollback_token=s3cret+token")
+        .await;
     assert_eq!(ok.status(), 200);
     let ok = f
         .get("/sessions/s/events?after=9&token=s3cret%2Btoken")
@@ -372,23 +343,15 @@ async fn cors_answers_only_the_allowed_origins() {
     let f = Fixture::with(|c| c.allow_origin = vec!["http://app.example:5173".into()]).await;
     f.write("s", &transcript(10));
     let response = f
-        .http
-        .get(f.url("/sessions"))
-        .header("origin", "http://app.example:5173")
-        .send()
-        .await
-        .unwrap();
+        .get_with("/sessions", "origin", "http://app.example:5173")
+        .await;
     assert_eq!(
         response.headers()["access-control-allow-origin"],
         "http://app.example:5173"
     );
     let response = f
-        .http
-        .get(f.url("/sessions"))
-        .header("origin", "http://evil.example")
-        .send()
-        .await
-        .unwrap();
+        .get_with("/sessions", "origin", "http://evil.example")
+        .await;
     assert!(response
         .headers()
         .get("access-control-allow-origin")
@@ -411,12 +374,8 @@ async fn cors_answers_only_the_allowed_origins() {
     // Without --allow-origin there are no CORS headers at all.
     let plain = Fixture::new().await;
     let response = plain
-        .http
-        .get(plain.url("/sessions"))
-        .header("origin", "http://app.example:5173")
-        .send()
-        .await
-        .unwrap();
+        .get_with("/sessions", "origin", "http://app.example:5173")
+        .await;
     assert!(response
         .headers()
         .get("access-control-allow-origin")
@@ -429,12 +388,12 @@ async fn responses_are_compressed_when_asked_and_streams_never_are() {
     let text = transcript(2_000);
     f.write("s", &text);
     let response = f
-        .http
-        .get(f.url("/sessions/s/transcript?limit=500"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/sessions/s/transcript?limit=500",
+            "accept-encoding",
+            "gzip",
+        )
+        .await;
     assert_eq!(response.headers()["content-encoding"], "gzip");
     let wire = response.bytes().await.unwrap().len();
     let plain = f.get("/sessions/s/transcript?limit=500").await;
@@ -457,12 +416,12 @@ async fn responses_are_compressed_when_asked_and_streams_never_are() {
     );
 
     let sse = f
-        .http
-        .get(f.url("/sessions/s/events?after=1990"))
-        .header("accept-encoding", "gzip, br")
-        .send()
-        .await
-        .unwrap();
+        .get_with(
+            "/sessions/s/events?after=1990",
+            "accept-encoding",
+            "gzip, br",
+        )
+        .await;
     assert_eq!(sse.headers()["content-type"], "text/event-stream");
     assert!(sse.headers().get("content-encoding").is_none());
 }
@@ -538,21 +497,11 @@ async fn stats_count_requests_and_bytes_per_route() {
             .len();
     }
     let list = f.get("/sessions").await.bytes().await.unwrap().len();
-    let put = f
-        .http
-        .put(f.url("/sessions/t/transcript"))
-        .body(transcript(3))
-        .send()
-        .await
-        .unwrap();
+    let put = f.put("/sessions/t/transcript", transcript(3)).await;
     let put = put.bytes().await.unwrap().len();
-    f.http.delete(f.url("/sessions/t")).send().await.unwrap();
-    f.http
-        .post(f.url("/sessions/s/messages"))
-        .json(&json!({"text": "hi"}))
-        .send()
-        .await
-        .unwrap();
+    f.delete("/sessions/t").await;
+    f.post_json("/sessions/s/messages", &json!({"text": "hi"}))
+        .await;
     let mut sse = f.events("s", "after=295").await;
     sse.take(6).await;
     drop(sse);

@@ -121,10 +121,19 @@ struct Hint {
 /// after a write failure this instance writes nothing more and logs one warning.
 #[derive(Debug)]
 pub struct SessionCache<S> {
+    io: Io<S>,
+    /// What the last open learned; `None` before the first open and after
+    /// [`SessionCache::set_reader`] (the next use opens again). Its chunks are read and changed
+    /// only through `Opened`, which opening returns.
+    state: Option<State>,
+}
+
+/// The session's store and what this instance knows besides its chunks.
+#[derive(Debug)]
+struct Io<S> {
     store: Arc<S>,
     id: String,
     dir: String,
-    state: Option<State>,
     writing: bool,
     /// Another tab holds the writer role: read only, and leave every repair to it.
     reader: bool,
@@ -141,45 +150,54 @@ pub struct SessionCache<S> {
     indexing: bool,
 }
 
+/// An opened session: its chunks listed and repaired. Every read and write of the chunks
+/// goes through it, so none can run before the open.
+struct Opened<'a, S> {
+    io: &'a mut Io<S>,
+    state: &'a mut State,
+}
+
 impl<S: Store> SessionCache<S> {
     pub(super) fn new(store: Arc<S>, id: String, dir: String) -> Self {
         SessionCache {
-            store,
-            id,
-            dir,
+            io: Io {
+                store,
+                id,
+                dir,
+                writing: true,
+                reader: false,
+                hint: None,
+                tail: None,
+                held: RefCell::new(None),
+                untouched: false,
+                index: IndexWriter::default(),
+                indexing: true,
+            },
             state: None,
-            writing: true,
-            reader: false,
-            hint: None,
-            tail: None,
-            held: RefCell::new(None),
-            untouched: false,
-            index: IndexWriter::default(),
-            indexing: true,
         }
     }
 
     /// Turns the search index off for this instance (benchmarks compare appends without it).
     #[doc(hidden)]
     pub fn set_indexing(&mut self, on: bool) {
-        self.indexing = on;
-        self.index.reset();
+        self.io.indexing = on;
+        self.io.index.reset();
     }
 
     /// The session id.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.io.id
     }
 
     /// Whether this instance still writes (false after a write failure, or as a reader).
     pub fn is_writing(&self) -> bool {
-        self.writing
+        self.io.writing
     }
 
     /// The writer role for this session across tabs and workers ([`Store::writer`], keyed by
     /// the session's folder): `None` at once when another holds it.
     pub async fn try_writer(&self) -> Option<WriterRole> {
-        self.store.writer(&self.dir, false).await
+        self.io.store.writer(&self.io.dir, false).await
     }
 
     /// Resolves with the writer role once its holder lets it go (its tab closed). Owns what it
@@ -188,7 +206,7 @@ impl<S: Store> SessionCache<S> {
     where
         S: 'static,
     {
-        let (store, key) = (self.store.clone(), self.dir.clone());
+        let (store, key) = (self.io.store.clone(), self.io.dir.clone());
         async move { store.writer(&key, true).await }
     }
 
@@ -197,26 +215,26 @@ impl<S: Store> SessionCache<S> {
     /// re-reading the disk on next use (the tab before it may have left a torn tail, which the
     /// next open repairs).
     pub fn set_reader(&mut self, reader: bool) {
-        self.reader = reader;
-        self.writing = !reader;
+        self.io.reader = reader;
+        self.io.writing = !reader;
         self.state = None;
-        self.hint = None;
-        self.held.take();
-        self.index.reset();
+        self.io.hint = None;
+        self.io.held.take();
+        self.io.index.reset();
     }
 
     /// Whether this instance is a reader (see [`SessionCache::set_reader`]).
     pub fn is_reader(&self) -> bool {
-        self.reader
+        self.io.reader
     }
 
     /// Makes what was written durable and visible to other tabs ([`Store::flush`]) and lets go
     /// of the session's blobs ([`Store::hand_over`]): before the writer role is given up.
     pub async fn hand_over(&self) {
-        if let Err(e) = self.store.flush().await {
-            log::info!("scrollback: flushing the cache of {:?}: {e}", self.id);
+        if let Err(e) = self.io.store.flush().await {
+            log::info!("scrollback: flushing the cache of {:?}: {e}", self.io.id);
         }
-        self.store.hand_over(&self.dir).await;
+        self.io.store.hand_over(&self.io.dir).await;
     }
 
     /// Opens the session: touches it (for the budget's recency), lists its chunks and repairs
@@ -224,51 +242,41 @@ impl<S: Store> SessionCache<S> {
     /// a `.rows` chunk as the newest, or a bad newest line purge the session. Called by every
     /// other method when needed; call it again to re-read the disk.
     pub async fn open(&mut self) {
-        self.open_untouched().await;
-        self.touch().await;
+        Opened::open(&mut self.io, &mut self.state)
+            .await
+            .touch()
+            .await;
     }
 
     /// [`SessionCache::open`] without the touch, so the first rows can be read first; call
     /// [`SessionCache::touch`] once they are shown.
     pub async fn open_untouched(&mut self) {
-        self.index.reset();
-        self.hint = None;
-        self.held.take();
-        self.tail = None;
-        let result = self.load().await;
-        self.state = Some(State::default());
-        match result {
-            Ok(state) => self.state = Some(state),
-            Err(fail) => self.fail(fail).await,
-        }
-        self.untouched = true;
+        Opened::open(&mut self.io, &mut self.state).await;
     }
 
     /// Records that the session was opened (the budget evicts the least recently opened
     /// first), once per open.
     pub async fn touch(&mut self) {
-        if !std::mem::take(&mut self.untouched) || !self.writing {
-            return;
+        if let Some(state) = &mut self.state {
+            Opened {
+                io: &mut self.io,
+                state,
+            }
+            .touch()
+            .await;
+        } else {
+            self.io.touch().await;
         }
-        let touch = format!("{}/{TOUCH}", self.dir);
-        if let Err(e) = self.store.write(&touch, b"").await {
-            self.stop_writing(&e);
-        }
-        // A missing or damaged search index is rebuilt now, not at the next write: a session
-        // that is only read again is searched too.
-        self.sync_index().await;
     }
 
     /// The newest cached line: the stream resumes after it, and the probe checks it.
     pub async fn cursor(&mut self) -> Option<Line> {
-        self.ensure_open().await;
-        self.state.as_ref()?.cursor.clone()
+        self.opened().await.state.cursor.clone()
     }
 
     /// The seqs the suffix (the part that is served) covers, `[first, end)`.
     pub async fn suffix(&mut self) -> Option<(u64, u64)> {
-        self.ensure_open().await;
-        coverage::suffix_range(&self.state.as_ref()?.chunks)
+        self.opened().await.known_suffix()
     }
 
     /// The newest `n` cached lines, oldest first (fewer when the suffix holds fewer); `None`
@@ -276,9 +284,9 @@ impl<S: Store> SessionCache<S> {
     pub async fn newest(&mut self, n: usize) -> Option<Vec<Line>> {
         let (_, end) = self.suffix().await?;
         // Read afresh (the tail aside): what is shown first tells a wiped store at once.
-        self.held.take();
+        self.io.held.take();
         let page = self.page(end, n, false).await.map(|p| p.lines);
-        self.tail = None;
+        self.io.tail = None;
         page
     }
 
@@ -293,30 +301,14 @@ impl<S: Store> SessionCache<S> {
         if limit == 0 {
             return None;
         }
-        self.ensure_open().await;
-        self.page_opened(before, limit, rows).await
-    }
-
-    /// [`SessionCache::page`] once opened (no open: callable from the open itself).
-    async fn page_opened(&mut self, before: u64, limit: usize, rows: bool) -> Option<Page> {
-        let chunks = &self.state.as_ref()?.chunks;
-        let at = coverage::chunk_before(chunks, before)?;
-        match self.walk(at, before, limit, rows).await {
-            Ok(page) if !page.lines.is_empty() => Some(page),
-            Ok(_) => None,
-            Err(fail) => {
-                self.fail(fail).await;
-                None
-            }
-        }
+        self.opened().await.page(before, limit, rows).await
     }
 
     /// The `after` to send the server for a page before `before`, so the page stops where the
     /// cache already holds lines: `end - 1` of the nearest chunk whose `end <= before` (any
     /// chunk, not only the suffix). `None` when there is none.
     pub async fn gap_after(&mut self, before: u64) -> Option<u64> {
-        self.ensure_open().await;
-        coverage::gap_after(&self.state.as_ref()?.chunks, before)
+        coverage::gap_after(&self.opened().await.state.chunks, before)
     }
 
     /// Stores a page fetched from the server with `before` (and `coalesce` = `coalesced`) as a
@@ -325,56 +317,13 @@ impl<S: Store> SessionCache<S> {
     /// does not end right below `before`, when a coalesced page would be the newest chunk, and
     /// when this instance no longer writes.
     pub async fn store_page(&mut self, lines: &[Line], before: u64, coalesced: bool) -> bool {
-        if !self.writing {
+        if !self.io.writing {
             return false;
         }
-        self.ensure_open().await;
-        let Some(state) = &self.state else {
-            return false;
-        };
-        let (Some(oldest), Some(newest)) = (lines.first(), lines.last()) else {
-            return false;
-        };
-        let ordered = lines.windows(2).all(|w| w[0].seq() < w[1].seq());
-        let first = oldest.seq();
-        if !ordered || newest.seq() >= before || (!coalesced && newest.seq() + 1 != before) {
-            return false;
-        }
-        if state.chunks.iter().any(|c| c.overlaps(first, before)) {
-            return false;
-        }
-        let newest_chunk = state.chunks.iter().all(|c| c.first < before);
-        if coalesced && newest_chunk {
-            return false; // the newest chunk is always raw
-        }
-        self.tail = None;
-        let mut bytes = Vec::new();
-        for line in lines {
-            bytes.extend_from_slice(line.raw().as_bytes());
-            bytes.push(b'\n');
-        }
-        let chunk = Chunk {
-            first,
-            end: before,
-            kind: if coalesced { Kind::Rows } else { Kind::Raw },
-            len: bytes.len() as u64,
-        };
-        if let Err(e) = self.store.write(&self.path(&chunk), &bytes).await {
-            self.stop_writing(&e);
-            return false;
-        }
-        let state = self.state.as_mut().expect("checked above");
-        if newest_chunk {
-            state.cursor = Some(newest.clone());
-        }
-        state.chunks.push(chunk);
-        state.chunks.sort_by_key(|c| c.first);
-        let below = self.sync_index().await;
-        let path = format!("{}/{INDEX}", self.dir);
-        self.index
-            .push_page(&*self.store, &path, lines, below)
-            .await;
-        true
+        self.opened()
+            .await
+            .store_page(lines, before, coalesced)
+            .await
     }
 
     /// Appends a live line. A seq below the newest cached end is already covered and is not
@@ -403,112 +352,45 @@ impl<S: Store> SessionCache<S> {
 
     /// Appends a run of consecutive lines; `false` once this instance no longer writes.
     async fn append_run(&mut self, run: &[Line]) -> bool {
-        if !self.writing {
+        if !self.io.writing {
             return false;
         }
-        self.ensure_open().await;
-        let Some(state) = &self.state else {
-            return false;
-        };
-        let end = state.chunks.last().map_or(0, |c| c.end);
-        let run = &run[run.iter().take_while(|l| l.seq() < end).count()..];
-        let (Some(line), Some(newest)) = (run.first(), run.last()) else {
-            return true; // already covered
-        };
-        let seq = line.seq();
-        self.tail = None;
-        let mut bytes = Vec::with_capacity(run.iter().map(|l| l.raw().len() + 1).sum());
-        for line in run {
-            bytes.extend_from_slice(line.raw().as_bytes());
-            bytes.push(b'\n');
-        }
-
-        let last = state.chunks.last();
-        let open = match last {
-            Some(c) if c.kind == Kind::Open && c.end == seq => c.clone(),
-            _ => {
-                if let Some(i) = state.chunks.iter().position(|c| c.kind == Kind::Open) {
-                    if !self.close(i).await {
-                        return false;
-                    }
-                }
-                let open = Chunk {
-                    first: seq,
-                    end: seq,
-                    kind: Kind::Open,
-                    len: 0,
-                };
-                self.state
-                    .as_mut()
-                    .expect("opened")
-                    .chunks
-                    .push(open.clone());
-                open
-            }
-        };
-        match self.store.append(&self.path(&open), &bytes).await {
-            Ok(size) if size == open.len + bytes.len() as u64 => {
-                let state = self.state.as_mut().expect("opened");
-                let chunk = state.chunks.last_mut().expect("pushed or found");
-                chunk.len = size;
-                chunk.end = newest.seq() + 1;
-                state.cursor = Some(newest.clone());
-                if self.sync_index().await == u64::MAX {
-                    let path = format!("{}/{INDEX}", self.dir);
-                    self.index.push(&*self.store, &path, run).await;
-                }
-                true
-            }
-            Ok(size) => {
-                // Not the size this instance wrote: the blob changed under it (storage
-                // cleared, another writer) or the write was cut short without an error.
-                let why = format!(
-                    "open chunk is {size} bytes, expected {}",
-                    open.len + bytes.len() as u64
-                );
-                self.stop_writing(&StoreError::Io(why.clone()));
-                self.fail(Fail::Damaged(why)).await;
-                false
-            }
-            Err(e) => {
-                self.stop_writing(&e);
-                let state = self.state.as_mut().expect("opened");
-                if open.len == 0 {
-                    state.chunks.pop(); // the new open chunk holds nothing this instance knows of
-                }
-                false
-            }
-        }
+        self.opened().await.append_run(run).await
     }
 
     /// Throws the session's cache away (the Reload button); writing goes on afterwards.
     pub async fn purge(&mut self) {
-        self.index.reset();
-        self.hint = None;
-        self.held.take();
-        self.tail = None;
-        self.state = Some(State::default());
-        if self.reader {
-            return; // the writer's to do
+        let state = self.state.insert(State::default());
+        Opened {
+            io: &mut self.io,
+            state,
         }
-        if let Err(e) = self.store.remove(&self.dir).await {
-            self.stop_writing(&e);
-        }
+        .purge()
+        .await;
     }
 
     /// The bytes this session's cache holds on disk (0 when nothing or unreadable).
     pub async fn size(&self) -> u64 {
-        dir_size(&*self.store, &self.dir).await.unwrap_or(0)
+        dir_size(&*self.io.store, &self.io.dir).await.unwrap_or(0)
     }
 
+    /// The session opened: as it is, or opened (and touched) now if it was not.
+    async fn opened(&mut self) -> Opened<'_, S> {
+        let SessionCache { io, state } = self;
+        match state {
+            Some(state) => Opened { io, state },
+            None => {
+                let mut opened = Opened::open(io, state).await;
+                opened.touch().await;
+                opened
+            }
+        }
+    }
+}
+
+impl<S: Store> Io<S> {
     fn path(&self, chunk: &Chunk) -> String {
         format!("{}/{}", self.dir, chunk_name(chunk))
-    }
-
-    async fn ensure_open(&mut self) {
-        if self.state.is_none() {
-            self.open().await;
-        }
     }
 
     /// The store with the read-ahead in front.
@@ -531,23 +413,213 @@ impl<S: Store> SessionCache<S> {
         }
     }
 
+    /// Writes the touch blob, once per open and only as the writer; whether it was due.
+    async fn touch(&mut self) -> bool {
+        if !std::mem::take(&mut self.untouched) || !self.writing {
+            return false;
+        }
+        let touch = format!("{}/{TOUCH}", self.dir);
+        if let Err(e) = self.store.write(&touch, b"").await {
+            self.stop_writing(&e);
+        }
+        true
+    }
+}
+
+impl<'a, S: Store> Opened<'a, S> {
+    /// Lists and repairs the chunks into `slot` (see [`SessionCache::open`]), without the touch.
+    async fn open(io: &'a mut Io<S>, slot: &'a mut Option<State>) -> Self {
+        io.index.reset();
+        io.hint = None;
+        io.held.take();
+        io.tail = None;
+        let result = io.load().await;
+        let mut opened = Opened {
+            io,
+            state: slot.insert(State::default()),
+        };
+        match result {
+            Ok(state) => *opened.state = state,
+            Err(fail) => opened.fail(fail).await,
+        }
+        opened.io.untouched = true;
+        opened
+    }
+
+    /// [`SessionCache::touch`], and the search index brought up to the chunks.
+    async fn touch(&mut self) {
+        if self.io.touch().await {
+            // A missing or damaged search index is rebuilt now, not at the next write: a
+            // session that is only read again is searched too.
+            self.sync_index().await;
+        }
+    }
+
+    /// [`SessionCache::page`], with a `limit` above 0.
+    async fn page(&mut self, before: u64, limit: usize, rows: bool) -> Option<Page> {
+        let chunks = &self.state.chunks;
+        let at = coverage::chunk_before(chunks, before)?;
+        match self.walk(at, before, limit, rows).await {
+            Ok(page) if !page.lines.is_empty() => Some(page),
+            Ok(_) => None,
+            Err(fail) => {
+                self.fail(fail).await;
+                None
+            }
+        }
+    }
+
+    /// [`SessionCache::store_page`] for a writing instance.
+    async fn store_page(&mut self, lines: &[Line], before: u64, coalesced: bool) -> bool {
+        let state = &self.state;
+        let (Some(oldest), Some(newest)) = (lines.first(), lines.last()) else {
+            return false;
+        };
+        let ordered = lines.windows(2).all(|w| w[0].seq() < w[1].seq());
+        let first = oldest.seq();
+        if !ordered || newest.seq() >= before || (!coalesced && newest.seq() + 1 != before) {
+            return false;
+        }
+        if state.chunks.iter().any(|c| c.overlaps(first, before)) {
+            return false;
+        }
+        let newest_chunk = state.chunks.iter().all(|c| c.first < before);
+        if coalesced && newest_chunk {
+            return false; // the newest chunk is always raw
+        }
+        self.io.tail = None;
+        let mut bytes = Vec::new();
+        for line in lines {
+            bytes.extend_from_slice(line.raw().as_bytes());
+            bytes.push(b'\n');
+        }
+        let chunk = Chunk {
+            first,
+            end: before,
+            kind: if coalesced { Kind::Rows } else { Kind::Raw },
+            len: bytes.len() as u64,
+        };
+        if let Err(e) = self.io.store.write(&self.io.path(&chunk), &bytes).await {
+            self.io.stop_writing(&e);
+            return false;
+        }
+        let state = &mut *self.state;
+        if newest_chunk {
+            state.cursor = Some(newest.clone());
+        }
+        state.chunks.push(chunk);
+        state.chunks.sort_by_key(|c| c.first);
+        let below = self.sync_index().await;
+        let path = format!("{}/{INDEX}", self.io.dir);
+        self.io
+            .index
+            .push_page(&*self.io.store, &path, lines, below)
+            .await;
+        true
+    }
+
+    /// [`SessionCache::append_run`] for a writing instance.
+    async fn append_run(&mut self, run: &[Line]) -> bool {
+        let state = &self.state;
+        let end = state.chunks.last().map_or(0, |c| c.end);
+        let run = &run[run.iter().take_while(|l| l.seq() < end).count()..];
+        let (Some(line), Some(newest)) = (run.first(), run.last()) else {
+            return true; // already covered
+        };
+        let seq = line.seq();
+        self.io.tail = None;
+        let mut bytes = Vec::with_capacity(run.iter().map(|l| l.raw().len() + 1).sum());
+        for line in run {
+            bytes.extend_from_slice(line.raw().as_bytes());
+            bytes.push(b'\n');
+        }
+
+        let last = state.chunks.last();
+        let open = match last {
+            Some(c) if c.kind == Kind::Open && c.end == seq => c.clone(),
+            _ => {
+                if let Some(i) = state.chunks.iter().position(|c| c.kind == Kind::Open) {
+                    if !self.close(i).await {
+                        return false;
+                    }
+                }
+                let open = Chunk {
+                    first: seq,
+                    end: seq,
+                    kind: Kind::Open,
+                    len: 0,
+                };
+                self.state.chunks.push(open.clone());
+                open
+            }
+        };
+        match self.io.store.append(&self.io.path(&open), &bytes).await {
+            Ok(size) if size == open.len + bytes.len() as u64 => {
+                let state = &mut *self.state;
+                let chunk = state.chunks.last_mut().expect("pushed or found");
+                chunk.len = size;
+                chunk.end = newest.seq() + 1;
+                state.cursor = Some(newest.clone());
+                if self.sync_index().await == u64::MAX {
+                    let path = format!("{}/{INDEX}", self.io.dir);
+                    self.io.index.push(&*self.io.store, &path, run).await;
+                }
+                true
+            }
+            Ok(size) => {
+                // Not the size this instance wrote: the blob changed under it (storage
+                // cleared, another writer) or the write was cut short without an error.
+                let why = format!(
+                    "open chunk is {size} bytes, expected {}",
+                    open.len + bytes.len() as u64
+                );
+                self.io.stop_writing(&StoreError::Io(why.clone()));
+                self.fail(Fail::Damaged(why)).await;
+                false
+            }
+            Err(e) => {
+                self.io.stop_writing(&e);
+                if open.len == 0 {
+                    // The new open chunk holds nothing this instance knows of.
+                    self.state.chunks.pop();
+                }
+                false
+            }
+        }
+    }
+
+    /// [`SessionCache::purge`]: forgets the chunks, and removes them unless a reader.
+    async fn purge(&mut self) {
+        self.io.index.reset();
+        self.io.hint = None;
+        self.io.held.take();
+        self.io.tail = None;
+        *self.state = State::default();
+        if self.io.reader {
+            return; // the writer's to do
+        }
+        if let Err(e) = self.io.store.remove(&self.io.dir).await {
+            self.io.stop_writing(&e);
+        }
+    }
+
     /// Answers a failed read: damage purges the session; a store error forgets what was
     /// known and stops writing, since the layout on disk is no longer known.
     async fn fail(&mut self, fail: Fail) {
-        self.index.reset();
-        self.hint = None;
-        self.held.take();
-        self.tail = None;
-        self.state = Some(State::default());
+        self.io.index.reset();
+        self.io.hint = None;
+        self.io.held.take();
+        self.io.tail = None;
+        *self.state = State::default();
         match fail {
             Fail::Damaged(why) => {
                 log::info!(
                     "scrollback: purging the cache of session {:?}: {why}",
-                    self.id
+                    self.io.id
                 );
                 self.purge().await;
             }
-            Fail::Store(e) => self.stop_writing(&e),
+            Fail::Store(e) => self.io.stop_writing(&e),
         }
     }
 
@@ -556,11 +628,12 @@ impl<S: Store> SessionCache<S> {
     /// when the blob is missing, damaged or ahead of the chunks: a rebuild). Returns the seq
     /// the catch-up started at (rows from there are indexed), `u64::MAX` when already synced.
     async fn sync_index(&mut self) -> u64 {
-        if self.index.is_synced() || self.reader || !self.writing || !self.indexing {
+        let io = &*self.io;
+        if io.index.is_synced() || io.reader || !io.writing || !io.indexing {
             return u64::MAX;
         }
-        let path = format!("{}/{INDEX}", self.dir);
-        let mut from = match IndexWriter::resume(&*self.store, &path).await {
+        let path = format!("{}/{INDEX}", io.dir);
+        let mut from = match IndexWriter::resume(&*io.store, &path).await {
             Ok(from) => from,
             Err(e) => {
                 log::info!("scrollback: the search index {path} cannot be read: {e}");
@@ -571,7 +644,7 @@ impl<S: Store> SessionCache<S> {
             return u64::MAX;
         };
         if from > end {
-            from = IndexWriter::rebuild(&*self.store, &path, "ahead of the chunks")
+            from = IndexWriter::rebuild(&*self.io.store, &path, "ahead of the chunks")
                 .await
                 .unwrap_or(end);
         }
@@ -580,14 +653,14 @@ impl<S: Store> SessionCache<S> {
         if self.known_suffix().is_none() {
             return u64::MAX; // the read found damage and purged the session
         }
-        self.index.start(from);
-        self.index.push(&*self.store, &path, &lines).await;
+        self.io.index.start(from);
+        self.io.index.push(&*self.io.store, &path, &lines).await;
         from
     }
 
-    /// The suffix's range as known (no open).
+    /// The suffix's range.
     fn known_suffix(&self) -> Option<(u64, u64)> {
-        coverage::suffix_range(&self.state.as_ref()?.chunks)
+        coverage::suffix_range(&self.state.chunks)
     }
 
     /// The cached lines of the suffix from `from` to `end`, oldest first (read backwards in
@@ -598,7 +671,7 @@ impl<S: Store> SessionCache<S> {
         while before > from {
             // Never more lines than seqs left: the walk stops at `from`, not a page further.
             let limit = (before - from).min(1024) as usize;
-            let Some(page) = self.page_opened(before, limit, false).await else {
+            let Some(page) = self.page(before, limit, false).await else {
                 break;
             };
             let oldest = page.lines[0].seq();
@@ -608,8 +681,8 @@ impl<S: Store> SessionCache<S> {
             }
             before = oldest;
         }
-        self.hint = None;
-        self.held.take();
+        self.io.hint = None;
+        self.io.held.take();
         let mut out: Vec<Line> = pages.into_iter().rev().flatten().collect();
         out.retain(|l| l.seq() >= from);
         out
@@ -617,24 +690,26 @@ impl<S: Store> SessionCache<S> {
 
     /// Closes the open chunk `chunks[i]`: renames it with its real end.
     async fn close(&mut self, i: usize) -> bool {
-        let state = self.state.as_ref().expect("opened");
-        let open = state.chunks[i].clone();
+        let open = self.state.chunks[i].clone();
         let closed = Chunk {
             kind: Kind::Raw,
             ..open.clone()
         };
         if let Err(e) = self
+            .io
             .store
-            .rename(&self.path(&open), &self.path(&closed))
+            .rename(&self.io.path(&open), &self.io.path(&closed))
             .await
         {
-            self.stop_writing(&e);
+            self.io.stop_writing(&e);
             return false;
         }
-        self.state.as_mut().expect("opened").chunks[i] = closed;
+        self.state.chunks[i] = closed;
         true
     }
+}
 
+impl<S: Store> Io<S> {
     /// Lists and repairs the chunks, and reads the cursor.
     async fn load(&mut self) -> Result<State, Fail> {
         let mut chunks = Vec::new();
@@ -767,7 +842,9 @@ impl<S: Store> SessionCache<S> {
             pos -= n as u64;
         }
     }
+}
 
+impl<S: Store> Opened<'_, S> {
     /// Walks back from `before` in suffix chunk `at` and older ones.
     async fn walk(
         &mut self,
@@ -776,16 +853,17 @@ impl<S: Store> SessionCache<S> {
         limit: usize,
         rows: bool,
     ) -> Result<Page, Fail> {
-        let chunks = &self.state.as_ref().expect("opened").chunks;
+        let chunks = &self.state.chunks;
         let start = coverage::suffix_start(chunks);
         let chunk = chunks[at].clone();
-        let offset = match self.hint {
+        let io = &*self.io;
+        let offset = match io.hint {
             Some(h) if h.chunk_first == chunk.first && h.seq == before && h.offset <= chunk.len => {
                 h.offset
             }
-            _ => seek(&self.reads(), &self.path(&chunk), &chunk, before).await?,
+            _ => seek(&io.reads(), &io.path(&chunk), &chunk, before).await?,
         };
-        let mut reader = BackLines::new(self.path(&chunk), chunk, offset);
+        let mut reader = BackLines::new(io.path(&chunk), chunk, offset);
         let mut at = at;
         let mut walk = RowWalk::new(limit);
         let mut out: Vec<Line> = Vec::new();
@@ -795,14 +873,14 @@ impl<S: Store> SessionCache<S> {
             if !rows && out.len() == limit {
                 break;
             }
-            let Some((line, offset)) = reader.prev(&self.reads()).await? else {
+            let Some((line, offset)) = reader.prev(&io.reads()).await? else {
                 if at == start {
                     at_start = true;
                     break;
                 }
                 at -= 1;
-                let chunk = self.state.as_ref().expect("opened").chunks[at].clone();
-                reader = BackLines::new(self.path(&chunk), chunk.clone(), chunk.len);
+                let chunk = self.state.chunks[at].clone();
+                reader = BackLines::new(io.path(&chunk), chunk.clone(), chunk.len);
                 continue;
             };
             if line.seq() >= before {
@@ -819,9 +897,9 @@ impl<S: Store> SessionCache<S> {
             out.push(line);
         }
         if let Some(hint) = oldest {
-            self.hint = Some(hint);
+            self.io.hint = Some(hint);
             // A walk that stopped on the suffix's very first line reached its start too.
-            let first = self.state.as_ref().expect("opened").chunks[start].first;
+            let first = self.state.chunks[start].first;
             at_start |= hint.seq == first;
         }
         out.reverse();

@@ -226,6 +226,33 @@ pub fn seqs(lines: &[Line]) -> Vec<u64> {
     lines.iter().map(Line::seq).collect()
 }
 
+/// The size of the blob at `path`, which must exist.
+pub async fn size<S: Store>(store: &S, path: &str) -> u64 {
+    store
+        .stat(path)
+        .await
+        .expect("stat")
+        .expect("the blob")
+        .size
+}
+
+/// Asserts that a store whose storage was deleted under it (site data cleared, a database
+/// deleted) reads as empty: every blob of `paths` is gone and reads as not found, and `dir`
+/// lists nothing.
+pub async fn assert_reads_as_empty<S: Store>(store: &S, paths: &[&str], dir: &str) {
+    for path in paths {
+        assert_eq!(store.stat(path).await.expect("stat"), None, "{path}");
+        assert!(
+            matches!(
+                store.read(path, 0, 10).await,
+                Err(crate::store::StoreError::NotFound(_))
+            ),
+            "{path}"
+        );
+    }
+    assert_eq!(store.list(dir).await.expect("list"), vec![], "{dir}");
+}
+
 /// Writes a scratch blob until the store's stamp is above `after`, so the next write is
 /// ordered after everything stamped so far on backends whose clock is coarse (milliseconds).
 pub async fn stamp_after<S: Store>(store: &S, path: &str, after: u64) -> u64 {

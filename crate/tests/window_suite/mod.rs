@@ -10,8 +10,8 @@
 
 use scrollback::store::{Entry, Meta, Store, StoreResult};
 use scrollback::window::{
-    BackfillRequest, BackfillStop, CharsPerToken, ChatFile, Chats, Cursor, PatchOp, PromptBackfill,
-    WindowError, WriteOptions,
+    BackfillRequest, BackfillStop, CharsPerToken, ChatFile, ChatTail, Chats, Cursor, PatchOp,
+    PromptBackfill, WindowError, WriteOptions,
 };
 use std::future::Future;
 use std::pin::Pin;
@@ -97,6 +97,41 @@ pub async fn chat_of<'a, S: Store>(chats: &'a Chats<S>, n: usize) -> ChatFile<'a
 
 fn opts() -> WriteOptions {
     WriteOptions::default()
+}
+
+/// The patch that appends `lines` after the window.
+fn append(lines: Vec<String>) -> PatchOp {
+    PatchOp::Append { lines }
+}
+
+/// Asserts that the chat at [`PATH`] is, byte for byte, `header` and `lines`.
+async fn assert_holds<S: Store>(chats: &Chats<S>, header: &str, lines: &[String]) {
+    assert_eq!(bytes(chats.store(), PATH).await, file_bytes(header, lines));
+}
+
+/// Asserts that every call in `results` was refused for its stale cursor.
+fn assert_all_stale<T: std::fmt::Debug>(results: impl IntoIterator<Item = Result<T, WindowError>>) {
+    for result in results {
+        assert!(
+            matches!(result, Err(WindowError::SignatureMismatch { .. })),
+            "{result:?}"
+        );
+    }
+}
+
+/// Asserts that every write in `results` was refused for its stale cursor and that the chat at
+/// [`PATH`] is still `intact`, byte for byte.
+async fn assert_refused_as_stale<S: Store>(
+    chats: &Chats<S>,
+    results: impl IntoIterator<Item = Result<Cursor, WindowError>>,
+    intact: &[u8],
+) {
+    assert_all_stale(results);
+    assert_eq!(
+        bytes(chats.store(), PATH).await,
+        intact,
+        "byte for byte intact"
+    );
 }
 
 pub async fn tail_returns_the_header_the_newest_lines_and_where_they_start<S: Store>(store: S) {
@@ -206,7 +241,7 @@ pub async fn long_lines_and_odd_lines_read_back_exactly<S: Store>(store: S) {
         msg(5),
     ];
     let c = chat.replace(HEADER, &lines).await.unwrap();
-    assert_eq!(bytes(chats.store(), PATH).await, file_bytes(HEADER, &lines));
+    assert_holds(&chats, HEADER, &lines).await;
     let t = chat.tail(2, false).await.unwrap();
     assert_eq!(t.lines, lines[4..].to_vec());
     let rest = chat.before_pages(t.cursor, 1, 10).await.unwrap();
@@ -228,10 +263,7 @@ pub async fn save_keeps_the_bytes_before_the_cursor_and_replaces_the_rest<S: Sto
     let c = chat.save(t.cursor, HEADER, &window, opts()).await.unwrap();
     let mut expect = msgs(0..20);
     expect.extend(window.clone());
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &expect)
-    );
+    assert_holds(&chats, HEADER, &expect).await;
     assert_eq!(
         c.offset, t.cursor.offset,
         "the window still starts where it did"
@@ -243,10 +275,7 @@ pub async fn save_keeps_the_bytes_before_the_cursor_and_replaces_the_rest<S: Sto
     assert_eq!((again.cursor, again.lines), (c, window.clone()));
     // Saving an empty window drops the window's lines and keeps the rest.
     let c2 = chat.save(c, HEADER, &[], opts()).await.unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..20))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..20)).await;
     assert_eq!(c2.offset, c2.size);
 }
 
@@ -255,20 +284,10 @@ pub async fn patch_appends_and_rewrites_from_an_index<S: Store>(store: S) {
     let chat = chat_of(&chats, 20).await;
     let t = chat.tail(5, false).await.unwrap();
     let c1 = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: msgs(20..22),
-            },
-            opts(),
-        )
+        .patch(t.cursor, HEADER, &append(msgs(20..22)), opts())
         .await
         .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..22))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..22)).await;
     assert_eq!(c1.offset, t.cursor.offset);
 
     // Rewrite from the window's third line (message 17): 17..22 become two new lines.
@@ -280,10 +299,7 @@ pub async fn patch_appends_and_rewrites_from_an_index<S: Store>(store: S) {
     let c2 = chat.patch(c1, HEADER, &op, opts()).await.unwrap();
     let mut expect = msgs(0..17);
     expect.extend(new.clone());
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &expect)
-    );
+    assert_holds(&chats, HEADER, &expect).await;
     assert_eq!(c2.offset, t.cursor.offset);
 
     // From index 0: the whole window; from its length: an append.
@@ -294,20 +310,14 @@ pub async fn patch_appends_and_rewrites_from_an_index<S: Store>(store: S) {
     let c3 = chat.patch(c2, HEADER, &op, opts()).await.unwrap();
     expect.truncate(15);
     expect.push(msg(50));
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &expect)
-    );
+    assert_holds(&chats, HEADER, &expect).await;
     let op = PatchOp::RewriteFromIndex {
         start_index: 1,
         lines: vec![msg(51)],
     };
     let c4 = chat.patch(c3, HEADER, &op, opts()).await.unwrap();
     expect.push(msg(51));
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &expect)
-    );
+    assert_holds(&chats, HEADER, &expect).await;
     let t4 = chat.tail(2, false).await.unwrap();
     assert_eq!((t4.cursor, t4.lines), (c4, vec![msg(50), msg(51)]));
 
@@ -340,12 +350,7 @@ pub async fn a_first_save_creates_the_chat<S: Store>(store: S) {
         })
     ));
     let c = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append { lines: msgs(0..3) },
-            opts(),
-        )
+        .patch(t.cursor, HEADER, &append(msgs(0..3)), opts())
         .await
         .unwrap();
     assert_eq!(
@@ -389,25 +394,13 @@ pub async fn every_write_changes_the_signature_and_stale_cursors_are_refused<S: 
     }
     let before = bytes(chats.store(), PATH).await;
     for stale in &seen[..seen.len() - 1] {
-        for result in [
+        assert_all_stale([
             chat.before(*stale, 2).await.map(|_| ()),
             chat.save(*stale, HEADER, &[], opts()).await.map(|_| ()),
-            chat.patch(
-                *stale,
-                HEADER,
-                &PatchOp::Append {
-                    lines: vec![msg(9)],
-                },
-                opts(),
-            )
-            .await
-            .map(|_| ()),
-        ] {
-            assert!(
-                matches!(result, Err(WindowError::SignatureMismatch { .. })),
-                "{result:?}"
-            );
-        }
+            chat.patch(*stale, HEADER, &append(vec![msg(9)]), opts())
+                .await
+                .map(|_| ()),
+        ]);
     }
     assert_eq!(
         bytes(chats.store(), PATH).await,
@@ -430,14 +423,7 @@ pub async fn an_outside_edit_invalidates_cursors<S: Store>(store: S) {
         .await
         .unwrap();
     let err = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![msg(99)],
-            },
-            opts(),
-        )
+        .patch(t.cursor, HEADER, &append(vec![msg(99)]), opts())
         .await;
     assert!(
         matches!(err, Err(WindowError::SignatureMismatch { .. })),
@@ -447,24 +433,14 @@ pub async fn an_outside_edit_invalidates_cursors<S: Store>(store: S) {
         chat.before(t.cursor, 3).await,
         Err(WindowError::SignatureMismatch { .. })
     ));
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..11))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..11)).await;
     // A fresh tail sees the edit and works.
     let t2 = chat.tail(3, false).await.unwrap();
     assert_eq!(t2.lines, msgs(8..11));
     assert!(t2.cursor.modified_millis > t.cursor.modified_millis);
-    chat.patch(
-        t2.cursor,
-        HEADER,
-        &PatchOp::Append {
-            lines: vec![msg(11)],
-        },
-        opts(),
-    )
-    .await
-    .unwrap();
+    chat.patch(t2.cursor, HEADER, &append(vec![msg(11)]), opts())
+        .await
+        .unwrap();
     // The sidecar lost (another program cleaned the folder): the file is adopted afresh.
     chats.store().remove(&format!("{PATH}.sig")).await.unwrap();
     let t3 = chat.tail(3, false).await.unwrap();
@@ -480,9 +456,7 @@ pub async fn offsets_out_of_bounds_before_the_body_or_inside_a_line_are_refused<
     let t = chat.tail(3, false).await.unwrap();
     let at = |offset: u64| Cursor { offset, ..t.cursor };
     let snapshot = bytes(chats.store(), PATH).await;
-    let append = PatchOp::Append {
-        lines: vec![msg(99)],
-    };
+    let append = append(vec![msg(99)]);
 
     let past = at(t.cursor.size + 1);
     assert!(matches!(
@@ -541,14 +515,7 @@ pub async fn the_window_baseline_is_checked<S: Store>(store: S) {
             force: false,
         };
         let r = chat
-            .patch(
-                t.cursor,
-                HEADER,
-                &PatchOp::Append {
-                    lines: vec![msg(20)],
-                },
-                o,
-            )
+            .patch(t.cursor, HEADER, &append(vec![msg(20)]), o)
             .await;
         assert_eq!(
             r,
@@ -577,14 +544,7 @@ pub async fn the_window_baseline_is_checked<S: Store>(store: S) {
         force: false,
     };
     let c = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![msg(20)],
-            },
-            o,
-        )
+        .patch(t.cursor, HEADER, &append(vec![msg(20)]), o)
         .await
         .unwrap();
     let o = WriteOptions {
@@ -602,10 +562,7 @@ pub async fn the_window_baseline_is_checked<S: Store>(store: S) {
     )
     .await
     .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..22))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..22)).await;
 }
 
 pub async fn a_start_index_past_the_window_is_refused<S: Store>(store: S) {
@@ -646,9 +603,7 @@ pub async fn integrity_mismatch_is_refused_unless_forced_and_force_skips_nothing
     let t = chat.tail(5, false).await.unwrap();
     let other = HEADER.replace("4b1d-chat-a", "9999-chat-b");
     let snapshot = bytes(chats.store(), PATH).await;
-    let append = PatchOp::Append {
-        lines: vec![msg(20)],
-    };
+    let append = append(vec![msg(20)]);
     assert_eq!(
         chat.patch(t.cursor, &other, &append, opts()).await,
         Err(WindowError::IntegrityMismatch {
@@ -684,10 +639,7 @@ pub async fn integrity_mismatch_is_refused_unless_forced_and_force_skips_nothing
     ));
     assert_eq!(bytes(chats.store(), PATH).await, snapshot);
     let c = chat.patch(t.cursor, &other, &append, force).await.unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(&other, &msgs(0..21))
-    );
+    assert_holds(&chats, &other, &msgs(0..21)).await;
     // A header without a slug is not checked.
     let plain = r#"{"user_name":"User","chat_metadata":{}}"#;
     chat.save(c, plain, &[], opts()).await.unwrap();
@@ -702,20 +654,10 @@ pub async fn a_changed_header_rewrites_the_file_and_shifts_the_cursor<S: Store>(
         r#""note":"a much longer note than before""#,
     );
     let c = chat
-        .patch(
-            t.cursor,
-            &longer,
-            &PatchOp::Append {
-                lines: vec![msg(40)],
-            },
-            opts(),
-        )
+        .patch(t.cursor, &longer, &append(vec![msg(40)]), opts())
         .await
         .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(&longer, &msgs(0..41))
-    );
+    assert_holds(&chats, &longer, &msgs(0..41)).await;
     assert_eq!(
         c.offset,
         t.cursor.offset + (longer.len() - HEADER.len()) as u64
@@ -725,20 +667,10 @@ pub async fn a_changed_header_rewrites_the_file_and_shifts_the_cursor<S: Store>(
     // The same header with its keys reordered is the same header: written in place.
     let reordered = r#"{"character_name":"Alice","user_name":"User","chat_metadata":{"note":"a much longer note than before","integrity":"4b1d-chat-a"}}"#;
     let c2 = chat
-        .patch(
-            c,
-            reordered,
-            &PatchOp::Append {
-                lines: vec![msg(41)],
-            },
-            opts(),
-        )
+        .patch(c, reordered, &append(vec![msg(41)]), opts())
         .await
         .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(&longer, &msgs(0..42))
-    );
+    assert_holds(&chats, &longer, &msgs(0..42)).await;
     assert_eq!(c2.offset, c.offset);
     // A shorter header, rewriting from an index.
     let op = PatchOp::RewriteFromIndex {
@@ -748,10 +680,7 @@ pub async fn a_changed_header_rewrites_the_file_and_shifts_the_cursor<S: Store>(
     let c3 = chat.patch(c2, HEADER, &op, opts()).await.unwrap();
     let mut expect = msgs(0..36);
     expect.push(msg(90));
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &expect)
-    );
+    assert_holds(&chats, HEADER, &expect).await;
     assert_eq!(c3.offset, t.cursor.offset);
     assert!(chats
         .store()
@@ -866,14 +795,7 @@ pub async fn writes_to_one_chat_are_serialized<S: Store>(store: S) {
     // Two writers with the same cursor at once (two commands racing): one wins, the other is
     // refused as stale, whatever the interleaving of their storage calls.
     let (a, b) = futures_util::future::join(
-        chat.patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![msg(10)],
-            },
-            opts(),
-        ),
+        chat.patch(t.cursor, HEADER, &append(vec![msg(10)]), opts()),
         chats.chat(PATH).unwrap().patch(
             t.cursor,
             HEADER,
@@ -945,8 +867,7 @@ pub async fn bad_arguments_are_refused_and_change_nothing<S: Store>(store: S) {
     for header in ["not json", "[1,2]", "{\"a\":1}\n{}", ""] {
         assert!(
             matches!(
-                chat.patch(t.cursor, header, &PatchOp::Append { lines: vec![] }, opts())
-                    .await,
+                chat.patch(t.cursor, header, &append(vec![]), opts()).await,
                 Err(WindowError::InvalidLine(_))
             ),
             "{header:?}"
@@ -1010,20 +931,10 @@ pub async fn an_unterminated_last_line_is_kept_whole<S: Store>(store: S) {
     let t = chat.tail(1, false).await.unwrap();
     assert_eq!(t.lines, vec![msg(1)]);
     let c = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![msg(2)],
-            },
-            opts(),
-        )
+        .patch(t.cursor, HEADER, &append(vec![msg(2)]), opts())
         .await
         .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..3))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..3)).await;
     assert_eq!(chat.tail(2, false).await.unwrap().cursor, c);
 
     // An empty window at the unterminated end: the new lines start after the added newline.
@@ -1037,10 +948,7 @@ pub async fn an_unterminated_last_line_is_kept_whole<S: Store>(store: S) {
         .save(empty_at_end, HEADER, &[msg(2)], opts())
         .await
         .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..3))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..3)).await;
     let t = chat.tail(1, false).await.unwrap();
     assert_eq!((t.cursor, t.lines), (c, vec![msg(2)]));
 
@@ -1050,20 +958,10 @@ pub async fn an_unterminated_last_line_is_kept_whole<S: Store>(store: S) {
     assert!(t.lines.is_empty());
     assert_eq!(t.header.as_deref(), Some(HEADER));
     let c = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![msg(0)],
-            },
-            opts(),
-        )
+        .patch(t.cursor, HEADER, &append(vec![msg(0)]), opts())
         .await
         .unwrap();
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        file_bytes(HEADER, &msgs(0..1))
-    );
+    assert_holds(&chats, HEADER, &msgs(0..1)).await;
     assert_eq!(chat.tail(5, false).await.unwrap().cursor, c);
 }
 
@@ -1086,14 +984,12 @@ pub async fn data_loss_full_save_then_stale_windowed_save_is_refused<S: Store>(s
     // The window still holds the old cursor; both ways of writing it are refused.
     let mut edited = window.lines.clone();
     edited.push(r#"{"mes":"typed in the stale window"}"#.to_string());
-    for result in [
+    let results = [
         chat.save(window.cursor, HEADER, &edited, opts()).await,
         chat.patch(
             window.cursor,
             HEADER,
-            &PatchOp::Append {
-                lines: vec![edited.last().unwrap().clone()],
-            },
+            &append(vec![edited.last().unwrap().clone()]),
             WriteOptions {
                 expected_window_line_count: Some(50),
                 force: true,
@@ -1110,17 +1006,8 @@ pub async fn data_loss_full_save_then_stale_windowed_save_is_refused<S: Store>(s
             opts(),
         )
         .await,
-    ] {
-        assert!(
-            matches!(result, Err(WindowError::SignatureMismatch { .. })),
-            "{result:?}"
-        );
-    }
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        after_full,
-        "byte for byte intact"
-    );
+    ];
+    assert_refused_as_stale(&chats, results, &after_full).await;
     let all = chat.tail(1000, false).await.unwrap();
     assert_eq!(all.lines, full, "all 301 messages");
 }
@@ -1147,7 +1034,7 @@ pub async fn data_loss_two_windows_same_size_rewrite_stale_save_is_refused<S: St
 
     let mut stale = second.lines.clone();
     stale.truncate(10); // the stale window would also drop 40 messages
-    for result in [
+    let results = [
         chat.save(second.cursor, HEADER, &stale, opts()).await,
         chat.save(
             second.cursor,
@@ -1159,26 +1046,10 @@ pub async fn data_loss_two_windows_same_size_rewrite_stale_save_is_refused<S: St
             },
         )
         .await,
-        chat.patch(
-            second.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![msg(300)],
-            },
-            opts(),
-        )
-        .await,
-    ] {
-        assert!(
-            matches!(result, Err(WindowError::SignatureMismatch { .. })),
-            "{result:?}"
-        );
-    }
-    assert_eq!(
-        bytes(chats.store(), PATH).await,
-        after,
-        "byte for byte intact"
-    );
+        chat.patch(second.cursor, HEADER, &append(vec![msg(300)]), opts())
+            .await,
+    ];
+    assert_refused_as_stale(&chats, results, &after).await;
     let mut expect = msgs(0..250);
     expect.extend(edit);
     assert_eq!(chat.tail(1000, false).await.unwrap().lines, expect);
@@ -1264,14 +1135,7 @@ pub async fn random_patch_sequences_keep_the_window_equal_to_the_file_suffix<S: 
                     let lines = fresh(4, &mut rng);
                     described = format!("append {}", lines.len());
                     cursor = chat
-                        .patch(
-                            cursor,
-                            &new_header,
-                            &PatchOp::Append {
-                                lines: lines.clone(),
-                            },
-                            o,
-                        )
+                        .patch(cursor, &new_header, &append(lines.clone()), o)
                         .await
                         .unwrap();
                     model.extend(lines.clone());
@@ -1361,11 +1225,13 @@ fn ten_token(i: usize) -> String {
     s
 }
 
-async fn backfill_chat<'a, S: Store>(chats: &'a Chats<S>) -> ChatFile<'a, S> {
+/// A chat of 300 ten-token messages, and its newest 50 as the window.
+async fn backfill_chat<'a, S: Store>(chats: &'a Chats<S>) -> (ChatFile<'a, S>, ChatTail) {
     let chat = chats.chat(PATH).unwrap();
     let lines: Vec<String> = (0..300).map(ten_token).collect();
     chat.replace(HEADER, &lines).await.unwrap();
-    chat
+    let window = chat.tail(50, false).await.unwrap();
+    (chat, window)
 }
 
 fn request<'a>(window: &'a [String], cursor: Cursor, budget: usize) -> BackfillRequest<'a> {
@@ -1382,17 +1248,13 @@ fn request<'a>(window: &'a [String], cursor: Cursor, budget: usize) -> BackfillR
 
 pub async fn backfill_fills_the_budget_without_touching_the_window<S: Store>(store: S) {
     let chats = Chats::new(store);
-    let chat = backfill_chat(&chats).await;
-    let t = chat.tail(50, false).await.unwrap();
+    let (chat, t) = backfill_chat(&chats).await;
     let before = bytes(chats.store(), PATH).await;
     let backfill = PromptBackfill::new(PromptBackfill::DESKTOP_PAGES);
+    let est = CharsPerToken::default();
     // The window takes 500 tokens; 1,005 more fit 100 messages, and the 101st would not.
     let b = backfill
-        .collect(
-            &chat,
-            &request(&t.lines, t.cursor, 1_505),
-            &CharsPerToken::default(),
-        )
+        .collect(&chat, &request(&t.lines, t.cursor, 1_505), &est)
         .await
         .unwrap();
     assert_eq!(b.window_tokens, 500);
@@ -1408,11 +1270,7 @@ pub async fn backfill_fills_the_budget_without_touching_the_window<S: Store>(sto
     assert_eq!(chat.tail(50, false).await.unwrap().cursor, t.cursor);
     // The window alone over budget: nothing read.
     let b = backfill
-        .collect(
-            &chat,
-            &request(&t.lines, t.cursor, 100),
-            &CharsPerToken::default(),
-        )
+        .collect(&chat, &request(&t.lines, t.cursor, 100), &est)
         .await
         .unwrap();
     assert!(b.older.is_empty() && b.pages_read == 0);
@@ -1428,8 +1286,7 @@ pub async fn backfill_fills_the_budget_without_touching_the_window<S: Store>(sto
 
 pub async fn backfill_stops_at_page_and_message_caps_and_the_start<S: Store>(store: S) {
     let chats = Chats::new(store);
-    let chat = backfill_chat(&chats).await;
-    let t = chat.tail(50, false).await.unwrap();
+    let (chat, t) = backfill_chat(&chats).await;
     let est = CharsPerToken::default();
     let backfill = PromptBackfill::new(12);
     let mut r = request(&t.lines, t.cursor, usize::MAX);
@@ -1465,8 +1322,7 @@ pub async fn backfill_stops_at_page_and_message_caps_and_the_start<S: Store>(sto
 
 pub async fn backfill_serves_repeat_generations_from_its_lru_cache<S: Store>(store: S) {
     let chats = Chats::new(store);
-    let chat = backfill_chat(&chats).await;
-    let t = chat.tail(50, false).await.unwrap();
+    let (chat, t) = backfill_chat(&chats).await;
     let est = CharsPerToken::default();
     let backfill = PromptBackfill::new(PromptBackfill::MOBILE_PAGES);
     let r = request(&t.lines, t.cursor, 500 + 1_000);
@@ -1480,14 +1336,7 @@ pub async fn backfill_serves_repeat_generations_from_its_lru_cache<S: Store>(sto
 
     // After a write the signature differs: pages of the old version are not served.
     let c = chat
-        .patch(
-            t.cursor,
-            HEADER,
-            &PatchOp::Append {
-                lines: vec![ten_token(300)],
-            },
-            opts(),
-        )
+        .patch(t.cursor, HEADER, &append(vec![ten_token(300)]), opts())
         .await
         .unwrap();
     let mut window = t.lines.clone();
@@ -1518,25 +1367,14 @@ pub async fn backfill_serves_repeat_generations_from_its_lru_cache<S: Store>(sto
 
 pub async fn backfill_reports_a_stale_cursor_and_takes_nothing<S: Store>(store: S) {
     let chats = Chats::new(store);
-    let chat = backfill_chat(&chats).await;
-    let t = chat.tail(50, false).await.unwrap();
-    chat.patch(
-        t.cursor,
-        HEADER,
-        &PatchOp::Append {
-            lines: vec![ten_token(300)],
-        },
-        opts(),
-    )
-    .await
-    .unwrap();
+    let (chat, t) = backfill_chat(&chats).await;
+    chat.patch(t.cursor, HEADER, &append(vec![ten_token(300)]), opts())
+        .await
+        .unwrap();
     let backfill = PromptBackfill::new(12);
+    let est = CharsPerToken::default();
     let b = backfill
-        .collect(
-            &chat,
-            &request(&t.lines, t.cursor, usize::MAX),
-            &CharsPerToken::default(),
-        )
+        .collect(&chat, &request(&t.lines, t.cursor, usize::MAX), &est)
         .await
         .expect("a stale cursor is an outcome, not an error");
     assert!(b.is_stale());
@@ -1554,7 +1392,7 @@ pub async fn backfill_reports_a_stale_cursor_and_takes_nothing<S: Store>(store: 
     let mut r = request(&t.lines, t.cursor, 10);
     r.page_lines = 0;
     assert!(matches!(
-        backfill.collect(&chat, &r, &CharsPerToken::default()).await,
+        backfill.collect(&chat, &r, &est).await,
         Err(WindowError::InvalidArgument(_))
     ));
 }
@@ -1563,8 +1401,7 @@ pub async fn backfill_reports_a_stale_cursor_and_takes_nothing<S: Store>(store: 
 /// backfill must not serve them (an older version of the file) but report the stale cursor.
 pub async fn backfill_with_a_warm_cache_reports_an_outside_edit_as_stale<S: Store>(store: S) {
     let chats = Chats::new(store);
-    let chat = backfill_chat(&chats).await;
-    let t = chat.tail(50, false).await.unwrap();
+    let (chat, t) = backfill_chat(&chats).await;
     let est = CharsPerToken::default();
     let backfill = PromptBackfill::new(PromptBackfill::MOBILE_PAGES);
     let r = request(&t.lines, t.cursor, 500 + 1_000);
@@ -1638,7 +1475,7 @@ pub async fn named_chats_normalize_and_find_older_spellings<S: Store>(store: S) 
         .await
         .unwrap();
     let c = legacy
-        .patch(c, HEADER, &PatchOp::Append { lines: msgs(4..5) }, opts())
+        .patch(c, HEADER, &append(msgs(4..5)), opts())
         .await
         .unwrap();
     drop(legacy);

@@ -67,6 +67,29 @@ impl Fixture {
         self.http.get(self.url(path)).send().await.unwrap()
     }
 
+    /// A GET with one more request header (an origin, a cookie, an encoding, a token).
+    pub async fn get_with(&self, path: &str, header: &str, value: &str) -> reqwest::Response {
+        let request = self.http.get(self.url(path)).header(header, value);
+        request.send().await.unwrap()
+    }
+
+    /// A POST of `body` as JSON.
+    pub async fn post_json(&self, path: &str, body: &Value) -> reqwest::Response {
+        let request = self.http.post(self.url(path)).json(body);
+        request.send().await.unwrap()
+    }
+
+    /// A PUT of `body` as it is.
+    pub async fn put(&self, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        let request = self.http.put(self.url(path)).body(body);
+        request.send().await.unwrap()
+    }
+
+    /// A DELETE.
+    pub async fn delete(&self, path: &str) -> reqwest::Response {
+        self.http.delete(self.url(path)).send().await.unwrap()
+    }
+
     /// A `/transcript` page, checked to be 200, as lines.
     pub async fn page(&self, id: &str, query: &str) -> Vec<Line> {
         let response = self

@@ -359,6 +359,15 @@ export declare class Scrollback {
   private constructor();
   /** Starts the worker and opens the cache for `options.server`. */
   static open(options: ScrollbackOptions): Promise<Scrollback>;
+  /**
+   * The last screen of session `id` shown in this browser (its newest rows, kept in
+   * `localStorage` as views change), read at once with no worker and no network: draw it while
+   * `open` and `openSession` start, and let the view's first state replace it. `ready` is true;
+   * `verified` and `live` are false (the server has not checked it). Null when none is kept (a
+   * reload, a delete, or the session gone from the server forget it). `server` is the same
+   * string as given to `open`.
+   */
+  static lastScreen(server: string, id: string): SessionState | null;
   /** The storage the cache opened on; with `auto`, the one that worked here. */
   readonly storage: Exclude<Storage, 'auto'>;
   /** The server's sessions; sessions the server no longer has are pruned from the cache. */

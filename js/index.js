@@ -5,7 +5,10 @@
 // with what changed: at once when nothing was delivered since the last frame (the first rows
 // do not wait for a frame, and then another for the app's own), else at the next animation
 // frame, so at most once a frame while changes keep coming; `view.state` is always the newest,
-// complete state.
+// complete state. What a view shows is also kept as the session's last screen (screen.js), which
+// `Scrollback.lastScreen` reads back at once on the next visit, before the worker is up.
+
+import { lastScreen, saveScreen, forgetScreen } from './screen.js';
 
 const frame = typeof requestAnimationFrame === 'function'
   ? (fn) => requestAnimationFrame(fn)
@@ -40,6 +43,8 @@ export class Scrollback {
   #quiet = true; // nothing delivered since the last animation frame
   #failure = null;
   #nextChats = 1;
+  #server = null;
+  #onPageHide = null;
 
   /**
    * Starts the worker and opens the cache for `options.server`.
@@ -52,6 +57,7 @@ export class Scrollback {
     }
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback' });
     const sb = new Scrollback(worker);
+    sb.#server = options.server;
     try {
       sb.#storage = await sb.#call('open', { ...options });
     } catch (err) {
@@ -61,10 +67,30 @@ export class Scrollback {
     return sb;
   }
 
+  /**
+   * The last screen of session `id` of `server` shown in this browser, read at once (no worker,
+   * no network): draw it while `Scrollback.open` and `openSession` start, and let the view's
+   * first state replace it. A session state with `ready: true`, never `verified` nor `live`
+   * (the server has not checked it), or null when none is kept. It is the newest rows the
+   * session's views showed, saved as they change; a reload, a delete or a session gone from
+   * the server forgets it.
+   * @param {string} server the same `server` as given to {@link Scrollback.open}
+   * @param {string} id
+   * @returns {import('./index.js').SessionState | null}
+   */
+  static lastScreen(server, id) {
+    return lastScreen(server, id);
+  }
+
   /** @private Use {@link Scrollback.open}. */
   constructor(worker) {
     if (!(worker instanceof Worker)) throw new TypeError('use Scrollback.open(options)');
     this.#worker = worker;
+    if (typeof addEventListener === 'function') {
+      // Leaving the page: every view's screen is saved as it is.
+      this.#onPageHide = () => { for (const view of this.#views.values()) view._saveScreen(); };
+      addEventListener('pagehide', this.#onPageHide);
+    }
     worker.onmessage = ({ data }) => this.#receive(data);
     worker.onerror = (event) => {
       event.preventDefault?.();
@@ -144,7 +170,12 @@ export class Scrollback {
     if (typeof id !== 'string') throw new TypeError('openSession needs a session id (a string)');
     if (onChange !== undefined && typeof onChange !== 'function') throw new TypeError('onChange must be a function');
     const viewId = this.#nextView++;
-    const view = new SessionView(id, onChange, (op, ...args) => this.#call(op, viewId, ...args), () => {
+    const server = this.#server;
+    const screen = server === null ? null : {
+      save: (state) => saveScreen(server, id, state),
+      forget: () => forgetScreen(server, id),
+    };
+    const view = new SessionView(id, onChange, screen, (op, ...args) => this.#call(op, viewId, ...args), () => {
       this.#views.delete(viewId);
       this.#dirty.delete(view);
       if (this.#worker && !this.#failure) this.#worker.postMessage({ id: 0, op: 'closeView', args: [viewId] });
@@ -192,8 +223,11 @@ export class Scrollback {
    * @param {string} id
    * @returns {Promise<void>}
    */
-  deleteSession(id) {
-    return this.#call('deleteSession', id);
+  async deleteSession(id) {
+    await this.#call('deleteSession', id);
+    if (this.#server !== null) forgetScreen(this.#server, id);
+    // A view still open on it saves no screen of it any more.
+    for (const view of this.#views.values()) if (view.id === id) view._dropScreen();
   }
 
   /**
@@ -278,6 +312,7 @@ export class Scrollback {
     for (const view of [...this.#views.values()]) view.close();
     const worker = this.#worker;
     this.#worker = null;
+    if (this.#onPageHide) removeEventListener('pagehide', this.#onPageHide);
     this.#fail(new Error('Scrollback is closed'));
     this.#failure = null;
     worker.terminate();
@@ -296,11 +331,15 @@ export class SessionView {
   #onChange;
   #call;
   #closed;
+  #screen;
+  #screenTimer = null;
+  #patched = false;
 
   /** @private Use {@link Scrollback#openSession}. */
-  constructor(id, onChange, call, closed) {
+  constructor(id, onChange, screen, call, closed) {
     /** The session's id. */
     this.id = id;
+    this.#screen = screen;
     this.#onChange = onChange;
     this.#call = call;
     this.#closed = closed;
@@ -311,6 +350,10 @@ export class SessionView {
     if (typeof json !== 'string') return;
     const patch = JSON.parse(json);
     const change = this.#change;
+    // A reset after the first patch: the screen was cleared (a replaced file, a gap): the saved
+    // screen may hold what is not the server's any more, so it goes at once.
+    if (patch.reset && this.#patched) this.#screen?.forget();
+    this.#patched = true;
     if (patch.reset) {
       Object.assign(change, emptyChange(), { reset: true });
       this.#rows = patch.rows ?? [];
@@ -329,6 +372,24 @@ export class SessionView {
       for (const k of Object.keys(patch.state)) change.state.add(k);
     }
     this.#state = null;
+    if (this.#screen && this.#screenTimer === null) {
+      this.#screenTimer = setTimeout(() => this._saveScreen(), SCREEN_SAVE_MS);
+    }
+  }
+
+  /** @private The session is gone: its screen is forgotten and never saved again. */
+  _dropScreen() {
+    clearTimeout(this.#screenTimer);
+    this.#screenTimer = null;
+    this.#screen?.forget();
+    this.#screen = null;
+  }
+
+  /** @private Saves what is shown as the session's last screen (see screen.js). */
+  _saveScreen() {
+    clearTimeout(this.#screenTimer);
+    this.#screenTimer = null;
+    if (this.#screen && this.#call) this.#screen.save(this.state);
   }
 
   #remove(seqs, change) {
@@ -425,6 +486,7 @@ export class SessionView {
    * @returns {Promise<void>}
    */
   reload(anchor) {
+    this.#screen?.forget();
     return this.#op('reload', anchor ?? null);
   }
 
@@ -439,10 +501,14 @@ export class SessionView {
   /** Stops following the session; `onChange` is not called again. */
   close() {
     if (!this.#call) return;
+    this._saveScreen();
     this.#call = null;
     this.#closed();
   }
 }
+
+/** How long after a change a view's screen is saved: often enough, never on every delta. */
+const SCREEN_SAVE_MS = 1000;
 
 function emptyChange() {
   return { reset: false, added: new Set(), updated: new Set(), removed: new Set(), state: new Set() };

@@ -132,7 +132,7 @@ case "$cmd" in
     wasm-bindgen --target web --out-dir "$out" --out-name scrollback \
       "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/scrollback.wasm"
     # The hand-written JS API (page side, worker, types) goes next to wasm-bindgen's output.
-    cp js/index.js js/worker.js js/index.d.ts "$out/"
+    cp js/index.js js/screen.js js/worker.js js/index.d.ts "$out/"
     opt="$root/node_modules/.bin/wasm-opt"
     sizes() { printf '%s bytes raw, %s bytes gzipped' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
     if [ -x "$opt" ]; then
@@ -155,7 +155,7 @@ case "$cmd" in
         fs.writeFileSync(`${f}.br`, zlib.brotliCompressSync(raw, { params: {
           [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
         fs.writeFileSync(`${f}.gz`, zlib.gzipSync(raw, { level: 9 }));
-      }' "$out/scrollback_bg.wasm" "$out/scrollback.js" "$out/index.js" "$out/worker.js"
+      }' "$out/scrollback_bg.wasm" "$out/scrollback.js" "$out/index.js" "$out/screen.js" "$out/worker.js"
     ;;
   test)
     engine=chromium; cargo_args=(); runner_args=()

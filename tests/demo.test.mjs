@@ -147,9 +147,12 @@ test('reopen: one request before the stream (the probe), and the cached rows are
   requests.length = 0;
   const again = await context.newPage();
   await again.goto(`${w.server.url}/#/sessions/welcome`);
-  // The rows are on screen while the probe is held unanswered.
-  await again.waitForFunction((n) => document.querySelectorAll('#rows > li').length === n, firstRows, WAIT);
+  // The cache's rows are on screen while the probe is held unanswered (the last screen was
+  // drawn before them: see the next test).
+  await again.waitForFunction((n) => document.querySelectorAll('#rows > li').length === n
+    && window.scrollbackDemo?.view()?.state.ready, firstRows, WAIT);
   assert.ok(probeSeen, 'the probe was sent');
+  assert.equal(await again.evaluate(() => window.scrollbackDemo.view().state.verified), false, 'not checked yet');
   assert.deepEqual(describe(requests).map((s) => s.replace(/\?.*/, '')), ['GET /sessions/welcome/catchup'],
     'while the probe is out nothing else was asked');
   release();
@@ -162,6 +165,42 @@ test('reopen: one request before the stream (the probe), and the cached rows are
   assert.equal(counters.probesPassed, 1);
   assert.equal(counters.requests, 3, 'the session list, the probe, the stream');
   await again.waitForFunction(() => document.querySelector('[data-counter="requests"]').textContent === '3');
+});
+
+test('a reload draws the last screen before the worker has started, then the cache\'s rows replace it', async (t) => {
+  const w = await world(t);
+  const { page, context } = w;
+  await w.goto('long');
+  await live(page);
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  let workerAsked = false;
+  await context.route((url) => url.pathname.endsWith('/worker.js'), async (route) => {
+    workerAsked = true;
+    await held;
+    await route.continue();
+  });
+  // The browser's reload: the view saves its screen as the page goes.
+  const again = page;
+  await again.reload();
+  // Drawn while the worker's script is held: nothing of the engine runs yet.
+  await again.waitForFunction(() => document.querySelectorAll('#rows > li').length > 0, null, WAIT);
+  const drawn = await again.$$eval('#rows > li', (lis) => lis.map((li) => li.dataset.seq));
+  assert.equal(await again.evaluate(() => window.scrollbackDemo?.view() ?? null), null, 'no view yet');
+  await until(() => workerAsked, 'the worker was asked for');
+  release();
+  await live(again);
+  // The view's rows replace the screen (and older pages follow as the demo fills the window).
+  await again.waitForFunction(() => {
+    const rows = window.scrollbackDemo.view().state.rows.map((r) => String(r.seq));
+    const drawn = [...document.querySelectorAll('#rows > li')].map((li) => li.dataset.seq);
+    return rows.length > 0 && rows.join() === drawn.join();
+  }, null, WAIT);
+  // Nothing changed on the server: the screen drawn first was the newest rows.
+  const rows = await again.evaluate(() => window.scrollbackDemo.view().state.rows.map((r) => String(r.seq)));
+  assert.ok(drawn.length > 0 && drawn.length <= 60, `${drawn.length} rows drawn at once`);
+  assert.deepEqual(drawn, rows.slice(-drawn.length), 'the last screen was the newest rows');
+  assert.deepEqual(w.errors(), []);
 });
 
 test('scrolling the long session back to its first line after it was seen once: no request', async (t) => {

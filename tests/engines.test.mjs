@@ -157,3 +157,68 @@ it('view.reload() purges the session and draws it again from the server', async 
   assert.ok(out.after > 0 && out.after < out.before, `the older cached pages went: ${out.before} -> ${out.after} bytes`);
   await closeAll();
 });
+
+/** `Scrollback.lastScreen` in a fresh page: the screen's rows' seqs and flags, or null. */
+function lastScreen(id) {
+  return browser.run(async ({ server, id }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const s = Scrollback.lastScreen(server, id);
+    return s && { id: s.id, seqs: s.rows.map((r) => r.seq), texts: s.rows.map((r) => r.text ?? null), ready: s.ready, verified: s.verified, live: s.live };
+  }, { server: server.url, id });
+}
+
+/** A session of its own for the tests that change or delete it: a copy of `from`'s file. */
+async function copySession(id, from) {
+  const fs = await import('node:fs/promises');
+  await fs.mkdir(path.join(server.dataDir, id), { recursive: true });
+  await fs.copyFile(server.transcriptPath(from), server.transcriptPath(id));
+}
+
+it('a reload draws the last screen at once, unverified; reload() and deleteSession() forget it', async () => {
+  await copySession('screen', 'fix-build');
+  await reload();
+  assert.equal(await lastScreen('screen'), null, 'never shown here: no last screen');
+  await open('screen');
+  const shown = await browser.run(async () => window.view.state.rows.map((r) => r.seq));
+  await closeAll(); // the view saves what it shows as it closes
+  await reload();
+  const screen = await lastScreen('screen');
+  assert.deepEqual(screen?.seqs, shown.slice(-60), 'the newest rows shown, read back with no worker started');
+  assert.deepEqual({ id: screen.id, ready: screen.ready, verified: screen.verified, live: screen.live },
+    { id: 'screen', ready: true, verified: false, live: false }, 'drawable, and never taken for checked');
+  // The view's own rows are the same; its reload() forgets the screen at once.
+  await open('screen');
+  const forgotten = await browser.run(async ({ server }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const reloading = window.view.reload();
+    const gone = Scrollback.lastScreen(server, 'screen') === null;
+    await reloading;
+    return gone;
+  }, { server: server.url });
+  assert.ok(forgotten, 'reload() forgets the last screen');
+  await browser.run(async () => { await window.sb.deleteSession('screen'); });
+  assert.equal(await lastScreen('screen'), null, 'a deleted session has no last screen');
+  await closeAll();
+  assert.equal(await lastScreen('screen'), null, 'closing a view of a deleted session saves nothing');
+});
+
+it('a file replaced while the page was away: the old last screen goes as the check fails, the new rows are saved', async () => {
+  await copySession('replaced', 'long');
+  await reload();
+  await open('replaced');
+  await closeAll();
+  await reload();
+  const old = await lastScreen('replaced');
+  assert.ok(old?.seqs.length > 0, 'the old conversation is the last screen');
+  // Another conversation under the same id: three lines of fix-build's, numbered from 1.
+  const fs = await import('node:fs/promises');
+  const other = (await server.lines('fix-build')).slice(0, 3);
+  await fs.writeFile(server.transcriptPath('replaced'), other.map((l, i) => JSON.stringify({ ...l, seq: i + 1 })).join('\n') + '\n');
+  await open('replaced');
+  const fresh = await browser.run(async () => window.view.state.rows.map((r) => r.seq));
+  assert.ok(Math.max(...fresh) <= 3, `the view shows the new file: ${fresh}`);
+  const now = await lastScreen('replaced');
+  assert.ok(now === null || now.seqs.every((s) => fresh.includes(s)), `the old screen is gone once the check failed: ${JSON.stringify(now?.seqs)}`);
+  await closeAll();
+  assert.deepEqual((await lastScreen('replaced'))?.seqs, fresh, 'the new rows are the last screen');
+});

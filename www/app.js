@@ -202,21 +202,41 @@ async function maybeLoadOlder() {
   }
 }
 
-async function openSession(id, summary) {
-  if (current === id && view) return;
-  view?.close();
-  view = null; current = id; pendingAnchor = null;
+/**
+ * Shows session `id`'s frame, and its last screen at once when this browser kept one (before
+ * the cache has started). Answers whether a last screen is drawn.
+ */
+function showSession(id, summary) {
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
   ui.empty.hidden = true; ui.session.hidden = false;
   ui.title.textContent = summary?.title || id;
   ui.meta.textContent = '';
   ui.banner.hidden = true;
+  const screen = Scrollback.lastScreen(location.origin, id);
+  if (screen) renderState(screen);
+  return screen !== null;
+}
+
+async function openSession(id, summary) {
+  if (current === id && view) return;
+  view?.close();
+  view = null; current = id; pendingAnchor = null;
+  // The last screen stays until the view has rows of its own (or an error) to draw instead.
+  let fromScreen = showSession(id, summary);
+  const draw = (state, change) => {
+    if (fromScreen) {
+      if (!state.ready && !state.error) return;
+      fromScreen = false;
+      change = undefined;
+    }
+    renderState(state, change);
+  };
   markCurrent();
   try {
-    const opened = await sb.openSession(id, { onChange: (state, change) => { if (view === opened) renderState(state, change); } });
+    const opened = await sb.openSession(id, { onChange: (state, change) => { if (view === opened) draw(state, change); } });
     if (current !== id) { opened.close(); return; }
     view = opened;
-    renderState(view.state);
+    draw(view.state);
   } catch (err) {
     ui.banner.hidden = false;
     ui.banner.textContent = `Could not open this session: ${err.message}`;
@@ -273,11 +293,16 @@ async function refreshList() {
   markCurrent();
 }
 
-function route() {
+/** The session the address names, or null. */
+function routed() {
   const m = location.hash.match(/^#\/sessions\/(.+)$/);
-  if (!m) { closeSession(); return; }
-  let id;
-  try { id = decodeURIComponent(m[1]); } catch { closeSession(); return; }
+  if (!m) return null;
+  try { return decodeURIComponent(m[1]); } catch { return null; }
+}
+
+function route() {
+  const id = routed();
+  if (id === null) { closeSession(); return; }
   openSession(id, sessions.find((s) => s.id === id));
 }
 
@@ -335,6 +360,8 @@ async function refreshCounters() {
 // ---- start ---------------------------------------------------------------------------------
 
 async function main() {
+  // A reload on a session draws its last screen before anything has started.
+  if (routed() !== null) showSession(routed());
   try {
     sb = await Scrollback.open({
       server: location.origin,
@@ -366,8 +393,12 @@ async function main() {
   });
   window.addEventListener('hashchange', route);
   setInterval(refreshCounters, 500);
-  await refreshList();
+  // The session opens at once: its title is the id until the list (from the network) names it.
+  const listed = refreshList();
   route();
+  await listed;
+  const summary = sessions.find((s) => s.id === current);
+  if (summary?.title) ui.title.textContent = summary.title;
 }
 
 main();

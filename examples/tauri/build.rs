@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-const FILES: [&str; 4] = [
+const FILES: [&str; 5] = [
     "index.js",
+    "screen.js",
     "worker.js",
     "scrollback.js",
     "scrollback_bg.wasm",

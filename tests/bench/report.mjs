@@ -136,7 +136,7 @@ export function table(meta, results) {
       });
       out.push(`| ${label} | ${cells.join(' | ')} | ${check(r.by, key, unit, goal, labels, unfinished)} |`);
     }
-    const timeline = (k, t) => (t ? `worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows ${fmt(t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
+    const timeline = (k, t) => (t ? `${t.screen === undefined ? 'no last screen' : `last screen drawn ${fmt(t.screen, 'ms')}`}, worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows from the worker ${fmt(t.cached ?? t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
     // A first visit: nothing cached, so the first rows wait for the first request's answer.
     const cold = (k, t) => (t ? `open call ${fmt(t.openCall, 'ms')} after navigation; then worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, request sent ${fmt(t.request, 'ms')}, answered ${fmt(t.response, 'ms')}, first rows ${fmt(t.firstRows, 'ms')}` : 'n/a');
     for (const [field, what, where, show] of [['timeline', 'reopen', 'loopback', timeline], ['slowTimeline', 'reopen', 'slow link', timeline], ['coldTimeline', 'first-visit', 'loopback', cold]]) {

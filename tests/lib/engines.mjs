@@ -79,7 +79,9 @@ async function webdriver(engine) {
   const procs = [];
   const stopAll = async () => {
     for (const p of procs.reverse()) await p.stop();
-    await fs.rm(tmp, { recursive: true, force: true });
+    // The engine's own helper processes (WebKit's network process writing its disk cache) may
+    // outlive the driver for a moment: removing the profile is retried while they finish.
+    await fs.rm(tmp, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   };
   try {
     const port = await freePort();

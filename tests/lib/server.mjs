@@ -66,10 +66,14 @@ export async function startServer({ sandbox = true, data, args = [], port, www =
     stats: async () => (await fetch(`${url}/stats`, { headers })).json(),
     /** The transcript file of a session. */
     transcriptPath: (id) => path.join(dataDir, id, 'transcript.jsonl'),
-    /** All lines of a session, parsed, as the file holds them. */
+    /**
+     * All complete lines of a session, parsed, as the file holds them. A line the server is
+     * still writing (no newline yet) is not one: a test reading while a reply streams would
+     * otherwise parse half a line.
+     */
     async lines(id) {
       const text = await fs.readFile(path.join(dataDir, id, 'transcript.jsonl'), 'utf8');
-      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
     },
     /** Appends raw lines to a session's file, as the agent process would. */
     async append(id, lines) {

@@ -208,8 +208,8 @@ impl<S: Store, T: Transport> Engine<S, T> {
 
     /// Opens session `id` without its summary, and without asking for one: the reopen's check
     /// brings the fresh summary (and until then the remembered one, if the last list had it,
-    /// is applied). Nothing touches the network before the cached rows are drawn. See
-    /// [`Engine::open`].
+    /// is applied once the cached rows are drawn). The cached rows never wait for the network.
+    /// See [`Engine::open`].
     pub async fn open_id(&self, id: &str, anchor: Option<u64>) -> Result<Session<S, T>, KeyError> {
         let cache = self.cache.session(id)?;
         Ok(Session::new(
@@ -217,7 +217,7 @@ impl<S: Store, T: Transport> Engine<S, T> {
             cache,
             self.transport.clone(),
             id.to_string(),
-            self.remembered(id).await,
+            None,
             anchor,
             self.config,
         ))

@@ -14,7 +14,7 @@ use crate::transport::{
 use async_lock::Mutex;
 use futures::channel::mpsc;
 use futures::future::{select, Either, LocalBoxFuture};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::pin;
@@ -262,6 +262,24 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             return; // nothing newer than the lines themselves is known yet
         };
         self.update(Change::State, |v| v.state.apply_summary(&summary));
+    }
+
+    /// With no summary known (opened by id alone), the one the last list remembered, if it had
+    /// this session; the reopen's check brings the fresh one.
+    async fn recall_summary(&self) {
+        if self.summary.borrow().is_some() {
+            return;
+        }
+        let Some(summary) = (self.server.remembered_list().await)
+            .into_iter()
+            .find(|s| s.id == self.id)
+        else {
+            return;
+        };
+        if self.summary.borrow().is_none() {
+            *self.summary.borrow_mut() = Some(summary);
+            self.apply_summary();
+        }
     }
 
     /// Throws the session's cache away; a page in flight is then not stored.
@@ -514,27 +532,46 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// Shows the first rows (cached and probed, or the cold opening window), restores the
     /// anchor, and answers the stream's starting cursor.
+    ///
+    /// The check of the cached tail leaves as soon as the tail is known, and travels while the
+    /// cached rows are read and drawn; they never wait for it, nor for the remembered summary,
+    /// which is read after them.
     async fn open(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         anchor: Option<u64>,
     ) -> Result<Start, Command> {
-        let cached = {
-            let mut cache = self.cache.lock().await;
-            cache.open_untouched().await;
-            cache
-                .newest(self.config.opening_window)
-                .await
-                .unwrap_or_default()
-        };
+        let mut cache = self.cache.lock().await;
+        cache.open_untouched().await;
+        let query = (cache.cursor().await)
+            .map(|tail| CatchUpQuery::new(tail.seq(), self.config.opening_window));
+        let mut check = query
+            .as_ref()
+            .map(|q| self.transport.catch_up(&self.id, q).boxed_local());
+        let read = cache.newest(self.config.opening_window);
+        let cached = match check.as_mut() {
+            None => read.await,
+            Some(request) => match select(pin!(read), request).await {
+                Either::Left((cached, _)) => cached,
+                Either::Right((answer, read)) => {
+                    check = Some(futures::future::ready(answer).boxed_local());
+                    read.await
+                }
+            },
+        }
+        .unwrap_or_default();
+        drop(cache);
         let mut newest = None;
         if !cached.is_empty() {
             self.show_newer(&cached);
             self.apply_summary();
             self.update(Change::State, |v| v.ready = true);
         }
+        self.recall_summary().await;
         if let Some(tail) = cached.last().cloned() {
-            newest = self.catch_up(inbox, tail).await?;
+            // Sent for another tail (the cache moved meanwhile): asked again.
+            let sent = query.filter(|q| q.cursor == tail.seq()).and(check);
+            newest = self.catch_up(inbox, tail, sent).await?;
         }
         let newest = match newest {
             Some(line) => Some(line),
@@ -565,12 +602,15 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         tail: Line,
+        mut sent: Option<LocalBoxFuture<'_, TransportResult<CatchUp>>>,
     ) -> Result<Option<Line>, Command> {
         let query = CatchUpQuery::new(tail.seq(), self.config.opening_window);
         let CatchUp { answer, bytes } = loop {
-            let answer = self
-                .unless_asked(inbox, self.transport.catch_up(&self.id, &query))
-                .await?;
+            let request = match sent.take() {
+                Some(request) => request,
+                None => self.transport.catch_up(&self.id, &query).boxed_local(),
+            };
+            let answer = self.unless_asked(inbox, request).await?;
             match answer {
                 Ok(answer) => break answer,
                 Err(e) => {
@@ -854,7 +894,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         loop {
             if reconnect {
                 if let Some(tail) = newest.clone() {
-                    newest = match self.catch_up(inbox, tail).await {
+                    newest = match self.catch_up(inbox, tail, None).await {
                         Ok(Some(line)) => Some(line),
                         Ok(None) => return Command::Reopen,
                         Err(command) => return command,

@@ -21,9 +21,18 @@ const describe = (r) => `${r.kind} ${r.text ?? ''}`;
 export async function open({ id, server, storage, show }) {
   const t0 = performance.now();
   const at = {};
+  // The last screen, drawn before anything starts; the view's first state replaces it.
+  const screen = Scrollback.lastScreen(server, id);
+  if (screen) {
+    show(screen.rows, describe);
+    at.screen = performance.now();
+  }
   const sb = await Scrollback.open({ server, storage });
   const draw = (state) => {
-    if (state.ready && state.rows.length) show(state.rows, describe);
+    if (state.ready && state.rows.length) {
+      show(state.rows, describe);
+      at.cached ??= performance.now();
+    }
     if (state.verified) at.verified ??= performance.now();
     if (state.live) at.live ??= performance.now();
   };
@@ -50,8 +59,9 @@ export async function open({ id, server, storage, show }) {
     /** The bytes of each patch posted since `since` (performance.now()). */
     patches: (since) => patches.filter(([t]) => t >= since).map(([, n]) => n),
     /**
-     * ms after the open call: the worker started, the module ready, the store open, the first
-     * request sent and answered, verified, live.
+     * ms after the open call: the last screen drawn, the worker started, the module ready, the
+     * store open, the first request sent and answered, the first rows from the worker, verified,
+     * live.
      */
     async timeline() {
       const deadline = performance.now() + 30_000;
@@ -61,8 +71,9 @@ export async function open({ id, server, storage, show }) {
       const m = await sb.marks();
       const rel = (t) => (t === undefined ? undefined : t - t0);
       return {
-        worker: rel(m.start), module: rel(m.module), store: rel(m.open), request: rel(m.request),
-        response: rel(m.response), verified: rel(at.verified), live: rel(at.live),
+        screen: rel(at.screen), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),
+        store: rel(m.open), request: rel(m.request), response: rel(m.response),
+        verified: rel(at.verified), live: rel(at.live),
       };
     },
   };

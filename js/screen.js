@@ -1,0 +1,134 @@
+// The last screen of each session: its newest rows and fields as last shown in this browser,
+// kept in localStorage so that a reopen draws them at once, before the worker, the wasm module
+// and the store are ready (together ~80 ms on a fast machine, far more on a slow one). The
+// session view replaces it with the cache's rows, checked by the server, as soon as they come.
+//
+// Only what the worker already showed is saved (rows are the fold's output: no rule is written
+// twice), and a saved screen is never taken for verified: it comes back with `verified: false`
+// and `live: false`. A screen goes when its session is reloaded, deleted, gone from the server
+// or shown empty; at most SCREENS_KEPT are kept per origin, least recently saved first out.
+
+const PREFIX = 'scrollback.screen.v1 ';
+const INDEX = 'scrollback.screens.v1';
+const SCREENS_KEPT = 20;
+const SCREEN_ROWS = 60;
+const SCREEN_CHARS = 256 * 1024;
+// The fields a screen keeps besides its rows; the rest describe a connection, not the session.
+const FIELDS = ['id', 'status', 'model', 'permissionMode', 'contextTokens', 'queued',
+  'waitingCommands', 'compactingSince', 'moreHistory', 'oldest', 'cursor'];
+
+/** localStorage, or null where a page has none (or may not use it). */
+function storage() {
+  try {
+    return typeof localStorage === 'undefined' ? null : localStorage;
+  } catch {
+    return null;
+  }
+}
+
+/** The server's part of a key: its host and port, as the cache names its folder. */
+function serverKey(server) {
+  try {
+    return new URL(server).host || String(server);
+  } catch {
+    return String(server);
+  }
+}
+
+function key(server, id) {
+  return `${PREFIX}${serverKey(server)} ${id}`;
+}
+
+/** Saved keys by when they were saved (ms since the epoch). */
+function readIndex(ls) {
+  try {
+    const index = JSON.parse(ls.getItem(INDEX) ?? '{}');
+    return index && typeof index === 'object' && !Array.isArray(index) ? index : {};
+  } catch {
+    return {};
+  }
+}
+
+function writeIndex(ls, index) {
+  try {
+    ls.setItem(INDEX, JSON.stringify(index));
+  } catch { /* the index is rebuilt as screens are saved */ }
+}
+
+/**
+ * The last screen saved for session `id` of `server`, as a session state (`ready`, never
+ * `verified` nor `live`), or null.
+ */
+export function lastScreen(server, id) {
+  const ls = storage();
+  if (!ls || typeof id !== 'string') return null;
+  let saved;
+  try {
+    saved = JSON.parse(ls.getItem(key(server, id)));
+  } catch {
+    return null;
+  }
+  if (!saved || !Array.isArray(saved.rows) || !saved.rows.length || saved.fields?.id !== id) return null;
+  return {
+    ...saved.fields,
+    rows: saved.rows,
+    ready: true,
+    verified: false,
+    live: false,
+    banner: null,
+    error: null,
+    writer: false,
+    counters: { requests: 0, bytes: 0, localPages: 0, probesPassed: 0, probesFailed: 0, events: 0, caughtUp: 0, resets: 0 },
+  };
+}
+
+/** Saves `state` as the last screen of session `id` (or forgets it when there is nothing to show). */
+export function saveScreen(server, id, state) {
+  const ls = storage();
+  if (!ls) return;
+  if (!state?.ready) return; // not drawn yet: what was saved stays
+  if (!state.rows?.length || state.error) {
+    forgetScreen(server, id);
+    return;
+  }
+  const fields = {};
+  for (const f of FIELDS) if (state[f] !== undefined) fields[f] = state[f];
+  let rows = state.rows.slice(-SCREEN_ROWS);
+  let json;
+  for (;;) {
+    json = JSON.stringify({ fields: { ...fields, oldest: rows[0].seq, moreHistory: fields.moreHistory || rows.length < state.rows.length }, rows });
+    if (json.length <= SCREEN_CHARS || rows.length === 1) break;
+    rows = rows.slice(Math.ceil(rows.length / 2));
+  }
+  const k = key(server, id);
+  if (json.length > SCREEN_CHARS) {
+    forgetScreen(server, id);
+    return;
+  }
+  const index = readIndex(ls);
+  index[k] = Date.now();
+  const keys = Object.keys(index).sort((a, b) => index[a] - index[b]);
+  for (const old of keys.slice(0, Math.max(0, keys.length - SCREENS_KEPT))) {
+    ls.removeItem(old);
+    delete index[old];
+  }
+  try {
+    ls.setItem(k, json);
+  } catch {
+    ls.removeItem(k); // full: the screen is only a head start
+    delete index[k];
+  }
+  writeIndex(ls, index);
+}
+
+/** Forgets the last screen of session `id`. */
+export function forgetScreen(server, id) {
+  const ls = storage();
+  if (!ls) return;
+  const k = key(server, id);
+  if (ls.getItem(k) === null) return;
+  ls.removeItem(k);
+  const index = readIndex(ls);
+  delete index[k];
+  writeIndex(ls, index);
+}

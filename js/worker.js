@@ -10,25 +10,19 @@
 // view, so an awaited call sees its own effect: a successful call's answer carries it, one message
 // where two would let the page draw in between (every `loadOlder` would wait for a frame).
 //
-// Start-up: the module's download and compilation start first thing, beside the loading of its
-// JS glue rather than after it (compileStreaming on the fetch of a URL, which also lets the
-// browser cache the compiled code; a server that does not serve `application/wasm` gets the
-// bytes compiled instead), and the module starts before the page's first message arrives. The
-// worker leaves performance marks (`scrollback:module`, `scrollback:open`) and answers `marks`
-// with them and its first API request's start and end (`request`, `response`, from resource
-// timing), for the bench's timelines.
+// Start-up: the module is compiled while it downloads (instantiateStreaming on the fetch of a
+// URL, which also lets the browser cache the compiled code), and it starts at once, before the
+// page's first message arrives. The worker leaves performance marks (`scrollback:module`,
+// `scrollback:open`) and answers `marks` with them and its first API request's start and end
+// (`request`, `response`, from resource timing), for the bench's timelines. The glue is a
+// static import: bundlers build a worker as one file (Vite's default worker format cannot split
+// it), so a dynamic import here, to start the module's download beside the glue's, breaks them.
+import init, { Client, Chats } from './scrollback.js';
+
 const STATE_INTERVAL_MS = 16;
 
-const wasmUrl = new URL('./scrollback_bg.wasm', import.meta.url);
-const compiled = WebAssembly.compileStreaming(fetch(wasmUrl))
-  .catch(() => fetch(wasmUrl).then((res) => res.arrayBuffer()).then((bytes) => WebAssembly.compile(bytes)));
-let Client;
-let Chats;
-const ready = import('./scrollback.js').then(async (glue) => {
-  await glue.default({ module_or_path: await compiled });
-  ({ Client, Chats } = glue);
-  performance.mark('scrollback:module');
-});
+const ready = init({ module_or_path: new URL('./scrollback_bg.wasm', import.meta.url) })
+  .then(() => performance.mark('scrollback:module'));
 let client = null;
 let chatStore = null; // `Scrollback.chats`: the chat store alone, no client
 const chatHandles = new Map(); // handle id -> the page's Chats object's wasm Chats

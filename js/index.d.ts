@@ -55,8 +55,10 @@ export interface SessionChange {
 
 export interface OpenSessionOptions {
   /**
-   * Called with the new state and what changed, at most once per animation frame. The state is
-   * a new object whenever anything changed; its `rows` array is a new one when rows changed.
+   * Called with the new state and what changed: at once when nothing was delivered since the
+   * last animation frame, else at the next frame, so at most once a frame while changes keep
+   * coming. The state is a new object whenever anything changed; its `rows` array is a new one
+   * when rows changed.
    */
   onChange?: (state: SessionState, change: SessionChange) => void;
   /** A seq saved at the reader's position: history is loaded back to it. */

@@ -2,7 +2,9 @@
 // here every method is a message to it and back, so nothing the page does waits on storage.
 // A session view's changes are pushed by the worker as patches (rows added or changed by seq,
 // rows removed, the other fields that changed), applied here at once, and handed to `onChange`
-// with what changed at most once per animation frame; `view.state` is always the newest,
+// with what changed: at once when nothing was delivered since the last frame (the first rows
+// do not wait for a frame, and then another for the app's own), else at the next animation
+// frame, so at most once a frame while changes keep coming; `view.state` is always the newest,
 // complete state. What a view shows is also kept as the session's last screen (screen.js), which
 // `Scrollback.lastScreen` reads back at once on the next visit, before the worker is up.
 
@@ -38,6 +40,7 @@ export class Scrollback {
   #nextView = 1;
   #dirty = new Set();
   #frameAsked = false;
+  #quiet = true; // nothing delivered since the last animation frame
   #failure = null;
   #nextChats = 1;
   #server = null;
@@ -104,15 +107,18 @@ export class Scrollback {
 
   #receive(data) {
     if (data.view !== undefined) {
+      // A view's patch, alone or with the answer to a call on that view (applied first).
       const view = this.#views.get(data.view);
-      if (!view) return;
-      view._apply(data.patch);
-      this.#dirty.add(view);
-      if (!this.#frameAsked) {
-        this.#frameAsked = true;
-        frame(() => this.#deliver());
+      if (view) {
+        view._apply(data.patch);
+        this.#dirty.add(view);
+        if (!this.#frameAsked) {
+          this.#frameAsked = true;
+          if (this.#quiet) queueMicrotask(() => this.#deliver());
+          else frame(() => this.#deliver());
+        }
       }
-      return;
+      if (data.id === undefined) return;
     }
     const call = this.#calls.get(data.id);
     if (!call) return;
@@ -123,6 +129,10 @@ export class Scrollback {
 
   #deliver() {
     this.#frameAsked = false;
+    if (this.#quiet) {
+      this.#quiet = false;
+      frame(() => { this.#quiet = true; });
+    }
     const views = [...this.#dirty];
     this.#dirty.clear();
     for (const view of views) view._deliver();
@@ -242,7 +252,9 @@ export class Scrollback {
 
   /**
    * The worker's start-up marks, as `performance.now()` times of this page: `start` (the
-   * worker began), `module` (the wasm module was ready), `open` (the store was open).
+   * worker began), `module` (the wasm module was ready), `open` (the store was open), and,
+   * once it made one, `request` and `response` (its first request to the server was sent, and
+   * its answer had arrived).
    * @returns {Promise<Record<string, number>>}
    */
   async marks() {

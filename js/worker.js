@@ -2,16 +2,19 @@
 // sync access handles are allowed. index.js starts it; every message is one call:
 //   page -> worker  { id, op, args }
 //   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, patch }
+//                   | { id, value, view, patch } (an answer with its view's patch, applied first)
 // `patch` is what changed in a view since the last one, as a JSON string (one string crosses
 // cheaply): `{reset?, removed?, rows?, state?}` (crate/src/wasm/session.rs, applied by
 // index.js), so a streamed delta posts the row it grew, not every row loaded. A view's patch is
-// sent at most every STATE_INTERVAL_MS, and always before the answer to a call on that view, so
-// an awaited call sees its own effect.
+// sent at most every STATE_INTERVAL_MS, and always with or before the answer to a call on that
+// view, so an awaited call sees its own effect: a successful call's answer carries it, one message
+// where two would let the page draw in between (every `loadOlder` would wait for a frame).
 //
 // Start-up: the module is compiled while it downloads (instantiateStreaming on the fetch of a
 // URL, which also lets the browser cache the compiled code), and it starts at once, before the
 // page's first message arrives. The worker leaves performance marks (`scrollback:module`,
-// `scrollback:open`) and answers `marks` with them, for the bench's timeline. The glue is a
+// `scrollback:open`) and answers `marks` with them and its first API request's start and end
+// (`request`, `response`, from resource timing), for the bench's timelines. The glue is a
 // static import: bundlers build a worker as one file (Vite's default worker format cannot split
 // it), so a dynamic import here, to start the module's download beside the glue's, breaks them.
 import init, { Client, Chats } from './scrollback.js';
@@ -52,15 +55,25 @@ function view(viewId) {
   return v;
 }
 
-function flush(viewId) {
+/** Takes the view's patch, if it changed: posted on its own, or returned when `take`. */
+function flush(viewId, take = false) {
   const v = views.get(viewId);
-  if (!v || !v.dirty) return;
+  if (!v || !v.dirty) return undefined;
   clearTimeout(v.timer);
   v.timer = null;
   v.dirty = false;
   v.last = performance.now();
   const patch = v.session.changesJson();
-  if (patch !== undefined) self.postMessage({ view: viewId, patch });
+  if (patch === undefined || take) return patch;
+  self.postMessage({ view: viewId, patch });
+  return undefined;
+}
+
+/** An answer to a call on a view, with the view's patch (see `onView`). */
+class WithPatch {
+  constructor(value, view, patch) {
+    Object.assign(this, { value, view, patch });
+  }
 }
 
 function changed(viewId) {
@@ -71,13 +84,17 @@ function changed(viewId) {
   v.timer = setTimeout(() => flush(viewId), wait);
 }
 
-/** Runs `work` on a view, then sends its state before the answer. */
+/** Runs `work` on a view; its answer carries what changed (or, on failure, it is sent first). */
 async function onView(viewId, work) {
+  let value;
   try {
-    return await work(view(viewId).session);
-  } finally {
+    value = await work(view(viewId).session);
+  } catch (err) {
     flush(viewId);
+    throw err;
   }
+  const patch = flush(viewId, true);
+  return patch === undefined ? value : new WithPatch(value, viewId, patch);
 }
 
 function closeView(viewId) {
@@ -103,10 +120,16 @@ const ops = {
     return client.storage;
   },
   /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */
-  marks: () => Object.fromEntries(performance.getEntriesByType('mark')
-    .filter((m) => m.name.startsWith('scrollback:'))
-    .map((m) => [m.name.slice(11), performance.timeOrigin + m.startTime])
-    .concat([['start', performance.timeOrigin]])),
+  marks() {
+    const at = (t) => performance.timeOrigin + t;
+    const api = performance.getEntriesByType('resource')
+      .find((e) => new URL(e.name).pathname.startsWith('/sessions'));
+    return Object.fromEntries(performance.getEntriesByType('mark')
+      .filter((m) => m.name.startsWith('scrollback:'))
+      .map((m) => [m.name.slice(11), at(m.startTime)])
+      .concat([['start', performance.timeOrigin]])
+      .concat(api ? [['request', at(api.startTime)], ['response', at(api.responseEnd)]] : []));
+  },
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {
     const session = await need().openSession(id, anchor, () => changed(viewId));
@@ -162,7 +185,7 @@ self.onmessage = async ({ data: { id, op, args } }) => {
     const run = ops[op];
     if (!run) throw new Error(`unknown operation ${op}`);
     const value = await run(...args);
-    self.postMessage({ id, value });
+    self.postMessage(value instanceof WithPatch ? { id, ...value } : { id, value });
   } catch (err) {
     const error = err instanceof Error
       ? {

@@ -145,6 +145,17 @@ case "$cmd" in
       echo "wasm.sh: wasm-opt not found (npm ci installs binaryen): the module is not optimized" >&2
     fi
     printf 'wasm size: %s (%s)\n' "$(sizes "$out/scrollback_bg.wasm")" "pkg/scrollback_bg.wasm"
+    # Precompressed copies (brotli 11, gzip 9), as a bundler's build or a CDN keeps them: the
+    # server sends these instead of compressing the module on every first visit. Not in the npm
+    # package (package.json "files" names the files it holds).
+    node -e '
+      const fs = require("fs"), zlib = require("zlib");
+      for (const f of process.argv.slice(1)) {
+        const raw = fs.readFileSync(f);
+        fs.writeFileSync(`${f}.br`, zlib.brotliCompressSync(raw, { params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
+        fs.writeFileSync(`${f}.gz`, zlib.gzipSync(raw, { level: 9 }));
+      }' "$out/scrollback_bg.wasm" "$out/scrollback.js" "$out/index.js" "$out/screen.js" "$out/worker.js"
     ;;
   test)
     engine=chromium; cargo_args=(); runner_args=()

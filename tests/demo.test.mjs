@@ -151,8 +151,9 @@ test('reopen: one request before the stream (the probe), and the cached rows are
   // drawn before them: see the next test).
   await again.waitForFunction((n) => document.querySelectorAll('#rows > li').length === n
     && window.scrollbackDemo?.view()?.state.ready, firstRows, WAIT);
-  // The check leaves beside the cached rows' read and draw (it may reach the route after them).
-  await until(() => probeSeen, 'the probe was sent');
+  // The rows may be drawn before the probe leaves (nothing on the network before them): it
+  // follows, and is held.
+  await until(() => probeSeen, 'the probe');
   assert.equal(await again.evaluate(() => window.scrollbackDemo.view().state.verified), false, 'not checked yet');
   assert.deepEqual(describe(requests).map((s) => s.replace(/\?.*/, '')), ['GET /sessions/welcome/catchup'],
     'while the probe is out nothing else was asked');

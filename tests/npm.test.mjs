@@ -67,6 +67,8 @@ test('a Vite 7 app bundles the packed package and shows a session from the real 
   // The types resolve through the package's `exports` and describe the API as used.
   await fs.writeFile(path.join(app, 'check.ts'), `
 import { Scrollback, type SessionState, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind } from 'scrollback';
+const last: SessionState | null = Scrollback.lastScreen('http://127.0.0.1:1', 'id');
+if (last) last.rows.length + (last.verified ? 1 : 0);
 const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1 });
 const view = await sb.openSession('id', { onChange(state: SessionState) { state.banner?.toUpperCase(); }, anchor: 3 });
 const rows: Row[] = view.state.rows;

@@ -3,7 +3,10 @@
 //! URLs), with `Cache-Control: immutable`, so a reopen starts the worker and compiles the
 //! module from the HTTP cache with no request at all. `GET /pkg/version` names the version (a
 //! hash of the files' names, sizes and modification times, so a rebuild changes it). The plain
-//! paths (`/pkg/index.js`) stay, revalidated on every use (`no-cache`).
+//! paths (`/pkg/index.js`) stay, revalidated on every use (`no-cache`). A file with
+//! precompressed copies beside it (`.br`, `.gz`, written by `scripts/wasm.sh build`) at least as
+//! new as itself is sent as one of them, so a first visit does not wait for the module to be
+//! compressed; without them (or when one is older) the response is compressed as it leaves.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -52,6 +55,23 @@ async fn version_route(State(dir): State<Arc<PathBuf>>) -> Response {
     res
 }
 
+/// Whether the package file at URI path `path` (one name, no folders) has both precompressed
+/// copies, each modified no earlier than the file itself: a stale copy (the file rebuilt or
+/// replaced since) is never sent.
+fn precompressed(dir: &Path, path: &str) -> bool {
+    let name = path.trim_start_matches('/');
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        return false;
+    }
+    let modified = |p: PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(file) = modified(dir.join(name)) else {
+        return false;
+    };
+    ["br", "gz"]
+        .iter()
+        .all(|ext| modified(dir.join(format!("{name}.{ext}"))).is_some_and(|m| m >= file))
+}
+
 async fn serve(State(dir): State<Arc<PathBuf>>, mut req: Request) -> Response {
     let path = req.uri().path().to_owned();
     let versioned = path
@@ -72,7 +92,12 @@ async fn serve(State(dir): State<Arc<PathBuf>>, mut req: Request) -> Response {
         }
         None => "no-cache",
     };
-    let Ok(mut res) = ServeDir::new(dir.as_path()).oneshot(req).await;
+    let serve = ServeDir::new(dir.as_path());
+    let serve = match precompressed(&dir, req.uri().path()) {
+        true => serve.precompressed_br().precompressed_gzip(),
+        false => serve,
+    };
+    let Ok(mut res) = serve.oneshot(req).await;
     if res.status().is_success() {
         res.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));

@@ -7,7 +7,8 @@
 //! `CATCH_UP_BYTES`; scrolling the whole cached conversation back is zero requests; a gap past
 //! the catch-up bound costs the gap and no more (`after=201`); a file replaced on the server is
 //! caught by the check and the reopen is cold; a reply streaming when the session is reopened
-//! continues at its next delta with nothing skipped or doubled. Also: the list prunes the
+//! continues at its next delta with nothing skipped or doubled; a page read ahead is shown from
+//! memory, and never after the file was replaced. Also: the list prunes the
 //! cache, delete purges it, and the token travels on every request and the stream.
 
 use scrollback::engine::{Config, Engine, Session};
@@ -822,6 +823,67 @@ async fn offline_a_cached_session_opens_reads_back_and_goes_live_when_the_server
             s.close().await;
             never.close().await;
             server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_replaced() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(true, None).await;
+            env.create("r");
+            put_other(&env, "r", 600, 1000.0).await;
+            let client = env.client(None).await;
+            let cold = Running::open(&client, "r").await;
+            cold.live().await;
+            cold.scroll_to_start().await;
+            cold.close().await;
+
+            // Warm: each page read ahead, then shown, costs no request and is the server's.
+            let all = env.base.lines("r");
+            let warm = Running::open(&client, "r").await;
+            warm.live().await;
+            let before = env.stats("transcript").await;
+            let mut pages = 0;
+            while warm.session.with_view(|v| v.more_history) {
+                warm.session.read_ahead().await;
+                assert!(warm.session.older().await.unwrap());
+                assert_shows_server(&warm.session, &all);
+                pages += 1;
+            }
+            assert!(pages > 2, "several pages: {pages}");
+            assert_eq!(env.stats("transcript").await.0, before.0, "no request");
+            warm.close().await;
+
+            // A page read ahead, then the file replaced by one of the same shape: the reopen
+            // shows the new file, and the next older page is the new file's, not the page read.
+            let warm = Running::open(&client, "r").await;
+            warm.live().await;
+            warm.session.read_ahead().await;
+            let oldest = warm.session.with_view(|v| v.oldest);
+            put_other(&env, "r", 600, 2000.0).await;
+            let all = env.base.lines("r");
+            warm.wait("the new file", |v| {
+                v.live
+                    && v.cursor == 600
+                    && v.transcript.rows()
+                        == Transcript::from_lines(&all[v.oldest.unwrap_or(1) as usize - 1..])
+                            .unwrap()
+                            .rows()
+            })
+            .await;
+            assert_eq!(
+                warm.session.with_view(|v| v.oldest),
+                oldest,
+                "the same shape"
+            );
+            assert!(warm.session.older().await.unwrap());
+            assert_shows_server(&warm.session, &all);
+            warm.scroll_to_start().await;
+            assert_shows_server(&warm.session, &all);
+            warm.close().await;
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }

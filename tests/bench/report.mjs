@@ -137,9 +137,11 @@ export function table(meta, results) {
       out.push(`| ${label} | ${cells.join(' | ')} | ${check(r.by, key, unit, goal, labels, unfinished)} |`);
     }
     const timeline = (k, t) => (t ? `${t.screen === undefined ? 'no last screen' : `last screen drawn ${fmt(t.screen, 'ms')}`}, worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows from the worker ${fmt(t.cached ?? t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
-    for (const [field, where] of [['timeline', 'loopback'], ['slowTimeline', 'slow link']]) {
-      const rows = SCROLLBACK.filter((k) => r.by[k]?.[field]).map((k) => `${labels[k].replace('Scrollback, ', '')}: ${timeline(k, r.by[k][field])}`);
-      if (rows.length) out.push(`| Scrollback reopen timeline, ${where} (ms after the open call) | ${keys.map((k) => (SCROLLBACK.includes(k) && r.by[k]?.[field] ? timeline(k, r.by[k][field]) : '')).join(' | ')} | |`);
+    // A first visit: nothing cached, so the first rows wait for the first request's answer.
+    const cold = (k, t) => (t ? `open call ${fmt(t.openCall, 'ms')} after navigation; then worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, request sent ${fmt(t.request, 'ms')}, answered ${fmt(t.response, 'ms')}, first rows ${fmt(t.firstRows, 'ms')}` : 'n/a');
+    for (const [field, what, where, show] of [['timeline', 'reopen', 'loopback', timeline], ['slowTimeline', 'reopen', 'slow link', timeline], ['coldTimeline', 'first-visit', 'loopback', cold]]) {
+      const rows = SCROLLBACK.filter((k) => r.by[k]?.[field]);
+      if (rows.length) out.push(`| Scrollback ${what} timeline, ${where} (ms after the open call) | ${keys.map((k) => (SCROLLBACK.includes(k) && r.by[k]?.[field] ? show(k, r.by[k][field]) : '')).join(' | ')} | |`);
     }
     const rowsNote = SCROLLBACK.filter((k) => r.by[k]?.patchRows20 !== undefined)
       .map((k) => `${labels[k]}: ${r.by[k].patch20Count ?? 0} patches with ${r.by[k].patchRows20} rows loaded (largest ${fmt(r.by[k].patch20Max, 'bytes')}), ${r.by[k].patchAllCount ?? 0} with all ${r.by[k].patchRowsAll} rows (largest ${fmt(r.by[k].patchAllMax, 'bytes')})`);

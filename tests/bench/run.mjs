@@ -111,6 +111,7 @@ async function measure(server, contender, id) {
     let p = await openPage(context, server, key, id);
     f.coldFirstRowsMs = p.firstRowsMs;
     f.coldFromOpenMs = p.fromOpenMs;
+    f.coldTimeline = await p.page.evaluate(() => window.bench.timeline());
     await p.page.evaluate(() => window.bench.settled());
     let s1 = await quiet(server);
     Object.assign(f, prefix('cold', diff(s0, s1)));

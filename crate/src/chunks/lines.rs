@@ -35,6 +35,12 @@ impl From<StoreError> for Fail {
 pub trait ReadAt {
     /// Up to `len` bytes of blob `path` from `offset` ([`Store::read`]).
     async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError>;
+
+    /// [`ReadAt::read_at`] for a backward walk, whose next read is just below this one: a
+    /// reader may read more below and keep it.
+    async fn read_back(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError> {
+        self.read_at(path, offset, len).await
+    }
 }
 
 impl<S: Store> ReadAt for S {
@@ -43,14 +49,19 @@ impl<S: Store> ReadAt for S {
     }
 }
 
-/// Reads `len` bytes at `offset`, failing when fewer come back (the blob shrank under us).
+/// Reads `len` bytes at `offset` (for a backward walk when `back`), failing when fewer come
+/// back (the blob shrank under us).
 async fn read_exact<S: ReadAt>(
     store: &S,
     path: &str,
     offset: u64,
     len: usize,
+    back: bool,
 ) -> Result<Vec<u8>, Fail> {
-    let bytes = store.read_at(path, offset, len).await?;
+    let bytes = match back {
+        true => store.read_back(path, offset, len).await?,
+        false => store.read_at(path, offset, len).await?,
+    };
     if bytes.len() != len {
         return Err(Fail::Store(StoreError::Io(format!(
             "{path} changed while being read"
@@ -107,7 +118,7 @@ impl BackLines {
                 Step::Line(found) => break found,
                 Step::Read { at, len } => self
                     .walk
-                    .feed(read_exact(store, &self.path, at, len).await?),
+                    .feed(read_exact(store, &self.path, at, len, true).await?),
                 Step::Done => return Ok(None),
             }
         };
@@ -147,7 +158,7 @@ async fn line_after<S: ReadAt>(
     let mut walk = ForwardWalk::new(from, until).with_block(PROBE);
     loop {
         match walk.step() {
-            Step::Read { at, len } => walk.feed(&read_exact(store, path, at, len).await?),
+            Step::Read { at, len } => walk.feed(&read_exact(store, path, at, len, false).await?),
             Step::Line(found) if found.newline => {
                 let line = parse(&found.bytes, chunk, path)?;
                 return Ok(Probed {

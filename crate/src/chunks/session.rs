@@ -6,6 +6,7 @@ use super::names::{chunk_name, parse_chunk_name, TOUCH};
 use crate::protocol::{Line, RowWalk};
 use crate::search::writer::{IndexWriter, INDEX};
 use crate::store::{Store, StoreError, WriterRole};
+use std::cell::RefCell;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -41,22 +42,67 @@ struct Tail {
     bytes: Vec<u8>,
 }
 
-/// The session's store with the read-ahead in front: a read wholly inside the tail is served
-/// from it, any other from the store.
+/// Bytes read at once, and held, when a backward walk asks for bytes the cache does not hold:
+/// paging back through the cache then reads the store once every few pages of a long chunk, and
+/// a page-sized chunk (a page fetched from the server) once, not once per walk that touches it.
+const HELD: usize = 4 * BLOCK;
+
+impl Tail {
+    /// `len` bytes at `offset` of `path`, when wholly inside.
+    fn get(&self, path: &str, offset: u64, len: usize) -> Option<Vec<u8>> {
+        if self.path != path || offset < self.at {
+            return None;
+        }
+        let from = usize::try_from(offset - self.at).ok()?;
+        let to = from.checked_add(len)?;
+        self.bytes.get(from..to).map(<[u8]>::to_vec)
+    }
+}
+
+/// The session's store with the read-ahead in front: a read wholly inside the tail or the held
+/// block is served from it; a backward walk's miss reads up to [`HELD`] bytes ending where it
+/// ends and holds them instead of the last held; any other read goes to the store.
 struct Reads<'a, S> {
     store: &'a S,
     tail: Option<&'a Tail>,
+    held: &'a RefCell<Option<Tail>>,
+}
+
+impl<S> Reads<'_, S> {
+    /// The bytes when the tail or the held block holds them all.
+    fn in_memory(&self, path: &str, offset: u64, len: usize) -> Option<Vec<u8>> {
+        let near = |t: &Tail| t.get(path, offset, len);
+        self.tail
+            .and_then(near)
+            .or_else(|| self.held.borrow().as_ref().and_then(near))
+    }
 }
 
 impl<S: Store> ReadAt for Reads<'_, S> {
     async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError> {
-        if let Some(t) = self.tail.filter(|t| t.path == path && offset >= t.at) {
-            let from = (offset - t.at) as usize;
-            if let Some(bytes) = from.checked_add(len).and_then(|to| t.bytes.get(from..to)) {
-                return Ok(bytes.to_vec());
-            }
+        match self.in_memory(path, offset, len) {
+            Some(bytes) => Ok(bytes),
+            None => self.store.read(path, offset, len).await,
         }
-        self.store.read(path, offset, len).await
+    }
+
+    async fn read_back(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, StoreError> {
+        if let Some(bytes) = self.in_memory(path, offset, len) {
+            return Ok(bytes);
+        }
+        let end = offset + len as u64;
+        let at = end.saturating_sub(HELD as u64);
+        let held = Tail {
+            path: path.to_string(),
+            at,
+            bytes: self.store.read(path, at, (end - at) as usize).await?,
+        };
+        // A short read (the blob shrank) is answered short, as the store would.
+        let from = ((offset - at) as usize).min(held.bytes.len());
+        let to = (from + len).min(held.bytes.len());
+        let answer = held.bytes[from..to].to_vec();
+        *self.held.borrow_mut() = Some(held);
+        Ok(answer)
     }
 }
 
@@ -93,6 +139,9 @@ struct Io<S> {
     reader: bool,
     hint: Option<Hint>,
     tail: Option<Tail>,
+    /// The block a backward walk read last ([`HELD`] bytes): valid as long as the hint is, since
+    /// chunks only grow at their end and a path is never reused without a purge or an open.
+    held: RefCell<Option<Tail>>,
     /// Opened with [`SessionCache::open_untouched`] and not yet touched.
     untouched: bool,
     /// The session's search index, written beside the chunks (writer only).
@@ -119,6 +168,7 @@ impl<S: Store> SessionCache<S> {
                 reader: false,
                 hint: None,
                 tail: None,
+                held: RefCell::new(None),
                 untouched: false,
                 index,
                 indexing: true,
@@ -169,6 +219,7 @@ impl<S: Store> SessionCache<S> {
         self.io.writing = !reader;
         self.state = None;
         self.io.hint = None;
+        self.io.held.take();
         self.io.index.reset();
     }
 
@@ -232,6 +283,8 @@ impl<S: Store> SessionCache<S> {
     /// when nothing is cached.
     pub async fn newest(&mut self, n: usize) -> Option<Vec<Line>> {
         let (_, end) = self.suffix().await?;
+        // Read afresh (the tail aside): what is shown first tells a wiped store at once.
+        self.io.held.take();
         let page = self.page(end, n, false).await.map(|p| p.lines);
         self.io.tail = None;
         page
@@ -345,6 +398,7 @@ impl<S: Store> Io<S> {
         Reads {
             store: &*self.store,
             tail: self.tail.as_ref(),
+            held: &self.held,
         }
     }
 
@@ -377,6 +431,7 @@ impl<'a, S: Store> Opened<'a, S> {
     async fn open(io: &'a mut Io<S>, slot: &'a mut Option<State>) -> Self {
         io.index.reset();
         io.hint = None;
+        io.held.take();
         io.tail = None;
         let result = io.load().await;
         let mut opened = Opened {
@@ -535,6 +590,7 @@ impl<'a, S: Store> Opened<'a, S> {
     async fn purge(&mut self) {
         self.io.index.reset();
         self.io.hint = None;
+        self.io.held.take();
         self.io.tail = None;
         *self.state = State::default();
         if self.io.reader {
@@ -550,6 +606,7 @@ impl<'a, S: Store> Opened<'a, S> {
     async fn fail(&mut self, fail: Fail) {
         self.io.index.reset();
         self.io.hint = None;
+        self.io.held.take();
         self.io.tail = None;
         *self.state = State::default();
         match fail {
@@ -623,6 +680,7 @@ impl<'a, S: Store> Opened<'a, S> {
             before = oldest;
         }
         self.io.hint = None;
+        self.io.held.take();
         let mut out: Vec<Line> = pages.into_iter().rev().flatten().collect();
         out.retain(|l| l.seq() >= from);
         out

@@ -44,6 +44,17 @@ fn start_at(line: Option<Line>) -> Start {
 
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 
+/// An older page read from the cache ahead of the reader ([`Session::read_ahead`]): served by
+/// the next [`Session::older`] when nothing changed meanwhile (the same epoch, purges and
+/// oldest row shown), dropped otherwise. One page at most.
+struct Ahead {
+    epoch: u64,
+    purges: u64,
+    before: u64,
+    limit: usize,
+    lines: Vec<Line>,
+}
+
 /// One open session: the cache's rows drawn at once, checked with one probe, kept live by the
 /// stream, paged back through the cache first and the server only for the gap.
 ///
@@ -73,6 +84,8 @@ pub struct Session<S: Store, T: Transport> {
     /// stored after it.
     purges: Cell<u64>,
     loading_older: Cell<bool>,
+    /// The next older page, read from the cache before it is asked for.
+    ahead: RefCell<Option<Ahead>>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
     /// The retry schedule of the check, the opening window and the stream.
@@ -112,6 +125,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             epoch: Cell::new(0),
             purges: Cell::new(0),
             loading_older: Cell::new(false),
+            ahead: RefCell::new(None),
             commands,
             inbox: RefCell::new(Some(inbox)),
             backoff: RefCell::new(backoff),
@@ -229,6 +243,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Drops everything shown (the fold clears queued and waiting items with its rows).
     fn clear(&self, ready: bool) {
         self.epoch.set(self.epoch.get() + 1);
+        self.ahead.take();
         self.update(Change::Cleared, |v| {
             v.transcript.clear();
             v.state.clear_pending();
@@ -270,6 +285,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Throws the session's cache away; a page in flight is then not stored.
     async fn purge(&self) {
         self.purges.set(self.purges.get() + 1);
+        self.ahead.take();
         self.cache.lock().await.purge().await;
     }
 
@@ -732,9 +748,14 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         let (epoch, purges) = (self.epoch.get(), self.purges.get());
         let (local, gap_after) = {
             let mut cache = self.cache.lock().await;
-            match cache.page(before, limit, rows).await {
-                Some(page) => (Some(page.lines), None),
-                None => (None, cache.gap_after(before).await),
+            // Taken under the lock: a read-ahead in flight holds it until its page is kept.
+            if let Some(lines) = self.take_ahead(before, limit, rows) {
+                (Some(lines), None)
+            } else {
+                match cache.page(before, limit, rows).await {
+                    Some(page) => (Some(page.lines), None),
+                    None => (None, cache.gap_after(before).await),
+                }
             }
         };
         if let Some(lines) = local {
@@ -789,6 +810,50 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
         self.show_older(&page.lines);
         Ok(Ok(!page.lines.is_empty()))
+    }
+
+    /// The page read ahead, when it is the one asked for and nothing changed since it was read.
+    fn take_ahead(&self, before: u64, limit: usize, rows: bool) -> Option<Vec<Line>> {
+        let ahead = self.ahead.take()?;
+        let fresh = ahead.epoch == self.epoch.get() && ahead.purges == self.purges.get();
+        (fresh && rows && ahead.before == before && ahead.limit == limit).then_some(ahead.lines)
+    }
+
+    /// Reads the page [`Session::older`] would show next from the cache and keeps it, so that
+    /// call answers from memory. Never asks the server: a page the cache does not hold is left
+    /// for `older`. Drive it after each `older` (the package's worker does, between the page's
+    /// calls); it keeps one page at most and is dropped by any clear, reload or purge.
+    pub async fn read_ahead(&self) {
+        let before = {
+            let view = self.view.borrow();
+            match (view.ready, view.more_history, view.oldest) {
+                (true, true, Some(oldest)) if !self.loading_older.get() => oldest,
+                _ => return,
+            }
+        };
+        let (epoch, purges, limit) = (self.epoch.get(), self.purges.get(), self.config.page_rows);
+        let mut cache = self.cache.lock().await;
+        let held = self
+            .ahead
+            .borrow()
+            .as_ref()
+            .map(|a| (a.epoch, a.purges, a.before));
+        if held == Some((epoch, purges, before)) {
+            return;
+        }
+        let Some(page) = cache.page(before, limit, true).await else {
+            return;
+        };
+        let unchanged = self.epoch.get() == epoch && self.purges.get() == purges;
+        if unchanged && self.view.borrow().oldest == Some(before) {
+            *self.ahead.borrow_mut() = Some(Ahead {
+                epoch,
+                purges,
+                before,
+                limit,
+                lines: page.lines,
+            });
+        }
     }
 
     /// Shows the next older page of `page_rows` rows (the seed's scroll-back pager): from the

@@ -250,14 +250,20 @@ impl SessionHandle {
         })
     }
 
-    /// Shows one older page (from the cache when it has it). Resolves to whether more history
-    /// remains above.
+    /// Shows one older page (from the cache when it has it, or from the page read ahead after
+    /// the last call). Resolves to whether more history remains above.
     #[wasm_bindgen(js_name = loadOlder)]
     pub fn load_older(&self) -> js_sys::Promise {
         let live = self.live.clone();
         future_to_promise(async move {
             live.session.older().await.map_err(BindingError::from)?;
-            Ok(live.session.with_view(|v| v.more_history).into())
+            let more = live.session.with_view(|v| v.more_history);
+            if more {
+                // The next page, read from the cache while the page handles this one.
+                let ahead = live.clone();
+                spawn_local(async move { ahead.session.read_ahead().await });
+            }
+            Ok(more.into())
         })
     }
 

@@ -75,8 +75,11 @@ window.bench = {
   /** Resolves (performance.now()) once the newest line shown is at least `seq`. */
   waitCursor: (seq, timeoutMs = 60_000) => until(() => app && app.cursor() >= seq, timeoutMs, `seq ${seq}`),
   cursor: () => app.cursor(),
-  /** Scrollback only: the start-up timeline (ms after the open call), with the first rows. */
-  timeline: async () => (app.timeline ? { ...(await app.timeline()), firstRows: firstRowsAt - openAt } : null),
+  /**
+   * Scrollback only: the start-up timeline (ms after the open call), with the first rows and
+   * the open call itself (ms after navigation).
+   */
+  timeline: async () => (app.timeline ? { ...(await app.timeline()), firstRows: firstRowsAt - openAt, openCall: openAt } : null),
   /** Scrollback only: loads older pages until `n` rows are loaded; the rows loaded. */
   loadRows: (n) => (app.loadRows ? app.loadRows(n) : null),
   rows: () => (app.rows ? app.rows() : null),

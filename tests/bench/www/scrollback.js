@@ -58,7 +58,11 @@ export async function open({ id, server, storage, show }) {
     storageBytes: () => view.cachedSize(),
     /** The bytes of each patch posted since `since` (performance.now()). */
     patches: (since) => patches.filter(([t]) => t >= since).map(([, n]) => n),
-    /** ms after the open call: the last screen drawn, the worker started, the module ready, the store open, the first rows from the worker, verified, live. */
+    /**
+     * ms after the open call: the last screen drawn, the worker started, the module ready, the
+     * store open, the first request sent and answered, the first rows from the worker, verified,
+     * live.
+     */
     async timeline() {
       const deadline = performance.now() + 30_000;
       while ((at.verified === undefined || at.live === undefined) && performance.now() < deadline) {
@@ -66,7 +70,11 @@ export async function open({ id, server, storage, show }) {
       }
       const m = await sb.marks();
       const rel = (t) => (t === undefined ? undefined : t - t0);
-      return { screen: rel(at.screen), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module), store: rel(m.open), verified: rel(at.verified), live: rel(at.live) };
+      return {
+        screen: rel(at.screen), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),
+        store: rel(m.open), request: rel(m.request), response: rel(m.response),
+        verified: rel(at.verified), live: rel(at.live),
+      };
     },
   };
 }

@@ -551,12 +551,14 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         let read = cache.newest(self.config.opening_window);
         let cached = match check.as_mut() {
             None => read.await,
-            Some(request) => match select(pin!(read), request).await {
-                Either::Left((cached, _)) => cached,
-                Either::Right((answer, read)) => {
+            // The request is polled first, so it is on its way even when the read needs no
+            // wait at all (OPFS sync handles answer at once).
+            Some(request) => match select(request, pin!(read)).await {
+                Either::Left((answer, read)) => {
                     check = Some(futures::future::ready(answer).boxed_local());
                     read.await
                 }
+                Either::Right((cached, _)) => cached,
             },
         }
         .unwrap_or_default();

@@ -80,6 +80,14 @@ impl<S: Store> Cache<S> {
         }
     }
 
+    /// The summary of session `id` in the remembered list, if it was in it.
+    pub async fn remembered(&self, id: &str) -> Option<SessionSummary> {
+        self.remembered_list()
+            .await
+            .into_iter()
+            .find(|s| s.id == id)
+    }
+
     /// The store the cache is kept in (shared: the caller may keep other data beside it).
     pub fn store(&self) -> &Arc<S> {
         &self.store

@@ -173,15 +173,6 @@ impl<S: Store, T: Transport> Engine<S, T> {
         out
     }
 
-    /// The summary of `id` in the last list fetched, if it was in it.
-    pub async fn remembered(&self, id: &str) -> Option<SessionSummary> {
-        self.cache
-            .remembered_list()
-            .await
-            .into_iter()
-            .find(|s| s.id == id)
-    }
-
     /// Deletes a session on the server, then purges its cache.
     pub async fn delete(&self, id: &str) -> TransportResult<()> {
         self.transport.delete(id).await?;

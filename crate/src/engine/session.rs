@@ -270,10 +270,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         if self.summary.borrow().is_some() {
             return;
         }
-        let Some(summary) = (self.server.remembered_list().await)
-            .into_iter()
-            .find(|s| s.id == self.id)
-        else {
+        let Some(summary) = self.server.remembered(&self.id).await else {
             return;
         };
         if self.summary.borrow().is_none() {

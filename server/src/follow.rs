@@ -556,9 +556,15 @@ pub fn events(
     stream::unfold(follow, Follow::next).map(Ok)
 }
 
-/// The `/events` response: the stream with keep-alive comments.
+/// The comment an `/events` response opens with, before any event: Firefox fires an
+/// `EventSource`'s `open` only once the body's first byte arrives, so a stream with nothing to
+/// catch up would otherwise look connecting (not live) until the first keep-alive.
+pub const OPENING_COMMENT: &str = "open";
+
+/// The `/events` response: an opening comment, the stream, and keep-alive comments.
 pub fn response(
     stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + Send + 'static> {
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    let opening = stream::once(async { Ok(Event::default().comment(OPENING_COMMENT)) });
+    Sse::new(opening.chain(stream)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

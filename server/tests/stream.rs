@@ -57,6 +57,27 @@ async fn catch_up_sends_every_line_above_after_then_what_others_append() {
 }
 
 #[tokio::test]
+async fn a_stream_with_nothing_to_catch_up_opens_with_a_comment_before_any_event() {
+    // Firefox fires an EventSource's `open` at the body's first byte, not at the headers: with
+    // nothing to send, the first byte would be the keep-alive's, 15 s later.
+    let f = Fixture::new().await;
+    f.write("s", &transcript(3));
+    let mut response = f.get("/sessions/s/events?after=3").await;
+    assert_eq!(response.status(), 200);
+    let first = tokio::time::timeout(std::time::Duration::from_secs(60), response.chunk())
+        .await
+        .expect("a first chunk")
+        .unwrap()
+        .expect("the stream is open");
+    let expected = format!(": {}\n\n", scrollback_server::follow::OPENING_COMMENT);
+    assert_eq!(
+        String::from_utf8_lossy(&first),
+        expected,
+        "the body opens with the comment, not the keep-alive's"
+    );
+}
+
+#[tokio::test]
 async fn further_behind_than_the_catch_up_bytes_gets_a_reset_then_the_newest_window() {
     let f = Fixture::new().await;
     // 300 lines of about 7 KB: the newest MiB is about 147 of them.

@@ -5,10 +5,11 @@
 #   wasm ENGINE      wasm-bindgen tests (the same suites on OPFS / IndexedDB, the browser
 #                    transport against the real server), built once, the same .wasm files run
 #                    in Chromium, WebKitGTK and Firefox (scripts/wasm.sh test --engine)
-#   js chromium      end-to-end tests under tests/ (node's test runner, playwright-core)
+#   js chromium      end-to-end tests under tests/ (node's test runner, playwright-core), two
+#                    files at a time
 #   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) and the chats
 #                    surface (tests/chats.test.mjs) in WebKitGTK and Firefox through WebDriver
-#                    (tests/lib/engines.mjs)
+#                    (tests/lib/engines.mjs), the two engines side by side
 #   tauri            the Tauri example (examples/tauri), built in the background while the other
 #                    layers run, then driven in WebKitGTK under xvfb-run through WebKitWebDriver
 #                    (tests/tauri.e2e.mjs); SCROLLBACK_TAURI=0 leaves it out
@@ -39,7 +40,32 @@ layer() {
   local log="$logs/${name// /-}.log" started=$SECONDS
   printf '\n\033[1m== %s: %s\033[0m\n' "$name" "$*"
   "$@" 2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
+  account "$name" "$counter" "${PIPESTATUS[0]}" "$started"
+}
+
+# Layers that wait more than they compute (browsers following paced streams) run side by side:
+# `layer_start` starts one in the background, its output to its log only; `layer_end` waits for
+# it, prints its log and counts it as `layer` does.
+declare -A bg_pid bg_started
+layer_start() {
+  local name="$1"; shift 2
+  printf '\n\033[1m== %s (in the background, its output below when done): %s\033[0m\n' "$name" "$*"
+  bg_started[$name]=$SECONDS
+  "$@" >"$logs/${name// /-}.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+layer_end() {
+  local name="$1" counter="$2" rc=0
+  wait "${bg_pid[$name]}" || rc=$?
+  printf '\n\033[1m== %s: its output\033[0m\n' "$name"
+  cat "$logs/${name// /-}.log"
+  account "$name" "$counter" "$rc" "${bg_started[$name]}"
+}
+
+# Adds a layer's counts (from its log) to the totals and its line to the summary.
+account() {
+  local name="$1" counter="$2" rc="$3" started="$4"
+  local log="$logs/${name// /-}.log"
   read -r pass fail skip < <("${counter}_counts" "$log")
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail)); total_skip=$((total_skip + skip))
   local verdict="ok"
@@ -54,14 +80,15 @@ layer() {
 # its layer at the end: mostly in the time the browser layers spend waiting. Its own target dir
 # (examples/tauri/target): a shared one would lock and serialize the two builds. Its build.rs
 # embeds the package, so the package is built first (once: a second build would remove pkg/
-# under the example's build.rs).
+# under the example's build.rs). The dev profile (no debug info, no incremental state for a
+# cold build): optimizing would cost about twice the CPU, which the other layers need.
 tauri_pid="" tauri_log="the package build (scripts/wasm.sh build)" pkg_built=""
 if [ "${SCROLLBACK_TAURI:-1}" != 0 ]; then
   if scripts/wasm.sh build; then
     pkg_built=1 tauri_log="$logs/tauri-build.log"
     echo "tauri: building examples/tauri in the background (log: $tauri_log)"
     ( started=$SECONDS
-      cd examples/tauri && nice -n 10 cargo build --release >"$tauri_log" 2>&1
+      cd examples/tauri && CARGO_INCREMENTAL=0 nice -n 10 cargo build >"$tauri_log" 2>&1
       rc=$?; echo "built in $((SECONDS - started))s, exit $rc" >>"$tauri_log"; exit $rc ) &
     tauri_pid=$!
   fi
@@ -75,13 +102,16 @@ layer native cargo cargo test --workspace --release --features scrollback/testin
 for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
 done
-# The end-to-end tests run the package as `npm start` builds it.
+# The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
+# server and browser, so two files run at once (they mostly wait on paced streams), and the two
+# other engines' layers run side by side.
 if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
-  layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-concurrency=1 tests/
+  layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-concurrency=2 tests/
   for engine in "${ENGINES[@]:1}"; do
-    layer "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-concurrency=1 \
+    layer_start "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-concurrency=1 \
       tests/engines.test.mjs tests/chats.test.mjs
   done
+  for engine in "${ENGINES[@]:1}"; do layer_end "js $engine" node; done
 else
   summary+=("js             build of the package or the server FAILED"); total_fail=$((total_fail + 1))
 fi

@@ -6,7 +6,7 @@
 // older page) and patched through the Rust commands, the file on disk checked byte for byte. Named .e2e.mjs so that the js layer's `node --test tests/` leaves it
 // to the tauri layer, which runs it under xvfb-run.
 //
-// Needs: the app built (`cargo build --release` in examples/tauri, after scripts/wasm.sh build),
+// Needs: the app built (`cargo build` in examples/tauri, after scripts/wasm.sh build),
 // WebKitWebDriver (webkit2gtk-driver) and a display (scripts/test.sh runs it under xvfb-run).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startServer, freePort } from './lib/server.mjs';
 
-const APP = path.join(ROOT, 'examples/tauri/target/release/scrollback-tauri-example');
+const APP = path.join(ROOT, 'examples/tauri/target/debug/scrollback-tauri-example');
 const DEADLINE_MS = 120_000;
 
 let server, driver, driverUrl, home, sessionId;
@@ -64,7 +64,7 @@ async function appReady() {
 }
 
 before(async () => {
-  assert.ok(existsSync(APP), `${APP} is missing: build it (cd examples/tauri && cargo build --release)`);
+  assert.ok(existsSync(APP), `${APP} is missing: build it (cd examples/tauri && cargo build)`);
   home = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-tauri-'));
   // The app's own chat, 60 notes, as an earlier run of the app would have left it.
   const chatsDir = path.join(home, 'chats-data');

@@ -102,13 +102,14 @@ layer native cargo cargo test --workspace --release --features scrollback/testin
 for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
 done
-# The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
+# The end-to-end tests run the package as `npm start` builds it. A test still running after ten
+# minutes fails by name (node's --test-timeout) rather than holding the run until CI's limit. Each test file starts its own
 # server and browser, so two files run at once (they mostly wait on paced streams), and the two
 # other engines' layers run side by side.
 if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
-  layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-concurrency=2 tests/
+  layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=2 tests/
   for engine in "${ENGINES[@]:1}"; do
-    layer_start "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-concurrency=1 \
+    layer_start "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 \
       tests/engines.test.mjs tests/chats.test.mjs
   done
   for engine in "${ENGINES[@]:1}"; do layer_end "js $engine" node; done
@@ -121,7 +122,7 @@ if [ "${SCROLLBACK_TAURI:-1}" = 0 ]; then
   summary+=("tauri          not run (SCROLLBACK_TAURI=0)")
 elif [ -n "$tauri_pid" ] && wait "$tauri_pid"; then
   summary+=("$(printf '%-14s %s' 'tauri build' "$(tail -n 1 "$tauri_log")")")
-  layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-reporter=tap --test-concurrency=1 tests/tauri.e2e.mjs
+  layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 tests/tauri.e2e.mjs
 else
   summary+=("tauri          build of the example FAILED (see $tauri_log)"); total_fail=$((total_fail + 1))
 fi

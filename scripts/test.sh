@@ -87,9 +87,11 @@ if [ "${SCROLLBACK_TAURI:-1}" != 0 ]; then
   if scripts/wasm.sh build; then
     pkg_built=1 tauri_log="$logs/tauri-build.log"
     echo "tauri: building examples/tauri in the background (log: $tauri_log)"
-    ( started=$SECONDS
-      cd examples/tauri && CARGO_INCREMENTAL=0 nice -n 10 cargo build >"$tauri_log" 2>&1
-      rc=$?; echo "built in $((SECONDS - started))s, exit $rc" >>"$tauri_log"; exit $rc ) &
+    ( started=$SECONDS TIMEFORMAT='%0U %0S'
+      cd examples/tauri || exit 1
+      { time CARGO_INCREMENTAL=0 nice -n 10 cargo build >"$tauri_log" 2>&1; } 2>"$tauri_log.cpu"
+      rc=$?; read -r user sys <"$tauri_log.cpu"
+      echo "built in $((SECONDS - started))s (CPU ${user}s user, ${sys}s sys), exit $rc" >>"$tauri_log"; exit $rc ) &
     tauri_pid=$!
   fi
 fi

@@ -73,6 +73,7 @@ account() {
   if [ "$pass" -eq 0 ] && [ "$rc" -eq 0 ]; then verdict="FAILED (ran no test)"; total_fail=$((total_fail + 1)); fi
   summary+=("$(printf '%-14s %5d passed %4d failed %4d skipped  %4ds  %s' "$name" "$pass" "$fail" "$skip" $((SECONDS - started)) "$verdict")")
   while IFS= read -r why; do [ -z "$why" ] || summary+=("    skipped: $why"); done < <("${counter}_skips" "$log")
+  while IFS= read -r why; do summary+=("    retried: $why"); done < <(sed -n 's/^retried: //p' "$log")
 }
 
 # The Tauri example is its own Cargo workspace (about 420 crates, GTK and WebKitGTK bindings,

@@ -105,10 +105,10 @@ layer native cargo cargo test --workspace --release --features scrollback/testin
 for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
 done
-# The end-to-end tests run the package as `npm start` builds it. A test still running after ten
-# minutes fails by name (node's --test-timeout) rather than holding the run until CI's limit. Each test file starts its own
+# The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
 # server and browser, so two files run at once (they mostly wait on paced streams), and the two
-# other engines' layers run side by side.
+# other engines' layers run side by side. A test still running after ten minutes fails by name
+# (node's --test-timeout) rather than holding the run until CI's limit.
 if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
   layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=2 tests/
   for engine in "${ENGINES[@]:1}"; do

@@ -6,7 +6,7 @@
 #                    transport against the real server), built once, the same .wasm files run
 #                    in Chromium, WebKitGTK and Firefox (scripts/wasm.sh test --engine)
 #   js chromium      end-to-end tests under tests/ (node's test runner, playwright-core), two
-#                    files at a time, beside the wasm layers
+#                    files at a time
 #   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) and the chats
 #                    surface (tests/chats.test.mjs) in WebKitGTK and Firefox through WebDriver
 #                    (tests/lib/engines.mjs), the two engines side by side
@@ -101,29 +101,23 @@ ENGINES=(chromium webkitgtk firefox)
 # `scrollback/testing`: the test kit the store suites live in (also on through the crate's
 # dev-dependency on itself; said here so no suite can silently drop out of `npm test`).
 layer native cargo cargo test --workspace --release --features scrollback/testing
-# The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
-# server and browser and mostly waits on paced streams, so js chromium runs two files at a time,
-# in the background beside the wasm layers (whose build is most of their time), and the two
-# other engines' js layers run side by side after them. A test still running after ten minutes
-# fails by name (node's --test-timeout) rather than holding the run until CI's limit.
-NODE_TEST=(node --test --test-reporter=tap --test-timeout=600000)
-js_ready=""
-if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
-  js_ready=1
-  layer_start "js chromium" node env SCROLLBACK_ENGINE=chromium "${NODE_TEST[@]}" --test-concurrency=2 tests/
-else
-  summary+=("js             build of the package or the server FAILED"); total_fail=$((total_fail + 1))
-fi
 # Built once by the first engine's run; the others run the same .wasm files.
 for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
 done
-if [ -n "$js_ready" ]; then
+# The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
+# server and browser, so two files run at once (they mostly wait on paced streams), and the two
+# other engines' layers run side by side. A test still running after ten minutes fails by name
+# (node's --test-timeout) rather than holding the run until CI's limit.
+if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
+  layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=2 tests/
   for engine in "${ENGINES[@]:1}"; do
-    layer_start "js $engine" node env SCROLLBACK_ENGINE="$engine" "${NODE_TEST[@]}" --test-concurrency=1 \
+    layer_start "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 \
       tests/engines.test.mjs tests/chats.test.mjs
   done
-  for engine in "${ENGINES[@]}"; do layer_end "js $engine" node; done
+  for engine in "${ENGINES[@]:1}"; do layer_end "js $engine" node; done
+else
+  summary+=("js             build of the package or the server FAILED"); total_fail=$((total_fail + 1))
 fi
 
 # The Tauri example, once its background build is done.
@@ -131,7 +125,7 @@ if [ "${SCROLLBACK_TAURI:-1}" = 0 ]; then
   summary+=("tauri          not run (SCROLLBACK_TAURI=0)")
 elif [ -n "$tauri_pid" ] && wait "$tauri_pid"; then
   summary+=("$(printf '%-14s %s' 'tauri build' "$(tail -n 1 "$tauri_log")")")
-  layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" "${NODE_TEST[@]}" --test-concurrency=1 tests/tauri.e2e.mjs
+  layer tauri node xvfb-run -a -s "-screen 0 1280x1024x24" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 tests/tauri.e2e.mjs
 else
   summary+=("tauri          build of the example FAILED (see $tauri_log)"); total_fail=$((total_fail + 1))
 fi

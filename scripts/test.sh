@@ -9,7 +9,7 @@
 #                    files at a time
 #   js ENGINE        the package's end-to-end scenario (tests/engines.test.mjs) and the chats
 #                    surface (tests/chats.test.mjs) in WebKitGTK and Firefox through WebDriver
-#                    (tests/lib/engines.mjs), the two engines side by side
+#                    (tests/lib/engines.mjs)
 #   tauri            the Tauri example (examples/tauri), built in the background while the other
 #                    layers run, then driven in WebKitGTK under xvfb-run through WebKitWebDriver
 #                    (tests/tauri.e2e.mjs); SCROLLBACK_TAURI=0 leaves it out
@@ -41,25 +41,6 @@ layer() {
   printf '\n\033[1m== %s: %s\033[0m\n' "$name" "$*"
   "$@" 2>&1 | tee "$log"
   account "$name" "$counter" "${PIPESTATUS[0]}" "$started"
-}
-
-# Layers that wait more than they compute (browsers following paced streams) run side by side:
-# `layer_start` starts one in the background, its output to its log only; `layer_end` waits for
-# it, prints its log and counts it as `layer` does.
-declare -A bg_pid bg_started
-layer_start() {
-  local name="$1"; shift 2
-  printf '\n\033[1m== %s (in the background, its output below when done): %s\033[0m\n' "$name" "$*"
-  bg_started[$name]=$SECONDS
-  "$@" >"$logs/${name// /-}.log" 2>&1 &
-  bg_pid[$name]=$!
-}
-layer_end() {
-  local name="$1" counter="$2" rc=0
-  wait "${bg_pid[$name]}" || rc=$?
-  printf '\n\033[1m== %s: its output\033[0m\n' "$name"
-  cat "$logs/${name// /-}.log"
-  account "$name" "$counter" "$rc" "${bg_started[$name]}"
 }
 
 # Adds a layer's counts (from its log) to the totals and its line to the summary.
@@ -106,16 +87,15 @@ for engine in "${ENGINES[@]}"; do
   layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
 done
 # The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
-# server and browser, so two files run at once (they mostly wait on paced streams), and the two
-# other engines' layers run side by side. A test still running after ten minutes fails by name
-# (node's --test-timeout) rather than holding the run until CI's limit.
+# server and browser, so two files run at once (they mostly wait on paced streams). A test still
+# running after ten minutes fails by name (node's --test-timeout) rather than holding the run
+# until CI's limit.
 if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
   layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=2 tests/
   for engine in "${ENGINES[@]:1}"; do
-    layer_start "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 \
+    layer "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 \
       tests/engines.test.mjs tests/chats.test.mjs
   done
-  for engine in "${ENGINES[@]:1}"; do layer_end "js $engine" node; done
 else
   summary+=("js             build of the package or the server FAILED"); total_fail=$((total_fail + 1))
 fi

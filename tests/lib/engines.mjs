@@ -131,7 +131,7 @@ async function webdriver(engine) {
       async run(fn, arg) {
         const script = `const done = arguments[arguments.length - 1];
           (${fn.toString()})(arguments[0]).then((v) => done({ ok: v === undefined ? null : v }),
-            (e) => done({ err: String((e && e.stack) || e) }));`;
+            (e) => done({ err: String(e) + (e && e.stack ? '\\n' + e.stack : '') }));`;
         const out = await call('POST', `${s}/execute/async`, { script, args: [arg ?? null] });
         if (out && 'err' in out) throw new Error(`in ${engine}: ${out.err}`);
         return out?.ok;

@@ -40,13 +40,7 @@ layer() {
   local log="$logs/${name// /-}.log" started=$SECONDS
   printf '\n\033[1m== %s: %s\033[0m\n' "$name" "$*"
   "$@" 2>&1 | tee "$log"
-  account "$name" "$counter" "${PIPESTATUS[0]}" "$started"
-}
-
-# Adds a layer's counts (from its log) to the totals and its line to the summary.
-account() {
-  local name="$1" counter="$2" rc="$3" started="$4"
-  local log="$logs/${name// /-}.log"
+  local rc=${PIPESTATUS[0]}
   read -r pass fail skip < <("${counter}_counts" "$log")
   total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail)); total_skip=$((total_skip + skip))
   local verdict="ok"

@@ -39,6 +39,13 @@ fn span(line: &Line) -> Option<Span<'_>> {
         return None;
     }
     let text = line.text()?;
+    if !line.has_folded() {
+        return Some(Span {
+            through: line.seq(),
+            first: text,
+            last: text,
+        });
+    }
     match line.event().get(FOLDED) {
         None => Some(Span {
             through: line.seq(),
@@ -95,7 +102,12 @@ pub fn joins(older: &Line, newer: &Line) -> bool {
     if a.through.checked_add(1) != Some(newer.seq()) {
         return false;
     }
-    same_message(older.event(), newer.event()) && clean_append(a.last, b.first)
+    clean_append(a.last, b.first)
+        && match (older.around_text(), newer.around_text()) {
+            // Byte for byte the same around the text: the same in every other field.
+            (Some(x), Some(y)) if x == y => true,
+            _ => same_message(older.event(), newer.event()),
+        }
 }
 
 /// The clean-append predicate (design.md, fold rule F1): `next` appended to `prev` renders the same whether a client

@@ -167,10 +167,11 @@ impl Event {
     /// Reads a line's event. A known type whose fields do not have the table's shape is an
     /// error naming what is wrong; an unknown type is [`Event::Unknown`].
     pub fn read(line: &Line) -> Result<Event, String> {
-        let ev = line.event();
+        // Streamed text reads only the line's head; other kinds read the event.
+        let ev = || line.event();
         Ok(match line.kind() {
             EventKind::UserMessage => {
-                let e: UserMessage = read(ev)?;
+                let e: UserMessage = read(ev())?;
                 Event::UserMessage {
                     text: e.text,
                     queued_id: e.queued_id,
@@ -180,37 +181,34 @@ impl Event {
             // what the row rule joins (a `messageId` of another type is just not shown).
             EventKind::AssistantText => Event::AssistantText {
                 text: line.text().ok_or("`text` is not a string")?.to_owned(),
-                message_id: ev
-                    .get("messageId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
+                message_id: line.message_id().map(str::to_owned),
             },
             EventKind::UsageDelta => {
-                let e: UsageDelta = read(ev)?;
+                let e: UsageDelta = read(ev())?;
                 Event::UsageDelta {
                     context: e.context,
                     output: e.output,
                 }
             }
             EventKind::Status => Event::Status {
-                status: read::<Status>(ev)?.status,
+                status: read::<Status>(ev())?.status,
             },
             EventKind::Settings => {
-                let e: Settings = read(ev)?;
+                let e: Settings = read(ev())?;
                 Event::Settings {
                     model: e.model,
                     permission_mode: e.permission_mode,
                 }
             }
             EventKind::MessageQueued => {
-                let e: MessageQueued = read(ev)?;
+                let e: MessageQueued = read(ev())?;
                 Event::MessageQueued {
                     id: e.id,
                     text: e.text,
                 }
             }
             EventKind::ToolCall => {
-                let e: ToolCall = read(ev)?;
+                let e: ToolCall = read(ev())?;
                 Event::ToolCall {
                     id: e.id,
                     name: e.name,
@@ -218,7 +216,7 @@ impl Event {
                 }
             }
             EventKind::ToolResult => {
-                let e: ToolResult = read(ev)?;
+                let e: ToolResult = read(ev())?;
                 Event::ToolResult {
                     id: e.id,
                     output: e.output,
@@ -226,7 +224,7 @@ impl Event {
                 }
             }
             EventKind::Command => {
-                let e: Command = read(ev)?;
+                let e: Command = read(ev())?;
                 Event::Command {
                     id: e.id,
                     command: e.command,
@@ -235,10 +233,10 @@ impl Event {
                 }
             }
             EventKind::Compacting => Event::Compacting {
-                active: read::<Compacting>(ev)?.active,
+                active: read::<Compacting>(ev())?.active,
             },
             EventKind::Error => Event::Error {
-                message: read::<ErrorEvent>(ev)?.message,
+                message: read::<ErrorEvent>(ev())?.message,
             },
             EventKind::Unknown => Event::Unknown,
         })

@@ -1,6 +1,11 @@
 //! One transcript line: `{"seq":42,"ts":1788546972.6030757,"event":{"type":"assistantText","text":" and"}}`.
 
+mod scan;
+
+use scan::{Head, Str};
 use serde_json::{Map, Value};
+use std::ops::Range;
+use std::sync::OnceLock;
 
 /// Why a line could not be read. Every variant names what was wrong, never panics.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,8 +76,14 @@ pub struct Line {
     raw: Box<str>,
     seq: u64,
     ts: f64,
-    event: Map<String, Value>,
     kind: EventKind,
+    /// Where the event object lies in `raw`.
+    event_at: Range<usize>,
+    /// The event's fields the hot paths read, without building the event.
+    head: Head,
+    /// The event, built the first time something asks for it: paging and folding streamed
+    /// text read only the head, so a line is parsed once, not into a map of every field.
+    event: OnceLock<Box<Map<String, Value>>>,
 }
 
 impl Line {
@@ -83,39 +94,40 @@ impl Line {
     /// raw CR or LF (a trailing `\n`, `\r\n` or `\r` is the line's end and is dropped). A CR or
     /// LF inside JSON strings is escaped by JSON itself; raw ones could only be whitespace, and
     /// an SSE `data:` field would split there, so they are refused rather than carried by one
-    /// route and not the other.
+    /// route and not the other. A key given twice means its last value, as in a parsed map.
     pub fn parse(raw: &str) -> Result<Line, LineError> {
         let raw = raw.trim_end_matches(['\n', '\r']);
-        if raw.contains(['\n', '\r']) {
+        if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
             return Err(LineError::Multiline);
         }
-        let value: Value =
-            serde_json::from_str(raw).map_err(|e| LineError::NotJson(e.to_string()))?;
-        let Value::Object(mut obj) = value else {
-            return Err(LineError::NotJson("not an object".into()));
-        };
-        let seq = obj
-            .get("seq")
+        let top = scan::top(raw).map_err(|e| LineError::NotJson(e.to_string()))?;
+        let seq = top
+            .seq
+            .as_ref()
             .and_then(Value::as_u64)
             .filter(|s| *s >= 1)
             .ok_or(LineError::BadSeq)?;
-        let ts = obj
-            .get("ts")
+        let ts = top
+            .ts
+            .as_ref()
             .and_then(Value::as_f64)
             .ok_or(LineError::BadTs)?;
-        let Some(Value::Object(event)) = obj.remove("event") else {
-            return Err(LineError::NoEvent);
-        };
-        let kind = match event.get("type") {
-            Some(Value::String(ty)) => EventKind::from_type(ty),
-            _ => return Err(LineError::NoType),
+        let event = top.event.ok_or(LineError::NoEvent)?.get();
+        let start = event.as_ptr() as usize - raw.as_ptr() as usize;
+        let event_at = start..start + event.len();
+        let head = scan::head(raw, event_at.clone()).ok_or(LineError::NoEvent)?;
+        let kind = match &head.ty {
+            Some(ty) => EventKind::from_type(ty.get(raw)),
+            None => return Err(LineError::NoType),
         };
         Ok(Line {
             raw: raw.into(),
             seq,
             ts,
-            event,
             kind,
+            event_at,
+            head,
+            event: OnceLock::new(),
         })
     }
 
@@ -171,9 +183,17 @@ impl Line {
         self.ts
     }
 
-    /// The event object, including its `type`.
+    /// The event object, including its `type` (built on first use).
     pub fn event(&self) -> &Map<String, Value> {
-        &self.event
+        // The parse read this text as an object, so it reads as one again.
+        self.event
+            .get_or_init(|| serde_json::from_str(self.event_text()).unwrap_or_default())
+            .as_ref()
+    }
+
+    /// The event object's exact text.
+    pub fn event_text(&self) -> &str {
+        &self.raw[self.event_at.clone()]
     }
 
     /// The event's kind.
@@ -183,18 +203,43 @@ impl Line {
 
     /// The event's `type` string as sent (for unknown types too).
     pub fn event_type(&self) -> &str {
-        self.event.get("type").and_then(Value::as_str).unwrap_or("")
+        self.head.ty.as_ref().map_or("", |t| t.get(&self.raw))
     }
 
     /// The event's `text` field, if it has a string one.
     pub fn text(&self) -> Option<&str> {
-        self.event.get("text").and_then(Value::as_str)
+        self.head.text.as_ref().map(|t| t.get(&self.raw))
+    }
+
+    /// The event's `messageId` field, if it has a string one.
+    pub fn message_id(&self) -> Option<&str> {
+        self.head.message_id.as_ref().map(|t| t.get(&self.raw))
+    }
+
+    /// Whether the event has a [`crate::rows::FOLDED`] field (of any value).
+    pub(crate) fn has_folded(&self) -> bool {
+        self.head.folded
+    }
+
+    /// The event's text on either side of its `text` string's content, when that string has no
+    /// escapes: two events whose sides are byte for byte the same are equal in every field but
+    /// `text` (a fast answer for the row rule; any other pair is compared parsed).
+    pub(crate) fn around_text(&self) -> Option<(&str, &str)> {
+        let Some(Str::At(text)) = &self.head.text else {
+            return None;
+        };
+        Some((
+            &self.raw[self.event_at.start..text.start],
+            &self.raw[text.end..self.event_at.end],
+        ))
     }
 }
 
 impl PartialEq for Line {
     fn eq(&self, other: &Self) -> bool {
-        self.seq == other.seq && self.ts == other.ts && self.event == other.event
+        self.seq == other.seq
+            && self.ts == other.ts
+            && (self.event_text() == other.event_text() || self.event() == other.event())
     }
 }
 

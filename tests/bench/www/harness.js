@@ -14,6 +14,7 @@ new PerformanceObserver((list) => {
 const list = document.getElementById('rows');
 let firstRowsAt = null;
 let pending = null;
+let drawn = []; // the texts of the rows on screen
 let firstRows;
 const firstRowsShown = new Promise((resolve) => { firstRows = resolve; });
 
@@ -25,14 +26,20 @@ function show(rows, describe) {
   requestAnimationFrame(() => {
     const { rows: r, describe: d } = pending;
     pending = null;
-    list.replaceChildren(...r.slice(-80).map((row) => {
-      const li = document.createElement('li');
-      // At most 200 characters each: a row of Scrollback can hold a whole assistant message
-      // (tens of kB in the long session) where the others draw one delta a line, and laying out
-      // megabytes of text would time the browser's layout, not the contender.
-      li.textContent = d(row).slice(0, 200);
-      return li;
-    }));
+    // At most 200 characters each: a row of Scrollback can hold a whole assistant message
+    // (tens of kB in the long session) where the others draw one delta a line, and laying out
+    // megabytes of text would time the browser's layout, not the contender.
+    const texts = r.slice(-80).map((row) => d(row).slice(0, 200));
+    // The same rows as drawn (older pages arriving leave the newest 80 as they were): nothing
+    // to draw. Every contender's unchanged screen is free, not only theirs that never asks.
+    if (texts.length !== drawn.length || texts.some((t, i) => t !== drawn[i])) {
+      drawn = texts;
+      list.replaceChildren(...texts.map((text) => {
+        const li = document.createElement('li');
+        li.textContent = text;
+        return li;
+      }));
+    }
     if (r.length > 0 && firstRowsAt === null) {
       firstRowsAt = performance.now();
       firstRows(firstRowsAt);

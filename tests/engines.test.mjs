@@ -32,7 +32,37 @@ async function reload() {
  * Opens Scrollback in the page (`window.sb`) and the session `id` (`window.view`), and waits until
  * it is ready and live. Resolves to `{ storage, rowsAtReady, counters }`.
  */
-function open(id) {
+async function open(id) {
+  const streamsBefore = (await server.stats()).events.requests;
+  try {
+    return await openIn(id);
+  } catch (e) {
+    e.message += `\n${await notLive(id, streamsBefore)}`;
+    throw e;
+  }
+}
+
+/**
+ * Why a session did not go live, for the failure message: whether the server answered a stream
+ * request since, what it logged for the session, and whether a stream to it from the page's own
+ * thread opens (the server and the network, not the worker).
+ */
+async function notLive(id, streamsBefore) {
+  const streams = (await server.stats()).events.requests - streamsBefore;
+  const logged = server.log().split('\n').filter((l) => l.includes(`/sessions/${id}/`)).slice(-8);
+  const fromPage = await browser.run(async ({ id }) => new Promise((resolve) => {
+    const t0 = performance.now();
+    const es = new EventSource(`/sessions/${encodeURIComponent(id)}/events?after=999999999`);
+    const done = (what) => { es.close(); resolve(`${what} after ${Math.round(performance.now() - t0)} ms`); };
+    es.onopen = () => done('opened');
+    es.onerror = () => done('failed');
+    setTimeout(() => done('still connecting'), 10_000);
+  }), { id }).catch((e) => `could not try: ${e.message}`);
+  return `server: ${streams} stream request(s) received since the open; its log for ${id}:\n  ${logged.join('\n  ') || '(nothing)'}\n`
+    + `an EventSource from the page itself: ${fromPage}`;
+}
+
+function openIn(id) {
   return browser.run(async ({ server, id }) => {
     const { Scrollback } = await import('/pkg/index.js');
     const sb = await Scrollback.open({ server, storage: 'auto' });

@@ -51,15 +51,14 @@ pub(super) fn top(raw: &str) -> Result<Top<'_>, serde_json::Error> {
     Ok(top)
 }
 
-/// Reads the head of an event whose text starts `at` bytes into `line`; `None` when the event
-/// is not an object. The event was read whole by [`top`], so this cannot fail otherwise.
+/// Reads the head of an event whose text lies at `at` in `line`; `None` when the event is not
+/// an object. The event was read whole by [`top`], so this cannot fail otherwise.
 pub(super) fn head(line: &str, at: Range<usize>) -> Option<Head> {
-    let mut de = serde_json::Deserializer::from_str(&line[at.clone()]);
-    de.deserialize_any(HeadVisitor {
+    let mut de = serde_json::Deserializer::from_str(&line[at]);
+    de.deserialize_map(HeadVisitor {
         base: line.as_ptr() as usize,
     })
     .ok()
-    .flatten()
 }
 
 /// Where `part` (a slice of the line starting at address `base`) lies in it.
@@ -93,19 +92,18 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
 }
 
-/// `None` for anything but an object.
 struct HeadVisitor {
     base: usize,
 }
 
 impl<'de> Visitor<'de> for HeadVisitor {
-    type Value = Option<Head>;
+    type Value = Head;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an event")
+        f.write_str("an event object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Head>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
         let mut head = Head::default();
         let keys = &["type", "text", "messageId", crate::rows::FOLDED];
         while let Some(key) = map.next_key_seed(KeySeed(keys))? {
@@ -123,30 +121,7 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 }
             }
         }
-        Ok(Some(head))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Head>, A::Error> {
-        IgnoredAny.visit_seq(seq).map(|_| None)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Option<Head>, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Option<Head>, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Option<Head>, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Option<Head>, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Option<Head>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Option<Head>, E> {
-        Ok(None)
+        Ok(head)
     }
 }
 

@@ -7,8 +7,8 @@
 //! `CATCH_UP_BYTES`; scrolling the whole cached conversation back is zero requests; a gap past
 //! the catch-up bound costs the gap and no more (`after=201`); a file replaced on the server is
 //! caught by the check and the reopen is cold; a reply streaming when the session is reopened
-//! continues at its next delta with nothing skipped or doubled; a page read ahead is shown from
-//! memory, and never after the file was replaced. Also: the list prunes the
+//! continues at its next delta with nothing skipped or doubled; a page read ahead (the first one
+//! by the reopen itself) is shown from memory, and never after the file was replaced. Also: the list prunes the
 //! cache, delete purges it, and the token travels on every request and the stream.
 
 use scrollback::engine::{Config, Engine, Session};
@@ -882,6 +882,24 @@ async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_repl
             assert_shows_server(&warm.session, &all);
             warm.scroll_to_start().await;
             assert_shows_server(&warm.session, &all);
+            warm.close().await;
+
+            // A reopen reads its first older page ahead by itself once open: with the cache's
+            // files gone behind its back, the first page still comes, from memory. (The size
+            // waits for the cache's lock, which the read ahead takes before the stream is live.)
+            let warm = Running::open(&client, "r").await;
+            warm.live().await;
+            assert!(warm.session.cached_size().await > 0);
+            std::fs::remove_dir_all(&env.base.cache).unwrap();
+            let before = env.stats("transcript").await;
+            let pages = warm.session.with_view(|v| v.counters.local_pages);
+            assert!(warm.session.older().await.unwrap());
+            assert_shows_server(&warm.session, &all);
+            assert_eq!(env.stats("transcript").await.0, before.0, "no request");
+            assert_eq!(
+                warm.session.with_view(|v| v.counters.local_pages),
+                pages + 1
+            );
             warm.close().await;
             env.base.server.shutdown().await.unwrap();
         })

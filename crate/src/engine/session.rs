@@ -13,7 +13,7 @@ use crate::transport::{
 };
 use async_lock::Mutex;
 use futures::channel::mpsc;
-use futures::future::{select, Either, LocalBoxFuture};
+use futures::future::{join, select, Either, LocalBoxFuture};
 use futures::{FutureExt, StreamExt};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -290,12 +290,12 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// Opens the session and keeps it live until [`Session::close`] (or until dropped).
     ///
-    /// Draws the cached rows before any request returns; probes the cached tail
-    /// (`before=cursor+1&limit=1`) and only then opens the stream from the cached cursor; a
-    /// failed probe purges the session's cache and opens cold; a probe or stream that cannot
-    /// reach the server sets the banner and retries every `reconnect_delay_ms`. Reloads
-    /// requested meanwhile are carried out here. Calling `run` again while it runs returns at
-    /// once.
+    /// Draws the cached rows before any request returns; checks the cached tail and catches up
+    /// in one request (`/catchup`), and only then opens the stream from the newest line held,
+    /// reading the first older page from the cache meanwhile; a failed check purges the
+    /// session's cache and opens cold; a check or stream that cannot reach the server sets the
+    /// banner and retries on the reconnect schedule. Reloads requested meanwhile are carried
+    /// out here. Calling `run` again while it runs returns at once.
     pub async fn run(&self) {
         let Some(mut inbox) = self.inbox.borrow_mut().take() else {
             return;
@@ -309,7 +309,13 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 false => self.open(&mut inbox, anchor).await,
             };
             let mut command = match opened {
-                Ok(start) => self.follow(&mut inbox, start).await,
+                // The first older page is read from the cache while the stream connects, so a
+                // scroll back starts from memory.
+                Ok(start) => {
+                    join(self.follow(&mut inbox, start), self.read_ahead())
+                        .await
+                        .0
+                }
                 Err(command) => command,
             };
             self.update(Change::State, |v| v.live = false);
@@ -820,8 +826,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// Reads the page [`Session::older`] would show next from the cache and keeps it, so that
     /// call answers from memory. Never asks the server: a page the cache does not hold is left
-    /// for `older`. Drive it after each `older` (the package's worker does, between the page's
-    /// calls); it keeps one page at most and is dropped by any clear, reload or purge.
+    /// for `older`. [`Session::run`] reads the first once the session is open; drive it after
+    /// each `older` (the package's worker does, between the page's calls). It keeps one page at
+    /// most and is dropped by any clear, reload or purge.
     pub async fn read_ahead(&self) {
         let before = {
             let view = self.view.borrow();

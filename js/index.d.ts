@@ -417,8 +417,12 @@ export declare class Scrollback {
    * locally). `chats.close()` stops the worker.
    */
   static chats(options?: ChatStoreOptions): Promise<Chats>;
-  /** Closes every view and stops the worker. */
-  close(): void;
+  /**
+   * Closes every view and stops the worker once it has finished what it was writing (calls
+   * under way answered, sessions stopped, buffered appends committed), or after two seconds if
+   * it does not answer. Calls made after it reject. Resolves when the worker is gone.
+   */
+  close(): Promise<void>;
 }
 
 /** The seed's backfill cache capacities: `desktop` 12 pages, `mobile` 8. */
@@ -574,8 +578,8 @@ export declare class Chats {
   restoreBackup(name: string): Promise<void>;
   /** Older messages behind the window for a prompt, up to a token budget. */
   backfill(name: string, request: BackfillRequest): Promise<Backfill>;
-  /** Frees the handle (for {@link Scrollback.chats}, stops its worker). */
-  close(): void;
+  /** Frees the handle (for {@link Scrollback.chats}, stops its worker once its writes are committed). */
+  close(): Promise<void>;
 }
 
 /** The write that brings a chat to the app's window. */

@@ -45,6 +45,7 @@ export class Scrollback {
   #nextChats = 1;
   #server = null;
   #onPageHide = null;
+  #closing = null;
 
   /**
    * Starts the worker and opens the cache for `options.server`.
@@ -326,16 +327,29 @@ export class Scrollback {
     return this.#storage;
   }
 
-  /** Closes every view and stops the worker. */
+  /**
+   * Closes every view and stops the worker once it has finished what it was writing (calls
+   * under way answered, sessions stopped, buffered appends committed), or after
+   * {@link CLOSE_WAIT_MS} if it does not answer. Calls made after `close` reject at once.
+   * Resolves when the worker is gone; calling it again returns the same promise.
+   * @returns {Promise<void>}
+   */
   close() {
-    if (!this.#worker) return;
+    if (this.#closing) return this.#closing;
     for (const view of [...this.#views.values()]) view.close();
-    const worker = this.#worker;
-    this.#worker = null;
     if (this.#onPageHide) removeEventListener('pagehide', this.#onPageHide);
-    this.#fail(new Error('Scrollback is closed'));
-    this.#failure = null;
-    worker.terminate();
+    const worker = this.#worker;
+    const healthy = !this.#failure;
+    const finished = healthy ? this.#call('close').catch(() => {}) : Promise.resolve();
+    this.#worker = null;
+    this.#failure = new Error('Scrollback is closed');
+    this.#closing = Promise.race([finished, new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))])
+      .then(() => {
+        worker.terminate();
+        // Calls the worker never answered.
+        this.#fail(this.#failure);
+      });
+    return this.#closing;
   }
 }
 
@@ -527,6 +541,12 @@ export class SessionView {
   }
 }
 
+/**
+ * How long `Scrollback.close` waits for the worker to finish its writes before ending it anyway
+ * (a worker stuck on storage must not keep the page's close waiting).
+ */
+const CLOSE_WAIT_MS = 2000;
+
 /** How long after a change a view's screen is saved: often enough, never on every delta. */
 const SCREEN_SAVE_MS = 1000;
 
@@ -681,11 +701,15 @@ export class Chats {
     return this.#op('chatBackfill', name, request);
   }
 
-  /** Frees this handle (and, for {@link Scrollback.chats}, stops its worker). */
+  /**
+   * Frees this handle (and, for {@link Scrollback.chats}, stops its worker once what it was
+   * writing is committed). Resolves when done.
+   * @returns {Promise<void>}
+   */
   close() {
-    if (!this.#call) return;
+    if (!this.#call) return Promise.resolve();
     this.#call = null;
-    this.#close();
+    return Promise.resolve(this.#close());
   }
 }
 

@@ -169,22 +169,42 @@ const ops = {
   chatReplace: (h, name, header, lines) => chat(h).replace(name, header, lines),
   chatRestoreBackup: (h, name) => chat(h).restoreBackup(name),
   chatBackfill: (h, name, request) => chat(h).backfill(name, request),
-  close() {
+  /**
+   * Ends everything before the page terminates this worker: the views closed, the calls still
+   * running answered, then the sessions' runs ended and the store's buffered writes committed.
+   * (A worker ended with IndexedDB transactions in flight loses its buffered appends, and in
+   * WebKit can leave the database unable to run another transaction: bug 324094.)
+   */
+  async close() {
     for (const viewId of [...views.keys()]) closeView(viewId);
     for (const handle of [...chatHandles.keys()]) freeChats(handle);
-    chatStore?.free();
-    chatStore = null;
-    client?.free();
+    await Promise.allSettled([...running]);
+    const [closing, chats] = [client, chatStore];
     client = null;
+    chatStore = null;
+    try {
+      await closing?.close();
+      await chats?.flush();
+    } finally {
+      closing?.free();
+      chats?.free();
+    }
   },
 };
 
+/** The calls being answered, for a close that lets them finish. */
+const running = new Set();
+
 self.onmessage = async ({ data: { id, op, args } }) => {
+  let call;
   try {
     await ready;
     const run = ops[op];
     if (!run) throw new Error(`unknown operation ${op}`);
-    const value = await run(...args);
+    // (A close's own call joins the set after it took the calls it waits for.)
+    call = Promise.resolve(run(...args));
+    running.add(call);
+    const value = await call;
     self.postMessage(value instanceof WithPatch ? { id, ...value } : { id, value });
   } catch (err) {
     const error = err instanceof Error
@@ -196,5 +216,7 @@ self.onmessage = async ({ data: { id, op, args } }) => {
       }
       : { name: 'Error', message: String(err) };
     self.postMessage({ id, error });
+  } finally {
+    running.delete(call);
   }
 };

@@ -102,7 +102,7 @@ function until(check, arg) {
   }, { check: check.toString(), arg });
 }
 
-const closeAll = () => browser.run(async () => { window.view?.close(); window.sb?.close(); });
+const closeAll = () => browser.run(async () => { window.view?.close(); await window.sb?.close(); });
 
 it('opens a session cold from the server, on the storage auto picks here', async () => {
   await reload();
@@ -251,4 +251,58 @@ it('a file replaced while the page was away: the old last screen goes as the che
   assert.ok(now === null || now.seqs.every((s) => fresh.includes(s)), `the old screen is gone once the check failed: ${JSON.stringify(now?.seqs)}`);
   await closeAll();
   assert.deepEqual((await lastScreen('replaced'))?.seqs, fresh, 'the new rows are the last screen');
+});
+
+it('close() lets the worker commit what it drew: closed the moment a line is drawn, the reopen catches up only what came after', async () => {
+  // IndexedDB in every engine: its appends are buffered for a few ms, which a worker ended at
+  // once would lose (OPFS writes through).
+  await reload();
+  const asked = `Closed at once in ${ENGINE}?`;
+  const shown = await browser.run(async ({ server, asked }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server, storage: 'indexeddb' });
+    let drawn = null;
+    let ready;
+    const closed = new Promise((resolve) => { ready = resolve; });
+    const view = await sb.openSession('welcome', {
+      onChange(state) {
+        if (drawn !== null || !state.rows.some((r) => r.kind === 'user' && r.text === asked)) return;
+        drawn = state.cursor;
+        ready(sb.close()); // in the callback that drew the line, before anything else runs
+      },
+    });
+    while (!view.state.live) await new Promise((r) => setTimeout(r, 20));
+    await sb.postMessage('welcome', asked);
+    await closed;
+    return drawn;
+  }, { server: server.url, asked });
+  // The reply goes on on the server; once it ended, what the reopen catches up is what the
+  // cache lacked.
+  const deadline = Date.now() + 120_000;
+  const ended = (ls) => {
+    const at = ls.findIndex((l) => l.event.type === 'userMessage' && l.event.text === asked);
+    return at >= 0 && ls.slice(at).some((l) => l.event.type === 'status' && l.event.status === 'idle');
+  };
+  while (!ended(await server.lines('welcome'))) {
+    if (Date.now() > deadline) throw new Error('the reply never ended');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const last = (await server.lines('welcome')).at(-1).seq;
+  const reopened = await browser.run(async ({ server, last }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server, storage: 'indexeddb' });
+    const view = await sb.openSession('welcome');
+    const deadline = Date.now() + 60_000;
+    while (!(view.state.live && view.state.cursor >= last)) {
+      if (Date.now() > deadline) throw new Error(`not caught up: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const { counters } = view.state;
+    view.close();
+    await sb.close();
+    return counters;
+  }, { server: server.url, last });
+  assert.equal(reopened.probesPassed, 1, `the cached tail was checked: ${JSON.stringify(reopened)}`);
+  const cachedTail = last - reopened.caughtUp;
+  assert.ok(cachedTail >= shown, `the cache held every line drawn before the close (drawn up to ${shown}, cached up to ${cachedTail})`);
 });

@@ -15,7 +15,7 @@
 //! [`BindingError`]'s, the one every binding call's error takes).
 
 use super::error::{to_js, BindingError};
-use crate::store::{open_store, Backend, BrowserStore};
+use crate::store::{open_store, Backend, BrowserStore, Store};
 use crate::window::{
     self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
     WindowError, WriteOptions,
@@ -35,12 +35,14 @@ const FOLDER: &str = "chats";
 /// is a store), so OPFS handles and IndexedDB's buffered appends are never doubled.
 pub(super) struct ChatState {
     chats: window::Chats<Arc<BrowserStore>>,
+    store: Arc<BrowserStore>,
 }
 
 impl ChatState {
     pub(super) fn new(store: Arc<BrowserStore>) -> Rc<Self> {
         Rc::new(ChatState {
-            chats: window::Chats::new(store),
+            chats: window::Chats::new(store.clone()),
+            store,
         })
     }
 }
@@ -273,6 +275,16 @@ impl Chats {
             log::info!("scrollback: chats in {}", store.name());
             let state = ChatState::new(Arc::new(store));
             Ok(Chats::with_options(state, options)?.into())
+        })
+    }
+
+    /// Commits the store's buffered writes, for a worker about to end (a chat saved just
+    /// before is on disk once this resolves).
+    pub fn flush(&self) -> js_sys::Promise {
+        let state = self.state.clone();
+        future_to_promise(async move {
+            state.store.flush().await.map_err(BindingError::from)?;
+            Ok(JsValue::UNDEFINED)
         })
     }
 

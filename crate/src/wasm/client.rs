@@ -5,7 +5,7 @@ use super::error::{anchor, to_js, BindingError};
 use super::session::{SessionHandle, Tally};
 use crate::engine::{Config, Engine};
 use crate::protocol::SessionSummary;
-use crate::store::{open_store, Backend, BrowserStore};
+use crate::store::{open_store, Backend, BrowserStore, Store};
 use crate::transport::BrowserTransport;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -165,6 +165,22 @@ impl Client {
             }
             .map_err(|e| BindingError::Key(id.clone(), e))?;
             Ok(SessionHandle::start(session, on_change, tally).into())
+        })
+    }
+
+    /// Finishes what the cache was writing, for a worker about to end: resolves once every
+    /// closed session's run has ended (its writer role given up, its appends committed) and
+    /// the store's buffered writes are committed. Close the sessions first; a session still
+    /// open keeps this waiting.
+    pub fn close(&self) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        let tally = self.tally.clone();
+        future_to_promise(async move {
+            tally.settled().await;
+            if let Err(e) = engine.cache().store().flush().await {
+                log::info!("scrollback: a buffered write failed as the cache closed: {e}");
+            }
+            Ok(JsValue::UNDEFINED)
         })
     }
 

@@ -27,14 +27,37 @@ pub(super) struct Live {
     cleared: Cell<bool>,
 }
 
-/// The cache hits of sessions, open and closed, for `counters()`.
+/// The cache hits of sessions, open and closed, for `counters()`; and the sessions' run loops
+/// still going (a closed session's loop ends once it has given up its writer role), for a
+/// close that waits for them.
 #[derive(Default)]
 pub(super) struct Tally {
     closed: Cell<(u64, u64, u64)>,
     open: RefCell<Vec<Rc<Live>>>,
+    running: Cell<usize>,
+    idle: RefCell<Vec<oneshot::Sender<()>>>,
 }
 
 impl Tally {
+    /// Resolves once no session's run loop is going.
+    pub(super) async fn settled(&self) {
+        if self.running.get() == 0 {
+            return;
+        }
+        let (done, ended) = oneshot::channel();
+        self.idle.borrow_mut().push(done);
+        let _ = ended.await;
+    }
+
+    fn run_ended(&self) {
+        self.running.set(self.running.get() - 1);
+        if self.running.get() == 0 {
+            for done in self.idle.borrow_mut().drain(..) {
+                let _ = done.send(());
+            }
+        }
+    }
+
     pub(super) fn opened(&self, session: Rc<Live>) {
         self.open.borrow_mut().push(session);
     }
@@ -207,8 +230,12 @@ impl SessionHandle {
             let _ = on_change.call0(&JsValue::NULL);
         });
         tally.opened(live.clone());
-        let running = live.clone();
-        spawn_local(async move { running.session.run().await });
+        tally.running.set(tally.running.get() + 1);
+        let (running, ended) = (live.clone(), tally.clone());
+        spawn_local(async move {
+            running.session.run().await;
+            ended.run_ended();
+        });
         SessionHandle {
             live,
             tally,

@@ -343,12 +343,14 @@ export class Scrollback {
     const finished = healthy ? this.#call('close').catch(() => {}) : Promise.resolve();
     this.#worker = null;
     this.#failure = new Error('Scrollback is closed');
-    this.#closing = Promise.race([finished, new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))])
-      .then(() => {
-        worker.terminate();
-        // Calls the worker never answered.
-        this.#fail(this.#failure);
-      });
+    let timer;
+    const late = new Promise((r) => { timer = setTimeout(r, CLOSE_WAIT_MS); });
+    this.#closing = Promise.race([finished, late]).then(() => {
+      clearTimeout(timer);
+      worker.terminate();
+      // Calls the worker never answered.
+      this.#fail(this.#failure);
+    });
     return this.#closing;
   }
 }

@@ -16,6 +16,14 @@ export interface ScrollbackOptions {
   storage?: Storage;
   /** The cache's byte budget for this server; least recently opened sessions go first. */
   budgetBytes?: number;
+  /**
+   * The id of the session the app opens first, when it knows it (a reopen at a chat's URL):
+   * its check and catch-up is asked at once, from the page, from the cursor of the session's
+   * last screen, while the worker, the module and the store start, and `openSession(opening)`
+   * takes that answer instead of asking again. Saves a round trip on a slow link; the cached
+   * tail is still compared with the server's line before anything is shown as verified.
+   */
+  opening?: string;
 }
 
 /** One entry of the session list. */

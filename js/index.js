@@ -29,6 +29,34 @@ function rebuild({ name, message, kind, status }) {
 }
 
 /**
+ * The check a reopen of session `id` makes first, asked now, from the page, while the worker,
+ * the module and the store start (`Scrollback.open`'s `opening`): the catch-up from the cursor of
+ * the session's last screen, at the URL the engine asks it (`BrowserTransport::catch_up`). The
+ * engine takes the answer only for that URL, compares the cached tail with it as with its own,
+ * and asks again for anything but a 2xx. Null when there is no last screen to start from.
+ */
+function askEarly({ server, token }, id) {
+  const cursor = lastScreen(server, id)?.cursor;
+  if (!Number.isSafeInteger(cursor) || cursor < 1 || id === '' || id === '.' || id === '..') return null;
+  let base;
+  try {
+    const url = new URL(server);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    url.search = '';
+    url.hash = '';
+    base = url.href.replace(/\/+$/, '');
+  } catch {
+    return null;
+  }
+  const url = `${base}/sessions/${encodeURIComponent(id)}/catchup?cursor=${cursor}`;
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  const answer = fetch(url, { headers })
+    .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
+    .catch(() => null);
+  return { url, answer };
+}
+
+/**
  * A client-side transcript cache for one server. Make one with {@link Scrollback.open}.
  */
 export class Scrollback {
@@ -56,11 +84,15 @@ export class Scrollback {
     if (options === null || typeof options !== 'object') {
       throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes? }');
     }
+    const { opening, ...engineOptions } = options;
+    if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
+    const early = opening === undefined ? null : askEarly(options, opening);
     const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback' });
     const sb = new Scrollback(worker);
     sb.#server = options.server;
+    early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
     try {
-      sb.#storage = await sb.#call('open', { ...options });
+      sb.#storage = await sb.#call('open', engineOptions, early?.url ?? null);
     } catch (err) {
       sb.close();
       throw err;

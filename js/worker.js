@@ -109,10 +109,16 @@ function closeView(viewId) {
 /** How long after the open the search indexes start loading (a search before then loads them). */
 const WARM_AFTER_MS = 1500;
 
+// The reopen's check the page asked before this worker was up (`opening`): its answer comes
+// in an `early` message, and the engine's first check of that session awaits it.
+let answerEarly;
+const early = new Promise((resolve) => { answerEarly = resolve; });
+
 const ops = {
-  async open(options) {
+  async open(options, earlyUrl) {
     if (client) throw new Error('Scrollback is already open');
     client = await Client.open(options);
+    if (earlyUrl) client.expect(earlyUrl, early);
     performance.mark('scrollback:open');
     // The search indexes are loaded in idle time, once the first screen had its turn.
     const opened = client;
@@ -130,6 +136,7 @@ const ops = {
       .concat([['start', performance.timeOrigin]])
       .concat(api ? [['request', at(api.startTime)], ['response', at(api.responseEnd)]] : []));
   },
+  early: (answer) => answerEarly(answer),
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {
     const session = await need().openSession(id, anchor, () => changed(viewId));

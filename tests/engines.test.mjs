@@ -306,3 +306,58 @@ it('close() lets the worker commit what it drew: closed the moment a line is dra
   const cachedTail = last - reopened.caughtUp;
   assert.ok(cachedTail >= shown, `the cache held every line drawn before the close (drawn up to ${shown}, cached up to ${cachedTail})`);
 });
+
+it('a reopen that names its session (`opening`) is checked by the request the page asked at once: lines added meanwhile shown, no second check; a stale last screen costs one more, never a wrong row', async () => {
+  await copySession('early', 'fix-build');
+  await reload();
+  await open('early');
+  await closeAll(); // the last screen saved: its cursor is the cached tail
+  const checks = () => server.log().split('\n').filter((l) => l.includes('/sessions/early/catchup')).length;
+  const reopen = (cursorShift) => browser.run(async ({ server, cursorShift }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    if (cursorShift) {
+      // A last screen that is not the cache's tail (saved by a tab the cache lagged behind).
+      const key = Object.keys(localStorage).find((k) => k.endsWith(' early') && k.startsWith('scrollback.screen'));
+      const saved = JSON.parse(localStorage.getItem(key));
+      saved.fields.cursor += cursorShift;
+      localStorage.setItem(key, JSON.stringify(saved));
+    }
+    const sb = await Scrollback.open({ server, storage: 'auto', opening: 'early' });
+    window.sb = sb;
+    const view = await sb.openSession('early');
+    window.view = view;
+    const deadline = Date.now() + 60_000;
+    while (!view.state.live) {
+      if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return { seqs: view.state.rows.map((r) => r.seq), cursor: view.state.cursor, counters: view.state.counters };
+  }, { server: server.url, cursorShift });
+  const grow = async (n) => {
+    const lines = await server.lines('early');
+    const next = lines.at(-1).seq + 1;
+    await server.append('early', lines.slice(-n).map((l, i) => JSON.stringify({ ...l, seq: next + i })));
+    return next + n - 1;
+  };
+
+  let newest = await grow(4);
+  let before = checks();
+  await reload();
+  let r = await reopen(0);
+  assert.equal(r.cursor, newest, 'the lines added while away are shown');
+  assert.equal(r.counters.probesPassed, 1, `the cached tail was checked: ${JSON.stringify(r.counters)}`);
+  assert.equal(r.counters.caughtUp, 4, 'caught up from the cached tail, not reopened cold');
+  assert.equal(checks() - before, 1, 'one check: the page\'s, taken by the engine');
+  await closeAll();
+
+  newest = await grow(3);
+  before = checks();
+  await reload();
+  r = await reopen(-1);
+  assert.equal(r.cursor, newest, 'the lines added while away are shown');
+  assert.equal(r.counters.probesPassed, 1, `the cached tail was checked: ${JSON.stringify(r.counters)}`);
+  assert.equal(r.counters.caughtUp, 3, 'caught up from the cached tail');
+  assert.equal(checks() - before, 2, 'the page asked from the stale cursor; the engine asked from its own tail');
+  assert.equal(new Set(r.seqs).size, r.seqs.length, `no row twice: ${r.seqs}`);
+  await closeAll();
+});

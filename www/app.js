@@ -464,6 +464,8 @@ async function main() {
       server: location.origin,
       token: query.get('token') ?? undefined,
       storage: query.get('storage') ?? 'auto',
+      // Reloaded on a session: its check leaves now, while the worker starts.
+      opening: routed() ?? undefined,
     });
   } catch (err) {
     ui.listStatus.textContent = `Scrollback could not start: ${err.message}`;

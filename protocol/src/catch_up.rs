@@ -49,9 +49,14 @@ impl CatchUpQuery {
         CatchUpQuery { cursor, limit }
     }
 
-    /// The URL query string (without `?`).
+    /// The URL query string (without `?`); the limit only when it is not the server's default
+    /// ([`OPENING_WINDOW`]), so the usual check has one spelling a page can ask ahead
+    /// (`Scrollback.open`'s `opening`).
     pub fn to_query_string(&self) -> String {
-        format!("cursor={}&limit={}", self.cursor, self.limit)
+        match self.limit {
+            OPENING_WINDOW => format!("cursor={}", self.cursor),
+            limit => format!("cursor={}&limit={limit}", self.cursor),
+        }
     }
 
     /// Parses a URL query string; unknown parameters are ignored (a token may travel there).
@@ -167,6 +172,19 @@ mod tests {
             CatchUpQuery::new(5, OPENING_WINDOW)
         );
         assert_eq!(CatchUpQuery::parse("cursor=5&limit=3").unwrap().limit, 3);
+        for query in [
+            CatchUpQuery::new(7, OPENING_WINDOW),
+            CatchUpQuery::new(7, 3),
+        ] {
+            assert_eq!(
+                CatchUpQuery::parse(&query.to_query_string()).unwrap(),
+                query
+            );
+        }
+        assert_eq!(
+            CatchUpQuery::new(7, OPENING_WINDOW).to_query_string(),
+            "cursor=7"
+        );
         assert_eq!(CatchUpQuery::parse("").unwrap_err().param, "cursor");
         assert_eq!(CatchUpQuery::parse("cursor=0").unwrap_err().param, "cursor");
         assert_eq!(

@@ -16,7 +16,7 @@ use crate::protocol::{
 use futures::channel::mpsc;
 use futures::StreamExt;
 use gloo_net::http::{Request, RequestBuilder};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -45,7 +45,23 @@ pub struct BrowserTransport {
     port: u16,
     token: Option<String>,
     counters: Rc<Cell<WireCounters>>,
+    early: RefCell<Option<Early>>,
 }
+
+/// A check the page asked before the module was ready (`Scrollback.open`'s `opening`).
+#[derive(Debug)]
+struct Early {
+    /// The URL it asked, as [`BrowserTransport::catch_up`] spells it.
+    url: String,
+    /// The page's answer: `{status, body}` (an `ArrayBuffer`), or null when it got none.
+    answer: js_sys::Promise,
+    /// When it was handed over (ms since the epoch).
+    since: f64,
+}
+
+/// How long an early check stays usable: the reopen it was asked for makes its own check
+/// within a moment; an answer older than this is not taken for the server's present.
+const EARLY_FOR_MS: f64 = 10_000.0;
 
 impl BrowserTransport {
     /// A transport for the server at `server` (`http://127.0.0.1:8080`, optionally with a path
@@ -72,7 +88,50 @@ impl BrowserTransport {
             port,
             token: token.filter(|t| !t.is_empty()),
             counters: Rc::default(),
+            early: RefCell::default(),
         })
+    }
+
+    /// Takes over a request the page made before the module was ready: the reopen's check of
+    /// one session, asked at `url` (as [`Transport::catch_up`] would ask it), whose `answer`
+    /// resolves to `{status, body}` (an `ArrayBuffer`) or null. The next catch-up asking the
+    /// same URL, within a few seconds, awaits that answer instead of asking again; any other
+    /// catch-up of the session drops it. Counted as a request now, its bytes when taken.
+    pub fn expect(&self, url: String, answer: js_sys::Promise) {
+        self.count(1, 0);
+        let since = js_sys::Date::now();
+        *self.early.borrow_mut() = Some(Early { url, answer, since });
+    }
+
+    /// The early check's body, if `url` is the one it asked and it was answered with a 2xx
+    /// in time; `None` sends the request (so every error is classified by [`Self::send`]).
+    async fn early(&self, url: &str) -> Option<String> {
+        let session = |u: &str| u.split('?').next().map(str::to_owned);
+        let early = {
+            let mut slot = self.early.borrow_mut();
+            match &*slot {
+                Some(e) if session(&e.url) == session(url) => slot.take()?,
+                _ => return None,
+            }
+        };
+        if early.url != url || js_sys::Date::now() - early.since > EARLY_FOR_MS {
+            return None;
+        }
+        let wait = gloo_timers::future::TimeoutFuture::new(REQUEST_TIMEOUT_MS);
+        let answer = wasm_bindgen_futures::JsFuture::from(early.answer);
+        let answer = match futures::future::select(answer, wait).await {
+            futures::future::Either::Left((Ok(answer), _)) => answer,
+            _ => return None,
+        };
+        let field = |name: &str| js_sys::Reflect::get(&answer, &name.into()).ok();
+        let status = field("status")?.as_f64()?;
+        let body = field("body")?.dyn_into::<js_sys::ArrayBuffer>().ok()?;
+        if !(200.0..300.0).contains(&status) {
+            return None;
+        }
+        let body = String::from_utf8(js_sys::Uint8Array::new(&body).to_vec()).ok()?;
+        self.count(0, body.len() as u64);
+        Some(body)
     }
 
     /// The server's address, without a trailing slash.
@@ -135,10 +194,14 @@ impl BrowserTransport {
             .send()
             .await
             .map_err(|e| TransportError::Network(format!("{url}: {e}")))?;
-        let text = response
-            .text()
+        // As bytes: one copy into the module, where text would be decoded into a JS string
+        // and encoded back (and invalid UTF-8 replaced, not refused).
+        let bytes = response
+            .binary()
             .await
             .map_err(|e| TransportError::Network(format!("{url}: {e}")))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| TransportError::Network(format!("{url}: not UTF-8: {e}")))?;
         self.count(0, text.len() as u64);
         if !response.ok() {
             let retry_after = response.headers().get("Retry-After");
@@ -223,6 +286,11 @@ impl Transport for BrowserTransport {
             self.url(&["sessions", id, "catchup"])?,
             query.to_query_string()
         );
+        if let Some(answer) = self.early(&url).await.map(|b| parse_catch_up_body(&b)) {
+            if answer.is_ok() {
+                return answer;
+            }
+        }
         parse_catch_up_body(&self.send(Request::get(&url), None).await?)
     }
 

@@ -93,6 +93,13 @@ impl Client {
         })
     }
 
+    /// Takes over the reopen's check that the page asked at `url` before the worker was up
+    /// (`Scrollback.open`'s `opening`): `answer` resolves to `{status, body}` or null. The
+    /// session's first check awaits it instead of asking again (`BrowserTransport::expect`).
+    pub fn expect(&self, url: String, answer: js_sys::Promise) {
+        self.engine.transport().expect(url, answer);
+    }
+
     /// The engine (shared with the benchmark hooks).
     pub(super) fn engine(&self) -> Rc<BrowserEngine> {
         self.engine.clone()

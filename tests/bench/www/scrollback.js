@@ -27,7 +27,8 @@ export async function open({ id, server, storage, show }) {
     show(screen.rows, describe);
     at.screen = performance.now();
   }
-  const sb = await Scrollback.open({ server, storage });
+  // The session is known at once (the app's URL names it): its check leaves with the open call.
+  const sb = await Scrollback.open({ server, storage, opening: id });
   const draw = (state) => {
     if (state.ready && state.rows.length) {
       show(state.rows, describe);

@@ -16,6 +16,7 @@ use futures::channel::mpsc;
 use futures::future::{join, select, Either, LocalBoxFuture};
 use futures::{FutureExt, StreamExt};
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::pin;
 use std::rc::Rc;
@@ -44,14 +45,21 @@ fn start_at(line: Option<Line>) -> Start {
 
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 
+/// Older pages kept read from the cache ahead of the reader ([`Session::read_ahead`]), and the
+/// bytes of lines they may hold at most (a page of huge rows counts for what it holds).
+const AHEAD_PAGES: usize = 8;
+const AHEAD_BYTES: usize = 1 << 20;
+
 /// An older page read from the cache ahead of the reader ([`Session::read_ahead`]): served by
-/// the next [`Session::older`] when nothing changed meanwhile (the same epoch, purges and
-/// oldest row shown), dropped otherwise. One page at most.
+/// the [`Session::older`] that asks for it when nothing changed meanwhile (the same epoch,
+/// purges and oldest row shown), dropped otherwise.
 struct Ahead {
     epoch: u64,
     purges: u64,
     before: u64,
     limit: usize,
+    /// The lines' bytes, for [`AHEAD_BYTES`].
+    bytes: usize,
     lines: Vec<Line>,
 }
 
@@ -85,7 +93,10 @@ pub struct Session<S: Store, T: Transport> {
     purges: Cell<u64>,
     loading_older: Cell<bool>,
     /// The next older page, read from the cache before it is asked for.
-    ahead: RefCell<Option<Ahead>>,
+    /// Pages read ahead, newest first: each one's `before` is the oldest seq of the one before.
+    ahead: RefCell<VecDeque<Ahead>>,
+    /// Held while pages are read ahead: one reader at a time.
+    reading_ahead: Mutex<()>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
     /// The retry schedule of the check, the opening window and the stream.
@@ -125,7 +136,8 @@ impl<S: Store, T: Transport> Session<S, T> {
             epoch: Cell::new(0),
             purges: Cell::new(0),
             loading_older: Cell::new(false),
-            ahead: RefCell::new(None),
+            ahead: RefCell::default(),
+            reading_ahead: Mutex::new(()),
             commands,
             inbox: RefCell::new(Some(inbox)),
             backoff: RefCell::new(backoff),
@@ -243,7 +255,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Drops everything shown (the fold clears queued and waiting items with its rows).
     fn clear(&self, ready: bool) {
         self.epoch.set(self.epoch.get() + 1);
-        self.ahead.take();
+        self.ahead.borrow_mut().clear();
         self.update(Change::Cleared, |v| {
             v.transcript.clear();
             v.state.clear_pending();
@@ -282,7 +294,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Throws the session's cache away; a page in flight is then not stored.
     async fn purge(&self) {
         self.purges.set(self.purges.get() + 1);
-        self.ahead.take();
+        self.ahead.borrow_mut().clear();
         self.cache.lock().await.purge().await;
     }
 
@@ -292,7 +304,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     ///
     /// Draws the cached rows before any request returns; checks the cached tail and catches up
     /// in one request (`/catchup`), and only then opens the stream from the newest line held,
-    /// reading the first older page from the cache meanwhile; a failed check purges the
+    /// reading the older pages ahead from the cache meanwhile; a failed check purges the
     /// session's cache and opens cold; a check or stream that cannot reach the server sets the
     /// banner and retries on the reconnect schedule. Reloads requested meanwhile are carried
     /// out here. Calling `run` again while it runs returns at once.
@@ -309,7 +321,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 false => self.open(&mut inbox, anchor).await,
             };
             let mut command = match opened {
-                // The first older page is read from the cache while the stream connects, so a
+                // The older pages are read from the cache while the stream connects, so a
                 // scroll back starts from memory.
                 Ok(start) => {
                     join(self.follow(&mut inbox, start), self.read_ahead())
@@ -751,9 +763,12 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         rows: bool,
     ) -> Result<TransportResult<bool>, Command> {
         let (epoch, purges) = (self.epoch.get(), self.purges.get());
-        let (local, gap_after) = {
+        let (local, gap_after) = if let Some(lines) = self.take_ahead(before, limit, rows) {
+            // Read ahead already: no wait for the lock a read-ahead of later pages holds.
+            (Some(lines), None)
+        } else {
             let mut cache = self.cache.lock().await;
-            // Taken under the lock: a read-ahead in flight holds it until its page is kept.
+            // Asked again under the lock: a read-ahead in flight holds it until its page is kept.
             if let Some(lines) = self.take_ahead(before, limit, rows) {
                 (Some(lines), None)
             } else {
@@ -817,46 +832,73 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         Ok(Ok(!page.lines.is_empty()))
     }
 
-    /// The page read ahead, when it is the one asked for and nothing changed since it was read.
+    /// The next page read ahead, when it is the one asked for and nothing changed since it was
+    /// read; any other answer drops every page read ahead (they follow from this one).
     fn take_ahead(&self, before: u64, limit: usize, rows: bool) -> Option<Vec<Line>> {
-        let ahead = self.ahead.take()?;
+        let mut queue = self.ahead.borrow_mut();
+        let ahead = queue.pop_front()?;
         let fresh = ahead.epoch == self.epoch.get() && ahead.purges == self.purges.get();
-        (fresh && rows && ahead.before == before && ahead.limit == limit).then_some(ahead.lines)
+        if fresh && rows && ahead.before == before && ahead.limit == limit {
+            return Some(ahead.lines);
+        }
+        queue.clear();
+        None
     }
 
-    /// Reads the page [`Session::older`] would show next from the cache and keeps it, so that
-    /// call answers from memory. Never asks the server: a page the cache does not hold is left
-    /// for `older`. [`Session::run`] reads the first once the session is open; drive it after
-    /// each `older` (the package's worker does, between the page's calls). It keeps one page at
-    /// most and is dropped by any clear, reload or purge.
+    /// Reads the pages [`Session::older`] would show next from the cache and keeps them (up to
+    /// [`AHEAD_PAGES`] pages and [`AHEAD_BYTES`]), so those calls answer from memory, without
+    /// waiting for the store. Never asks the server: a page the cache does not hold is left for
+    /// `older`. [`Session::run`] starts it once the session is open; drive it after each
+    /// `older` (the package's worker does, between the page's calls) to top the pages up. One
+    /// runs at a time (a call while one runs waits for it, then tops up what is missing); the
+    /// cache's lock is taken page by page, and any clear, reload or purge drops the pages.
     pub async fn read_ahead(&self) {
-        let before = {
-            let view = self.view.borrow();
-            match (view.ready, view.more_history, view.oldest) {
-                (true, true, Some(oldest)) if !self.loading_older.get() => oldest,
-                _ => return,
+        let _reading = self.reading_ahead.lock().await;
+        let limit = self.config.page_rows;
+        loop {
+            let next = {
+                let view = self.view.borrow();
+                let queue = self.ahead.borrow();
+                let bytes: usize = queue.iter().map(|a| a.bytes).sum();
+                match (view.ready, view.more_history, view.oldest, queue.back()) {
+                    _ if queue.len() >= AHEAD_PAGES || bytes >= AHEAD_BYTES => None,
+                    // The page below the last one read (its oldest line's seq).
+                    (true, true, Some(_), Some(last)) => last.lines.first().map(Line::seq),
+                    // The first page below what is shown, unless `older` is loading it.
+                    (true, true, Some(oldest), None) if !self.loading_older.get() => Some(oldest),
+                    _ => None,
+                }
+            };
+            let Some(before) = next.filter(|b| *b > 1) else {
+                return;
+            };
+            let (epoch, purges) = (self.epoch.get(), self.purges.get());
+            let mut cache = self.cache.lock().await;
+            let Some(page) = cache.page(before, limit, true).await else {
+                return;
+            };
+            drop(cache);
+            if page.lines.is_empty() {
+                return;
             }
-        };
-        let (epoch, purges, limit) = (self.epoch.get(), self.purges.get(), self.config.page_rows);
-        let mut cache = self.cache.lock().await;
-        let held = self
-            .ahead
-            .borrow()
-            .as_ref()
-            .map(|a| (a.epoch, a.purges, a.before));
-        if held == Some((epoch, purges, before)) {
-            return;
-        }
-        let Some(page) = cache.page(before, limit, true).await else {
-            return;
-        };
-        let unchanged = self.epoch.get() == epoch && self.purges.get() == purges;
-        if unchanged && self.view.borrow().oldest == Some(before) {
-            *self.ahead.borrow_mut() = Some(Ahead {
+            let unchanged = self.epoch.get() == epoch && self.purges.get() == purges;
+            let mut queue = self.ahead.borrow_mut();
+            // Still what `older` asks next: the first page below what is shown, or the page
+            // below the last one kept.
+            let follows = match queue.back() {
+                Some(last) => last.lines.first().map(Line::seq) == Some(before),
+                None => self.view.borrow().oldest == Some(before),
+            };
+            if !(unchanged && follows) {
+                return;
+            }
+            let bytes = page.lines.iter().map(|l| l.raw().len()).sum();
+            queue.push_back(Ahead {
                 epoch,
                 purges,
                 before,
                 limit,
+                bytes,
                 lines: page.lines,
             });
         }

@@ -277,7 +277,7 @@ impl SessionHandle {
         })
     }
 
-    /// Shows one older page (from the cache when it has it, or from the page read ahead after
+    /// Shows one older page (from the cache when it has it, or from the pages read ahead after
     /// the last call). Resolves to whether more history remains above.
     #[wasm_bindgen(js_name = loadOlder)]
     pub fn load_older(&self) -> js_sys::Promise {
@@ -286,7 +286,7 @@ impl SessionHandle {
             live.session.older().await.map_err(BindingError::from)?;
             let more = live.session.with_view(|v| v.more_history);
             if more {
-                // The next page, read from the cache while the page handles this one.
+                // The pages read ahead topped up, from the cache, while the page handles this one.
                 let ahead = live.clone();
                 spawn_local(async move { ahead.session.read_ahead().await });
             }

@@ -92,8 +92,8 @@ pub struct Session<S: Store, T: Transport> {
     /// stored after it.
     purges: Cell<u64>,
     loading_older: Cell<bool>,
-    /// The next older page, read from the cache before it is asked for.
-    /// Pages read ahead, newest first: each one's `before` is the oldest seq of the one before.
+    /// Older pages read from the cache before they are asked for, the next one first: each
+    /// one's `before` is the oldest seq of the one before it.
     ahead: RefCell<VecDeque<Ahead>>,
     /// Held while pages are read ahead: one reader at a time.
     reading_ahead: Mutex<()>,

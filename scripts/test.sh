@@ -73,18 +73,21 @@ if [ "${SCROLLBACK_TAURI:-1}" != 0 ]; then
 fi
 
 ENGINES=(chromium webkitgtk firefox)
+# The tests and the server they run are built with the `ci` profile (Cargo.toml: release at
+# opt-level 1, in target/ci/); tests/lib/server.mjs and scripts/wasm.sh take the server from there.
+export SCROLLBACK_PROFILE=ci
 # `scrollback/testing`: the test kit the store suites live in (also on through the crate's
 # dev-dependency on itself; said here so no suite can silently drop out of `npm test`).
-layer native cargo cargo test --workspace --release --features scrollback/testing
+layer native cargo cargo test --workspace --profile ci --features scrollback/testing
 # Built once by the first engine's run; the others run the same .wasm files.
 for engine in "${ENGINES[@]}"; do
-  layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --release
+  layer "wasm $engine" cargo scripts/wasm.sh test --engine "$engine" --profile ci
 done
 # The end-to-end tests run the package as `npm start` builds it. Each test file starts its own
 # server and browser, so two files run at once (they mostly wait on paced streams). A test still
 # running after ten minutes fails by name (node's --test-timeout) rather than holding the run
 # until CI's limit.
-if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --release -p scrollback-server; then
+if { [ -n "$pkg_built" ] || scripts/wasm.sh build; } && cargo build -q --profile ci -p scrollback-server; then
   layer "js chromium" node env SCROLLBACK_ENGINE=chromium node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=2 tests/
   for engine in "${ENGINES[@]:1}"; do
     layer "js $engine" node env SCROLLBACK_ENGINE="$engine" node --test --test-reporter=tap --test-timeout=600000 --test-concurrency=1 \

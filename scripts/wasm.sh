@@ -24,11 +24,13 @@ native_path="$PATH"                    # the default (rustup) toolchain, for the
 # A free loopback port (the kernel's pick, released at once).
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
-# Starts target/release/scrollback-server --sandbox with a token on a free port, a temp data dir,
+# Starts target/PROFILE/scrollback-server (SCROLLBACK_PROFILE, release unless set; npm test's
+# is ci) --sandbox with a token on a free port, a temp data dir,
 # and CORS for the test runner's page, which is pinned to a free port of its own
 # (WASM_BINDGEN_TEST_ADDRESS) so its origin is known. The tests read the server's URL and token
 # at compile time (option_env!). The server and its data go when this script exits.
 test_server=()                         # pid, data dir, log of the server started below
+server_profile="${SCROLLBACK_PROFILE:-release}"
 stop_test_server() {
   [ ${#test_server[@]} -eq 3 ] || return 0
   kill "${test_server[0]}" 2>/dev/null || true
@@ -37,7 +39,7 @@ stop_test_server() {
 }
 start_test_server() {
   env -u CARGO_TARGET_DIR -u RUSTFLAGS -u RUSTC_BOOTSTRAP PATH="$native_path" \
-    cargo build -q --release -p scrollback-server
+    cargo build -q --profile "$server_profile" -p scrollback-server
   local page_port data log
   page_port=$(free_port)
   data=$(mktemp -d); log="$data.log"; : >"$log"
@@ -47,7 +49,7 @@ start_test_server() {
   # test: a well-known closed port such as 9 is on the browsers' blocked list, and WebKit never
   # fires an EventSource error for a blocked port.
   export SCROLLBACK_TEST_DEAD="http://127.0.0.1:$(free_port)"
-  SCROLLBACK_TOKEN="$SCROLLBACK_TEST_TOKEN" target/release/scrollback-server --sandbox \
+  SCROLLBACK_TOKEN="$SCROLLBACK_TEST_TOKEN" "target/$server_profile/scrollback-server" --sandbox \
     --data "$data" --addr 127.0.0.1:0 --allow-origin "http://127.0.0.1:$page_port" >"$log" 2>&1 &
   local pid=$!
   test_server=("$pid" "$data" "$log")

@@ -3,7 +3,8 @@
 //! in a temporary folder. Requests are counted by the server (`GET /stats`).
 //!
 //! The server binary is the one next to this test's own executable (`target/release/` under
-//! `cargo test --workspace --release`, which builds it); a narrow run needs it built first:
+//! `cargo test --workspace --release`, which builds it; `target/ci/` under `npm test`); a narrow
+//! run needs it built first:
 //! `cargo build --release -p scrollback-server`.
 #![cfg(not(target_arch = "wasm32"))]
 

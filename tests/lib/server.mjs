@@ -1,5 +1,6 @@
-// Starts the real reference server (target/release/scrollback-server) for a test: sandbox data in
-// a fresh temp folder, a free loopback port, the demo page and the built package served.
+// Starts the real reference server (target/PROFILE/scrollback-server: SCROLLBACK_PROFILE,
+// release unless set; npm test's is ci) for a test: sandbox data in a fresh temp folder, a free
+// loopback port, the demo page and the built package served.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -9,13 +10,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const SERVER_BIN = path.join(ROOT, 'target/release/scrollback-server');
+export const PROFILE = process.env.SCROLLBACK_PROFILE || 'release';
+export const SERVER_BIN = path.join(ROOT, 'target', PROFILE, 'scrollback-server');
 
 /** Fails, saying how to build them, when the package or the server binary is missing. */
 export function assertBuilt(files = ['pkg/index.js', 'pkg/scrollback_bg.wasm', SERVER_BIN]) {
   for (const file of files) {
     if (!existsSync(path.resolve(ROOT, file))) {
-      throw new Error(`${file} is missing: run scripts/wasm.sh build and cargo build --release -p scrollback-server (npm test does)`);
+      throw new Error(`${file} is missing: run scripts/wasm.sh build and cargo build --profile ${PROFILE} -p scrollback-server (npm test does)`);
     }
   }
 }

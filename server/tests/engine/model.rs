@@ -14,10 +14,10 @@
 //! - the rows are the fold of the shown lines; a live, verified session shows every event;
 //! - every chunk in the store is exactly what the server returns for that chunk's own coverage.
 //!
-//! `MODEL_RUNS` (default 1500) and `MODEL_SEED` (default: from the clock) override; the count
+//! `MODEL_RUNS` (default 2000) and `MODEL_SEED` (default: from the clock) override; the count
 //! and seed are printed, and a failure names the seed and the steps that led to it.
 //!
-//! The transport here is in-process (no HTTP) for speed; `engine_http.rs` runs the engine over
+//! The transport here is in-process (no HTTP) for speed; `http.rs` runs the engine over
 //! real HTTP against the real server.
 
 use futures::executor::LocalPool;

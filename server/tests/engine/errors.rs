@@ -22,8 +22,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-mod engine_support;
-use engine_support::{local, Recorded, Running, TestServer};
+use crate::support::{local, Recorded, Running, TestServer};
 
 /// A scripted answer: for requests whose path ends with `route`, answer `status` with `body`
 /// (and `Retry-After` when given) instead of forwarding.

@@ -23,8 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::LocalSet;
 
-mod engine_support;
-use engine_support::{Recorded, Running, TestServer};
+use crate::support::{Recorded, Running, TestServer};
 
 type Client = Engine<FsStore, Recorded>;
 

@@ -1,4 +1,4 @@
-//! Shared by the engine tests (`engine_*.rs`): a real server over a temporary data folder with
+//! Shared by the engine tests (this folder's modules): a real server over a temporary data folder with
 //! a cache folder beside it, the native transport with what the engine asks of it recorded,
 //! sessions run on the test's `LocalSet`, and waiting (with a generous deadline, never a fixed
 //! sleep) for what a session shows.

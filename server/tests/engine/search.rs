@@ -14,8 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::task::LocalSet;
 
-mod engine_support;
-use engine_support::Running;
+use crate::support::Running;
 
 type Client = Engine<FsStore, HttpTransport>;
 

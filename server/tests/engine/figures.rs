@@ -2,7 +2,7 @@
 //! wire, per route, counted by the server (`/stats`; `bytes` is the body as sent, compressed
 //! where the route compresses). Run with `--nocapture` to see them:
 //!
-//!     cargo test -p scrollback-server --release --test engine_figures -- --nocapture
+//!     cargo test -p scrollback-server --release --test engine figures -- --nocapture
 //!
 //! The app here lists sessions before it opens one (as the demo does); the list is printed as
 //! its own route, so the cost of the reopen itself can be read apart from it. The last figure
@@ -15,8 +15,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio::task::LocalSet;
 
-mod engine_support;
-use engine_support::{Running, TestServer};
+use crate::support::{Running, TestServer};
 
 type Stats = Vec<(String, u64, u64)>;
 

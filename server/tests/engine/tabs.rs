@@ -15,8 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-mod engine_support;
-use engine_support::{local, wait, Running, TestServer};
+use crate::support::{local, wait, Running, TestServer};
 
 type Tab = Session<MemoryStore, HttpTransport>;
 

@@ -404,8 +404,9 @@ export declare class Scrollback {
    */
   search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
   /**
-   * Loads every cached session's search index into memory now, so the next `search` does not
-   * wait for it (the worker also does it by itself shortly after `open`). Resolves when done.
+   * Readies search now: builds the search segments that are behind what was cached and loads
+   * each session's index header, so the next `search` does not wait (the worker also does it by
+   * itself shortly after `open`, and builds what it wrote every minute). Resolves when done.
    */
   warmSearch(): Promise<void>;
   /** What the cache has saved and cost so far. */

@@ -252,9 +252,11 @@ export class Scrollback {
   }
 
   /**
-   * Loads every cached session's search index into memory now, so the next `search` does not
-   * wait for it. The worker does this by itself a moment after `open`; call it when a search
-   * box appears to be sure. Resolves when they are loaded.
+   * Readies search now: builds the search segments that are behind what was cached (the
+   * built form a search reads a few kilobytes of per session) and loads each session's index
+   * header, so the next `search` does not wait. The worker does this by itself a moment after
+   * `open` (and builds the segments of what it wrote every minute); call it when a search box
+   * appears to be sure. Resolves when done.
    * @returns {Promise<void>}
    */
   warmSearch() {

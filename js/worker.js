@@ -108,6 +108,8 @@ function closeView(viewId) {
 
 /** How long after the open the search indexes start loading (a search before then loads them). */
 const WARM_AFTER_MS = 1500;
+/** How often the search segments of the sessions this worker wrote are brought up to date. */
+const BUILD_EVERY_MS = 60_000;
 
 // The reopen's check the page asked before this worker was up (`opening`): its answer comes
 // in an `early` message, and the engine's first check of that session awaits it.
@@ -123,6 +125,10 @@ const ops = {
     // The search indexes are loaded in idle time, once the first screen had its turn.
     const opened = client;
     setTimeout(() => { if (client === opened) opened.warmSearch().catch(() => {}); }, WARM_AFTER_MS);
+    const building = setInterval(() => {
+      if (client === opened) opened.buildSearch().catch(() => {});
+      else clearInterval(building);
+    }, BUILD_EVERY_MS);
     return client.storage;
   },
   /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */

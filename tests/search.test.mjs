@@ -1,6 +1,7 @@
 // Search in the browser: sb.search over what the worker cached, with the network cut off.
 // A session is opened (and scrolled back) online, the page goes offline, and the search still
-// answers from the cache: typed hits, the matched words marked, a session filter, a limit.
+// answers from the cache: typed hits, the matched words marked, a session filter, a limit; then
+// from the search segment the warm-up built, in a worker that starts offline.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pageAt, sharedServer } from './lib/setup.mjs';
@@ -37,5 +38,26 @@ for (const storage of ['opfs', 'indexeddb']) {
       assert.ok(marked.includes('row') && marked.includes('rule'), JSON.stringify(hit.snippet));
     }
     assert.deepEqual(result.none, []);
+
+    // The warm-up built the session's search segment; a worker that starts (the page reloaded)
+    // answers from it, before its own warm-up, as the first one did.
+    const built = await page.evaluate(() => window.sb._bench('sizes'));
+    assert.ok(built.segments >= 1, JSON.stringify(built));
+    await context.setOffline(false);
+    await page.reload();
+    const again = await page.evaluate(async (storage) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      const hits = await sb.search('"row rule"', { limit: 3 });
+      const some = await sb.search('row', { limit: 50 });
+      await sb.warmSearch(); // the segment held in memory: the same answers
+      const warm = await sb.search('"row rule"', { limit: 3 });
+      const warmSome = await sb.search('row', { limit: 50 });
+      return { hits, warm, some, warmSome };
+    }, storage);
+    assert.deepEqual(again.hits, result.hits);
+    assert.deepEqual(again.warm, result.hits);
+    assert.ok(again.some.length > 3, JSON.stringify(again.some.length));
+    assert.deepEqual(again.warmSome, again.some);
   });
 }

@@ -9,10 +9,13 @@
 //! live stream does, with the index and without it, and prints: the append rate both ways and
 //! its ratio, the index's share of the cached bytes, and the time to the first 20 results for
 //! 1-, 2- and 3-word queries and a phrase, with words at fixed document frequencies (rare,
-//! medium, common): the first query (loads every index into memory) and the median of 5 after.
+//! medium, common): the first query before any segment is built (loads every blob into
+//! memory), the segments' build (what the worker does in idle time), the first query after a
+//! start (reads the segments), and the median of 5 after.
 
 use scrollback::chunks::Cache;
 use scrollback::protocol::Line;
+use scrollback::search::segment::SEGMENT;
 use scrollback::search::INDEX;
 use scrollback::store::{FsStore, MemoryStore, Store};
 use std::sync::Arc;
@@ -160,10 +163,33 @@ async fn run<S: Store>(store: Arc<S>, sessions: &[Vec<Line>], raw: usize, n: usi
         let first = Instant::now();
         let hits = cache.search(&word(1), 20, None).await;
         println!(
-            "first query (loads {n} indexes): {} ({} hits)",
+            "first query without segments (loads {n} blobs): {} ({} hits)",
             ms(first.elapsed()),
             hits.len()
         );
+        let t = Instant::now();
+        let built = cache.build_search().await;
+        let mut segments = 0;
+        for i in 0..n {
+            let path = format!("{}/s{i}/{SEGMENT}", cache.dir());
+            segments += store.stat(&path).await.unwrap().map_or(0, |m| m.size);
+        }
+        println!(
+            "segments built (idle time): {built} in {}, {:.1} MB",
+            ms(t.elapsed()),
+            segments as f64 / 1e6
+        );
+        for (name, rank) in [("rare", 15_000), ("medium", 300), ("common", 1)] {
+            let started = Cache::new(store.clone(), "indexed", 1).await;
+            let t = Instant::now();
+            let hits = started.search(&format!("{} ", word(rank)), 20, None).await;
+            println!(
+                "first query after a start, {name} word (reads {n} segments): {} ({} hits)",
+                ms(t.elapsed()),
+                hits.len()
+            );
+        }
+        let cache = Cache::new(store.clone(), "indexed", 1).await;
         for (name, (a, b, c)) in [("rare", rare), ("medium", medium), ("common", common)] {
             let queries = [
                 ("1 word", word(a)),

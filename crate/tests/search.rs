@@ -1,11 +1,13 @@
 //! Full-text search over the cache (crate::search), natively over the memory and file stores:
-//! phrases across delta seams, prefixes, folding, purge, damage and rebuild, and the property
-//! that an index rebuilt from the chunks answers as the incrementally written one does.
+//! phrases across delta seams, prefixes, folding, purge, damage and rebuild, segments (built,
+//! read by a worker that starts, damaged), and the property that an index rebuilt from the
+//! chunks, or read through a segment built part way, answers as the incrementally written one.
 #![cfg(not(target_arch = "wasm32"))]
 
 use proptest::prelude::*;
 use scrollback::chunks::Cache;
 use scrollback::protocol::Line;
+use scrollback::search::segment::{self, SEGMENT};
 use scrollback::search::{Hit, INDEX};
 use scrollback::store::{FsStore, MemoryStore, Store};
 use std::sync::Arc;
@@ -184,6 +186,156 @@ async fn a_damaged_index_is_rebuilt<S: Store>(store: Arc<S>) {
     assert_eq!(cache.search("the", 10, None).await, want);
 }
 
+/// The segment of session `id` (built as the worker's idle time builds it, whatever its size).
+async fn build<S: Store>(cache: &Cache<S>, id: &str) {
+    let dir = format!("{}/{id}", cache.dir());
+    segment::build(&**cache.store(), &dir).await.unwrap();
+}
+
+async fn a_segment_answers_as_the_blob<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    fill(&cache, "s1", &conversation()).await;
+    let queries = [
+        "the",
+        "tokio select",
+        r#""brown fox jumps""#,
+        "ETE migr",
+        "thanks",
+    ];
+    let mut want = Vec::new();
+    for q in queries {
+        want.push(cache.search(q, 10, None).await);
+    }
+    assert!(want.iter().all(|hits| !hits.is_empty()));
+    build(&cache, "s1").await;
+    let seg = format!("{}/s1/{SEGMENT}", cache.dir());
+    assert!(store.stat(&seg).await.unwrap().is_some());
+    // A worker that starts reads the segment: the same answers, snippets and all.
+    let fresh = || Cache::new(store.clone(), "example.com", 443);
+    let started = fresh().await;
+    for (q, want) in queries.iter().zip(&want) {
+        assert_eq!(&started.search(q, 10, None).await, want, "{q}");
+    }
+    // Warmed up (the segment held in memory), before a query or after one: the same.
+    let warmed = fresh().await;
+    warmed.warm_search().await;
+    started.warm_search().await;
+    for (q, want) in queries.iter().zip(&want) {
+        assert_eq!(&warmed.search(q, 10, None).await, want, "{q}");
+        assert_eq!(&started.search(q, 10, None).await, want, "{q}");
+    }
+    // What the blob gains past the segment is found too, by a new worker and the writer's.
+    let mut session = cache.session("s1").unwrap();
+    session.open().await;
+    session.append(&user(10, "quokka habitat")).await;
+    assert_eq!(
+        seqs(&fresh().await.search("quokka", 10, None).await),
+        vec![("s1".into(), 10)]
+    );
+    assert_eq!(
+        seqs(&cache.search("quokka", 10, None).await),
+        vec![("s1".into(), 10)]
+    );
+    let started = fresh().await;
+    for (q, want) in queries.iter().zip(want.iter_mut()) {
+        *want = cache.search(q, 10, None).await;
+        assert_eq!(&started.search(q, 10, None).await, want, "{q}");
+    }
+    // A damaged segment is not used: the blob answers (and a build replaces it).
+    let bytes = store.read(&seg, 0, 1 << 20).await.unwrap();
+    for damage in [
+        bytes[..bytes.len() / 2].to_vec(),
+        b"SBI1 nonsense".to_vec(),
+        {
+            let mut b = bytes.clone();
+            let n = b.len();
+            b[n / 2..].fill(0xff);
+            b
+        },
+    ] {
+        store.write(&seg, &damage).await.unwrap();
+        let f = fresh().await;
+        for (q, want) in queries.iter().zip(&want) {
+            assert_eq!(&f.search(q, 10, None).await, want, "{q} {:?}", &damage[..4]);
+        }
+        // Met by a query, it is removed; a cut one is also seen by the idle build's check.
+        store.write(&seg, &damage).await.unwrap();
+        let dir = format!("{}/s1", cache.dir());
+        if damage.len() != bytes.len() {
+            assert!(segment::stale(&*store, &dir).await, "{:?}", &damage[..4]);
+        }
+        f.search("the", 10, None).await; // loaded before: its segment is not read again
+        assert_eq!(fresh().await.search("the", 10, None).await, want[0]);
+        assert!(
+            store.stat(&seg).await.unwrap().is_none(),
+            "removed once met"
+        );
+        build(&cache, "s1").await;
+    }
+    // A segment of another blob (the blob rebuilt under it) is not used either.
+    let index = format!("{}/s1/{INDEX}", cache.dir());
+    store.append(&index, b"{not json\n").await.unwrap();
+    cache.session("s1").unwrap().open().await; // the writer's next open rebuilds the blob...
+    assert!(
+        store.stat(&seg).await.unwrap().is_none(),
+        "...and removes the segment"
+    );
+    assert_eq!(fresh().await.search("the", 10, None).await, want[0]);
+    // Purge removes it with the session.
+    build(&cache, "s1").await;
+    cache.purge("s1").await;
+    assert!(store.stat(&seg).await.unwrap().is_none());
+    assert!(fresh().await.search("the", 10, None).await.is_empty());
+}
+
+async fn idle_builds_only_what_is_worth_it<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    fill(&cache, "small", &conversation()).await;
+    let big: Vec<Line> = (1..=400)
+        .map(|s| {
+            user(
+                s,
+                &format!("message {s} about the migration of database number {s}"),
+            )
+        })
+        .collect();
+    fill(&cache, "big", &big).await;
+    // Only a blob of at least MIN_TAIL bytes gets a segment.
+    assert_eq!(cache.build_search().await, 1);
+    // A session whose writer role is held elsewhere waits (where the store has roles).
+    let dir = format!("{}/big", cache.dir());
+    let mut s = cache.session("big").unwrap();
+    s.open().await;
+    s.append(&user(401, "one more")).await;
+    let extra: Vec<Line> = (402..=600)
+        .map(|s| user(s, "padding words to grow the blob past a tail"))
+        .collect();
+    s.append_all(&extra).await;
+    let held = store.writer(&dir, false).await;
+    let shared = store.writer(&dir, false).await.is_none();
+    assert_eq!(cache.build_search().await, usize::from(!shared));
+    drop(held);
+    if shared {
+        assert_eq!(
+            cache.build_search().await,
+            1,
+            "built once the writer lets go"
+        );
+    }
+    let seg = |id: &str| format!("{}/{id}/{SEGMENT}", cache.dir());
+    assert!(store.stat(&seg("big")).await.unwrap().is_some());
+    assert!(store.stat(&seg("small")).await.unwrap().is_none());
+    assert_eq!(cache.build_search().await, 0, "nothing new since");
+    let fresh = Cache::new(store.clone(), "example.com", 443).await;
+    assert_eq!(
+        seqs(&fresh.search("number 250", 10, None).await),
+        vec![("big".into(), 250)]
+    );
+    let big = ["big".to_string()];
+    assert_eq!(fresh.search("migration", 1000, Some(&big)).await.len(), 400);
+    assert_eq!(fresh.search("padding", 1000, None).await.len(), 199);
+}
+
 macro_rules! both_stores {
     ($($name:ident),*) => {
         mod memory {
@@ -203,7 +355,9 @@ macro_rules! both_stores {
 both_stores!(
     finds_what_was_said,
     ranks_and_scopes_sessions,
-    a_damaged_index_is_rebuilt
+    a_damaged_index_is_rebuilt,
+    a_segment_answers_as_the_blob,
+    idle_builds_only_what_is_worth_it
 );
 
 // The property: a random transcript appended in random batches, with reopens between them,
@@ -256,6 +410,7 @@ proptest! {
     fn a_rebuilt_index_answers_as_the_incremental_one(
         events in prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
         cuts in prop::collection::vec(1usize..20, 1..20),
+        segment_after in 1usize..6,
     ) {
         pollster::block_on(async {
             let lines: Vec<Line> = events
@@ -267,16 +422,28 @@ proptest! {
             let cache = cache(&store).await;
             let mut rest = &lines[..];
             let mut cuts = cuts.iter().cycle();
+            let mut batches = 0;
             while !rest.is_empty() {
                 let n = (*cuts.next().unwrap()).min(rest.len());
                 let mut session = cache.session("p").unwrap();
                 session.open().await;
                 session.append_all(&rest[..n]).await;
                 rest = &rest[n..];
+                batches += 1;
+                if batches == segment_after {
+                    drop(session);
+                    build(&cache, "p").await;
+                }
             }
             let incremental = answers(&cache).await;
             let found: usize = incremental.iter().map(Vec::len).sum();
             prop_assert!(found > 0 || lines.len() < 12, "the index holds the rows");
+            // A worker that starts reads the segment built part way, and the blob past it.
+            let started = Cache::new(store.clone(), "example.com", 443).await;
+            started.session("p").unwrap().open().await; // the row still streaming, if any
+            prop_assert_eq!(answers(&started).await, incremental.clone());
+            started.warm_search().await; // the segment held in memory
+            prop_assert_eq!(answers(&started).await, incremental.clone());
 
             store.remove(&format!("{}/p/{INDEX}", cache.dir())).await.unwrap();
             let rebuilt = Cache::new(store.clone(), "example.com", 443).await;

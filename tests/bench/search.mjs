@@ -8,13 +8,16 @@
 //    without the index;
 // 3. the generated set: BENCH_SEARCH_MB (default 200) over 50 sessions, appended in runs of
 //    1000 lines with the index (budgetBytes raised so nothing is evicted);
-// 4. the index's share of the cached bytes;
-// 5. queries for the first 20 results: 1, 2 and 3 words and a two-word phrase, at fixed
+// 4. the first query of a worker that starts before any search segment is built (it loads
+//    every index blob), then the segments built (`warmSearch()`, what a worker does in idle
+//    time after it opens; the worker that cached the set builds what it wrote every minute);
+// 5. the index's share of the cached bytes (blobs and segments);
+// 6. queries for the first 20 results: 1, 2 and 3 words and a two-word phrase, at fixed
 //    document frequencies (words at Zipf ranks 15000 / 300 / 1: rare, medium, common). The first
 //    query after the worker starts (a new Scrollback, the page reloaded) is reported apart from
 //    the later ones (median of 5). The first query is measured twice: right after the start
-//    (it loads every index itself) and after `warmSearch()` (what the worker does by itself in
-//    idle time after it opens), with how long that warm-up took from the open.
+//    (it reads the segments' headers itself) and after `warmSearch()` (what the worker does by
+//    itself in idle time after it opens), with how long that warm-up took from the open.
 // Prints a table and writes tests/out/search-bench.json.
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -141,12 +144,25 @@ async function benchStorage(browser, server, storage) {
   out.corpus.seconds = (Date.now() - t) / 1000;
   log(storage, `generated ${SESSIONS} sessions, ${(out.corpus.bytes / 1e6).toFixed(1)} MB raw, ${out.corpus.lines} lines: cached in ${out.corpus.seconds} s (appends ${(out.corpus.ms / 1000).toFixed(1)} s)`);
 
-  // 4. Sizes.
+  // 4. The first query of a worker that starts before any segment is built (it loads every
+  //    blob), then the segments built, as the worker does in idle time.
+  await page.reload();
+  await openScrollback(page, storage);
+  out.unbuilt = await timeQuery(page, queries('rare')['1 word']);
+  log(storage, `first query right after start, no segments yet, rare word: ${out.unbuilt.ms.toFixed(1)} ms (${out.unbuilt.hits} hits)`);
+  await page.reload();
+  await openScrollback(page, storage);
+  t = Date.now();
+  await page.evaluate(() => window.sb.warmSearch());
+  out.build = { seconds: (Date.now() - t) / 1000 };
+  log(storage, `segments built in ${out.build.seconds} s`);
+
+  // 5. Sizes.
   out.sizes = await page.evaluate(() => window.sb._bench('sizes'));
   out.sizes.share = out.sizes.index / out.sizes.cached;
   log(storage, `index ${(out.sizes.index / 1e6).toFixed(1)} MB = ${(100 * out.sizes.share).toFixed(1)}% of ${(out.sizes.cached / 1e6).toFixed(1)} MB cached (${out.sizes.sessions} sessions)`);
 
-  // 5. Queries: the first after a fresh start, then the later ones.
+  // 6. Queries: the first after a fresh start, then the later ones.
   out.first = {};
   out.warm = {};
   for (const kind of Object.keys(FREQUENCIES)) {
@@ -187,6 +203,8 @@ function table(results) {
     ['generated set cached (MB raw, s)', ...results.map((r) => `${f(r.corpus.bytes / 1e6)} MB, ${f(r.corpus.seconds)} s`)],
     ['index share of the cached bytes', ...results.map((r) => `${f(100 * r.sizes.share)}% (${f(r.sizes.index / 1e6)} of ${f(r.sizes.cached / 1e6)} MB)`)],
   ];
+  rows.push(['first query right after start before any segment is built, rare word (ms)', ...results.map((r) => f(r.unbuilt.ms))]);
+  rows.push(['segments built (warm-up after the set was cached, s)', ...results.map((r) => f(r.build.seconds))]);
   for (const kind of Object.keys(FREQUENCIES)) {
     rows.push([`first query right after start, ${kind} word (ms)`, ...results.map((r) => f(r.first[kind].ms))]);
   }

@@ -3,6 +3,7 @@
 use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
+use crate::search::segment;
 use crate::search::writer::{IndexWriter, INDEX};
 use crate::search::{Hit, Live, Memo};
 use crate::store::Store;
@@ -152,10 +153,56 @@ impl<S: Store> Cache<S> {
         .await
     }
 
-    /// Loads every cached session's search index into memory, so the first search does not
-    /// wait for it (the worker calls it in idle time after it opens).
+    /// Readies search in idle time (the worker calls it after it opens): builds the segment of
+    /// every session whose index blob grew past it ([`Cache::build_search`]), then loads every
+    /// session's segment header and what lies past it, so the first search does not wait.
     pub async fn warm_search(&self) {
+        self.build_search().await;
         crate::search::reader::warm(&*self.store, &self.dir, &self.search, &self.live).await;
+    }
+
+    /// Builds the search segment ([`crate::search::segment`]) of every cached session whose
+    /// index blob holds enough past its segment, each under its writer role (a session another
+    /// tab or this worker is writing is left for later). Answers how many were built.
+    pub async fn build_search(&self) -> usize {
+        let Ok(entries) = self.store.list(&self.dir).await else {
+            return 0;
+        };
+        self.live.take_unbuilt(); // every session is looked at below
+        let keys = entries.into_iter().filter(|e| e.is_dir).map(|e| e.name);
+        self.build_segments(keys.collect()).await
+    }
+
+    /// [`Cache::build_search`] over the sessions whose index this worker wrote since the last
+    /// build (the worker calls it in idle time, every minute).
+    pub async fn build_written(&self) -> usize {
+        let keys = self.live.take_unbuilt();
+        self.build_segments(keys.into_iter().collect()).await
+    }
+
+    async fn build_segments(&self, keys: Vec<String>) -> usize {
+        let mut built = 0;
+        for key in keys {
+            let dir = format!("{}/{key}", self.dir);
+            if !segment::stale(&*self.store, &dir).await {
+                continue;
+            }
+            let Some(_role) = self.store.writer(&dir, false).await else {
+                self.live.unbuilt(&key);
+                continue;
+            };
+            let done = segment::build(&*self.store, &dir).await;
+            let _ = self.store.flush().await;
+            self.store.hand_over(&dir).await;
+            match done {
+                Ok(()) => {
+                    built += 1;
+                    self.search.forget(&key).await;
+                }
+                Err(e) => log::info!("scrollback: no search segment for {dir}: {e}"),
+            }
+        }
+        built
     }
 
     /// Deletes every cached session whose id is not in `ids` (the server's list), and any

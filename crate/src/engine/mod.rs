@@ -126,15 +126,22 @@ impl<S: Store, T: Transport> Engine<S, T> {
         self.cache.search(query, limit, sessions).await
     }
 
-    /// The sessions this cache holds, each with what is known of it without the network: its
-    /// summary from the last list fetched (newest first, as the server lists), or for a
-    /// session cached but not in that list, its id and newest cached seq. What a start without
-    /// network lists.
-    /// Loads the search indexes into memory ahead of the first [`Engine::search`].
+    /// Readies search ahead of the first [`Engine::search`]: builds the segments that are
+    /// behind and loads every session's index ([`Cache::warm_search`]).
     pub async fn warm_search(&self) {
         self.cache.warm_search().await;
     }
 
+    /// Builds the search segments of the sessions this engine wrote since the last build
+    /// ([`Cache::build_written`]): what the worker does in idle time.
+    pub async fn build_search(&self) -> usize {
+        self.cache.build_written().await
+    }
+
+    /// The sessions this cache holds, each with what is known of it without the network: its
+    /// summary from the last list fetched (newest first, as the server lists), or for a
+    /// session cached but not in that list, its id and newest cached seq. What a start without
+    /// network lists.
     pub async fn cached_sessions(&self) -> Vec<SessionSummary> {
         let cached: Vec<String> = self
             .cache

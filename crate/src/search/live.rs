@@ -9,6 +9,7 @@
 //!   worker changed since the last query (and, for what another tab's writer did, every
 //!   session at most every [`super::reader::RECHECK_MS`]), instead of asking the store about
 //!   every session on every query (a stat per session: hundreds of ms in OPFS at 50 sessions).
+//!   The idle build of the segments ([`super::segment`]) looks at those sessions too.
 
 use super::doc::Doc;
 use std::collections::{HashMap, HashSet};
@@ -19,6 +20,8 @@ struct State {
     open: HashMap<String, Doc>,
     changed: HashSet<String>,
     relist: bool,
+    /// The blobs written since the last segment build looked at them.
+    unbuilt: HashSet<String>,
 }
 
 /// One server's sessions as this worker's writers changed them, by session folder name.
@@ -57,7 +60,22 @@ impl Live {
 
     /// Session `key`'s index blob was written, cut or removed by this worker.
     pub fn changed(&self, key: &str) {
-        self.with(|s| s.changed.insert(key.to_string()));
+        self.with(|s| {
+            s.changed.insert(key.to_string());
+            s.unbuilt.insert(key.to_string());
+        });
+    }
+
+    /// The sessions whose blob this worker changed since the last call (for the idle build of
+    /// their segments).
+    pub fn take_unbuilt(&self) -> HashSet<String> {
+        self.with(|s| std::mem::take(&mut s.unbuilt))
+            .unwrap_or_default()
+    }
+
+    /// Session `key` is to be looked at by the next idle build again (its writer was busy).
+    pub fn unbuilt(&self, key: &str) {
+        self.with(|s| s.unbuilt.insert(key.to_string()));
     }
 
     /// Session `key`'s folder was removed by this worker: the next query lists the sessions.

@@ -94,6 +94,7 @@ pub mod live;
 mod postings;
 pub mod query;
 pub mod reader;
+pub mod segment;
 pub mod tokens;
 pub mod writer;
 

@@ -85,6 +85,14 @@ impl Indexed {
         }
     }
 
+    /// Every term in sorted order with its postings (call [`Indexed::prepare`] first): what a
+    /// built segment is written from.
+    pub fn sorted_terms(&self) -> impl Iterator<Item = (&str, &[(u32, u32)])> {
+        self.sorted
+            .iter()
+            .map(|&t| (self.names[t as usize].as_str(), &self.lists[t as usize][..]))
+    }
+
     /// The documents holding `term` (or, as a prefix, any word starting with it, with the
     /// summed frequency), sorted by document.
     pub fn postings(&self, term: &str, prefix: bool) -> Cow<'_, [(u32, u32)]> {

@@ -5,10 +5,11 @@ use super::doc::Doc;
 use super::live::Live;
 use super::postings::Indexed;
 use super::query::Query;
+use super::segment::{Post, Segment, SEGMENT};
 use super::tokens::words;
 use super::writer::INDEX;
 use crate::chunks::names::{decode, encode};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -16,6 +17,9 @@ use std::collections::{HashMap, HashSet};
 const K1: f64 = 1.2;
 /// BM25's length normalization.
 const B: f64 = 0.75;
+/// How many batches of `limit` candidates a phrase is checked in at most (each check reads the
+/// candidate's text): a phrase of common words that never meet stops there.
+const PHRASE_BATCHES: usize = 100;
 /// How much the newest hit gains over the oldest among the candidates (a tie-break that lets
 /// recent beat old at equal relevance, never a rare word lose to a common one by much).
 const RECENCY: f64 = 0.2;
@@ -60,21 +64,34 @@ impl Hit {
     }
 }
 
-/// A blob loaded: how far, its first bytes, what it holds.
+/// A blob loaded: how far, its first bytes, its segment (if one covers its start), and the
+/// documents past the segment, in memory.
 #[derive(Debug, Default)]
 struct Loaded {
     size: u64,
     head: Vec<u8>,
+    segment: Option<Segment>,
+    /// A segment of this session did not read: its documents come from the blob alone, in
+    /// this worker, until it starts again (a build replaces the segment meanwhile).
+    no_segment: bool,
     index: Indexed,
+}
+
+impl Loaded {
+    /// The documents in the segment (the ids of those in memory start there).
+    fn base(&self) -> u32 {
+        self.segment.as_ref().map_or(0, |s| s.docs)
+    }
 }
 
 /// How often a query re-reads every session's blob from the store (for what another tab's
 /// writer did: this worker's own writes are told through [`Live`]), in milliseconds.
 pub const RECHECK_MS: u64 = 30_000;
 
-/// The index blobs of one server's sessions as loaded into memory, by session folder, with
-/// their ids. A query reads only what a blob gained since it was loaded; a blob that shrank
-/// or whose start changed was rebuilt and is reloaded. Which blobs to look at: those this
+/// The index blobs of one server's sessions as loaded, by session folder, with their ids:
+/// each one's segment header (the rest read by the queries, or held in memory once the worker
+/// warmed up) and the documents past it in memory. A query reads only what a blob gained since it was loaded; a blob that shrank or
+/// whose start changed was rebuilt and is reloaded. Which blobs to look at: those this
 /// worker changed ([`Live`]), and every one on the first query and at most every
 /// [`RECHECK_MS`] after (the store is the truth: a writer in another tab is seen then).
 /// Queries take turns (an async lock): one loads, the next finds it loaded.
@@ -86,6 +103,8 @@ struct Loads {
     sessions: HashMap<String, (String, Loaded)>,
     /// When every session was last looked at in the store (0: never).
     checked: u64,
+    /// The worker warmed up: segments are held in memory as they are loaded.
+    warm: bool,
 }
 
 impl std::fmt::Debug for Memo {
@@ -94,8 +113,16 @@ impl std::fmt::Debug for Memo {
     }
 }
 
+impl Memo {
+    /// Forgets session `key` as loaded (its segment was just built: the next query reads it
+    /// rather than keep every document in memory).
+    pub(crate) async fn forget(&self, key: &str) {
+        self.0.lock().await.sessions.remove(key);
+    }
+}
+
 /// Brings the memo up to the store: every session (listed again) when `full`, else only those
-/// in `changed`. A session whose blob is gone leaves the memo.
+/// in `changed`, all at once. A session whose blob is gone leaves the memo.
 async fn load<S: Store>(
     store: &S,
     dir: &str,
@@ -119,46 +146,97 @@ async fn load<S: Store>(
     } else {
         changed.iter().cloned().collect()
     };
-    for key in keys {
-        let Some(id) = decode(&key) else {
-            continue;
-        };
+    let whole = loads.warm;
+    let work = keys.into_iter().filter_map(|key| {
+        let id = decode(&key)?;
         let (_, mut loaded) = loads.sessions.remove(&key).unwrap_or_default();
-        if refresh(store, &format!("{dir}/{key}/{INDEX}"), &mut loaded).await {
+        Some(async move {
+            let ok = refresh(store, &format!("{dir}/{key}"), &mut loaded, whole).await;
             loaded.index.prepare();
-            loads.sessions.insert(key, (id, loaded));
-        }
-    }
+            ok.then_some((key, (id, loaded)))
+        })
+    });
+    let done = futures::future::join_all(work.collect::<Vec<_>>()).await;
+    loads.sessions.extend(done.into_iter().flatten());
 }
 
-/// Brings `loaded` up to the blob at `path`; `false` when there is no blob or it cannot be read.
-async fn refresh<S: Store>(store: &S, path: &str, loaded: &mut Loaded) -> bool {
-    let Ok(Some(meta)) = store.stat(path).await else {
+/// Brings `loaded` up to the blob of the session folder `dir`; `false` when there is no blob
+/// or it cannot be read. A fresh load starts from the segment when one covers the blob's
+/// start (its last bytes matching the blob's; held in memory when `whole`), and reads the
+/// JSON lines past it.
+async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: bool) -> bool {
+    let path = format!("{dir}/{INDEX}");
+    if loaded.size == 0 && !loaded.no_segment {
+        if let Some(segment) = Segment::open(store, dir).await {
+            match from_segment(store, dir, loaded, segment, whole).await {
+                Some(found) => return found,
+                None => loaded.no_segment = true, // not this blob's: the blob alone
+            }
+        }
+    }
+    let Ok(Some(meta)) = store.stat(&path).await else {
         return false;
     };
     if meta.size < loaded.size {
         *loaded = Loaded::default();
     }
     if loaded.size > 0 {
-        match store.read(path, 0, loaded.head.len()).await {
+        match store.read(&path, 0, loaded.head.len()).await {
             Ok(head) if head == loaded.head => {}
             _ => *loaded = Loaded::default(),
         }
     }
-    if meta.size == loaded.size {
+    let from = loaded.size;
+    if meta.size == from {
         return true;
     }
-    let Ok(bytes) = store
-        .read(path, loaded.size, (meta.size - loaded.size) as usize)
+    match store.read(&path, from, (meta.size - from) as usize).await {
+        Ok(bytes) => {
+            add_lines(loaded, &bytes);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Starts `loaded` (fresh) from `segment` and the blob's lines past it, read without a stat
+/// (a read answers what is there). `None`: the blob is not the segment's (rebuilt or cut
+/// under it) or the segment does not read in full; `Some(false)`: no blob.
+async fn from_segment<S: Store>(
+    store: &S,
+    dir: &str,
+    loaded: &mut Loaded,
+    mut segment: Segment,
+    whole: bool,
+) -> Option<bool> {
+    if whole && !segment.hold(store, dir).await {
+        return None;
+    }
+    let from = segment.covered - segment.edge.len() as u64;
+    let bytes = match store
+        .read(&format!("{dir}/{INDEX}"), from, usize::MAX)
         .await
-    else {
-        return false;
+    {
+        Ok(bytes) => bytes,
+        Err(StoreError::NotFound(_)) => return Some(false),
+        Err(_) => return None,
     };
+    let tail = bytes.strip_prefix(segment.edge.as_slice())?;
+    loaded.size = segment.covered;
+    loaded.head = segment.head.clone();
+    add_lines(loaded, tail);
+    loaded.segment = Some(segment);
+    Some(true)
+}
+
+/// Adds the whole lines of `bytes` (the blob from `loaded.size` on) to `loaded`: a line that
+/// does not read is skipped (the writer rebuilds the blob on its next open); a line still
+/// being written is left for later.
+fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
     let Some(cut) = bytes.iter().rposition(|&b| b == b'\n') else {
-        return true; // a line still being written
+        return;
     };
     for line in bytes[..cut].split(|&b| b == b'\n') {
-        // A line that does not read is skipped: the writer rebuilds the blob on its next open.
         if let Ok(doc) = serde_json::from_slice::<Doc>(line) {
             loaded.index.add(doc);
         }
@@ -167,28 +245,71 @@ async fn refresh<S: Store>(store: &S, path: &str, loaded: &mut Loaded) -> bool {
         loaded.head = bytes[..bytes.len().min(HEAD)].to_vec();
     }
     loaded.size += cut as u64 + 1;
-    true
 }
 
-/// Loads every session's index into memory ahead of the first query (the worker calls it in
-/// idle time after it opens), so that query does not wait for the loading.
+/// Loads every session's index ahead of the first query (the worker calls it in idle time
+/// after it opens), so that query does not wait for the loading: each segment whole, in
+/// memory, from now on (queries then read only their hits' lines from the store).
 pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo, live: &Live) {
     let mut loads = memo.0.lock().await;
+    loads.warm = true;
     if loads.checked != 0 {
-        return; // loaded already (by a query or an earlier warm-up): queries keep it fresh
+        // Loaded already by a query (queries keep it fresh): hold what it read lazily.
+        for (key, (_, loaded)) in loads.sessions.iter_mut() {
+            let folder = format!("{dir}/{key}");
+            if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
+                segment.hold(store, &folder).await;
+            }
+        }
+        return;
     }
     live.take_changes(); // the full load below reads whatever they were
     load(store, dir, &mut loads, &HashSet::new(), true).await;
 }
 
-/// One query unit's matches in one session: document -> frequency.
-type Matches<'a> = std::borrow::Cow<'a, [(u32, u32)]>;
+/// The postings of one query unit in one session: from its segment, then from memory (whose
+/// document ids follow the segment's). `None`: the segment did not read.
+async fn posts<S: Store>(
+    store: &S,
+    dir: &str,
+    loaded: &Loaded,
+    term: &str,
+    prefix: bool,
+) -> Option<Vec<Post>> {
+    let mut out = match &loaded.segment {
+        Some(segment) => segment.postings(store, dir, term, prefix).await?,
+        None => Vec::new(),
+    };
+    let base = loaded.base();
+    let index = &loaded.index;
+    out.extend(index.postings(term, prefix).iter().map(|&(d, tf)| {
+        let (doc, len) = &index.docs[d as usize];
+        Post {
+            doc: base + d,
+            tf,
+            len: *len,
+            seq: doc.seq,
+            ts: doc.ts,
+        }
+    }));
+    Some(out)
+}
+
+/// The text of document `doc` of a session: from memory, or read through its segment.
+async fn text_of<S: Store>(store: &S, dir: &str, loaded: &Loaded, doc: u32) -> Option<String> {
+    match doc.checked_sub(loaded.base()) {
+        Some(d) => loaded
+            .index
+            .docs
+            .get(d as usize)
+            .map(|(d, _)| d.text.clone()),
+        None => Some(loaded.segment.as_ref()?.doc(store, dir, doc).await?.text),
+    }
+}
 
 /// The frequency of document `d` in `m` (sorted by document), if it is there.
-fn tf_of(m: &[(u32, u32)], d: u32) -> Option<u32> {
-    m.binary_search_by_key(&d, |&(doc, _)| doc)
-        .ok()
-        .map(|i| m[i].1)
+fn tf_of(m: &[Post], d: u32) -> Option<u32> {
+    m.binary_search_by_key(&d, |p| p.doc).ok().map(|i| m[i].tf)
 }
 
 /// Searches the sessions under `dir` (a server's folder): all of them, or those in `sessions`.
@@ -212,23 +333,76 @@ pub(crate) async fn search<S: Store>(
     load(store, dir, &mut loads, &changed, relist || stale || unknown).await;
     let wanted: Option<Vec<String>> =
         sessions.map(|ids| ids.iter().filter_map(|id| encode(id).ok()).collect());
-    let mut loaded: Vec<(&String, &String, &mut Loaded)> = loads
+    let mut loaded: Vec<(String, &String, &mut Loaded)> = loads
         .sessions
         .iter_mut()
         .filter(|(key, _)| wanted.as_ref().is_none_or(|w| w.contains(key)))
-        .map(|(key, (id, l))| (key, &*id, l))
+        .map(|(key, (id, l))| (format!("{dir}/{key}"), &*id, l))
         .collect();
-    loaded.sort_by(|a, b| a.0.cmp(b.0));
-    // The rows still streaming join their sessions for this query only (taken back below).
+    loaded.sort_by(|a, b| a.0.cmp(&b.0));
+    // A session whose segment does not read is loaded again from its blob alone, and the
+    // query asked again (once: a blob read answers or leaves the session out).
+    for _ in 0..2 {
+        let ranked = rank_with_live(store, dir, live, &mut loaded, &query, limit).await;
+        if ranked.broken.is_empty() {
+            return ranked.hits;
+        }
+        for s in ranked.broken {
+            let (folder, _, l) = &mut loaded[s];
+            // Derived data: removing it loses nothing (the next idle build makes it again).
+            let _ = store.remove(&format!("{folder}/{SEGMENT}")).await;
+            **l = Loaded {
+                no_segment: true,
+                ..Loaded::default()
+            };
+            refresh(store, folder, l, false).await;
+            l.index.prepare();
+        }
+    }
+    rank_with_live(store, dir, live, &mut loaded, &query, limit)
+        .await
+        .hits
+}
+
+/// [`rank`], the rows still streaming joining their sessions for this query only.
+async fn rank_with_live<S: Store>(
+    store: &S,
+    dir: &str,
+    live: &Live,
+    loaded: &mut [(String, &String, &mut Loaded)],
+    query: &Query,
+    limit: usize,
+) -> Ranked {
     let mut added = Vec::new();
-    for (s, (key, _, l)) in loaded.iter_mut().enumerate() {
+    for (s, (folder, _, l)) in loaded.iter_mut().enumerate() {
         l.index.prepare();
+        let key = &folder[dir.len() + 1..];
         let newest = l.index.docs.last().map(|(d, _)| d.seq);
         if let Some(doc) = live.open(key).filter(|d| newest.is_none_or(|n| d.seq > n)) {
             added.push((s, l.index.add(doc)));
         }
     }
+    let ranked = rank(store, loaded, query, limit).await;
+    for (s, before) in added {
+        loaded[s].2.index.remove_last(before);
+    }
+    ranked
+}
 
+/// What a query found, and the sessions whose segment did not read.
+struct Ranked {
+    hits: Vec<Hit>,
+    /// By index into the sessions ranked.
+    broken: Vec<usize>,
+}
+
+/// Ranks the documents of `loaded` (folder, id, index) that match `query`: the best `limit`.
+async fn rank<S: Store>(
+    store: &S,
+    loaded: &[(String, &String, &mut Loaded)],
+    query: &Query,
+    limit: usize,
+) -> Ranked {
     // The units every hit must match: each word, each phrase word, the prefix.
     let mut units: Vec<(&str, bool)> = query.words.iter().map(|w| (w.as_str(), false)).collect();
     units.extend(query.phrases.iter().flatten().map(|w| (w.as_str(), false)));
@@ -238,59 +412,78 @@ pub(crate) async fn search<S: Store>(
 
     let docs: u64 = loaded
         .iter()
-        .map(|(_, _, l)| l.index.docs.len() as u64)
+        .map(|(_, _, l)| u64::from(l.base()) + l.index.docs.len() as u64)
         .sum();
-    let words: u64 = loaded.iter().map(|(_, _, l)| l.index.words).sum();
-    let avg = words as f64 / docs.max(1) as f64;
-    let per_session: Vec<Vec<Matches>> = loaded
+    let words: u64 = loaded
         .iter()
-        .map(|(_, _, l)| units.iter().map(|&(t, p)| l.index.postings(t, p)).collect())
+        .map(|(_, _, l)| l.segment.as_ref().map_or(0, |s| s.words) + l.index.words)
+        .sum();
+    let avg = words as f64 / docs.max(1) as f64;
+    let reads = loaded.iter().map(|(folder, _, l)| {
+        let units = &units;
+        async move {
+            let mut out = Vec::with_capacity(units.len());
+            for &(t, p) in units {
+                out.push(posts(store, folder, l, t, p).await?);
+            }
+            Some(out)
+        }
+    });
+    let per_session = futures::future::join_all(reads.collect::<Vec<_>>()).await;
+    let mut broken: Vec<usize> = (0..per_session.len())
+        .filter(|&s| per_session[s].is_none())
+        .collect();
+    let none = Vec::new();
+    let per_session: Vec<&Vec<Vec<Post>>> = per_session
+        .iter()
+        .map(|m| m.as_ref().unwrap_or(&none))
         .collect();
     let df: Vec<f64> = (0..units.len())
-        .map(|u| per_session.iter().map(|m| m[u].len() as f64).sum())
+        .map(|u| {
+            per_session
+                .iter()
+                .map(|m| m.get(u).map_or(0.0, |l| l.len() as f64))
+                .sum()
+        })
         .collect();
     let idf: Vec<f64> = df
         .iter()
         .map(|&n| (1.0 + (docs as f64 - n + 0.5) / (n + 0.5)).ln())
         .collect();
 
-    // (score, session index, document)
-    let mut found: Vec<(f64, usize, u32)> = Vec::new();
+    // (score, session index, the document's posting)
+    let mut found: Vec<(f64, usize, Post)> = Vec::new();
     for (s, matches) in per_session.iter().enumerate() {
-        let index = &loaded[s].2.index;
         let Some(smallest) = matches.iter().min_by_key(|m| m.len()) else {
             continue;
         };
-        'docs: for &(d, _) in smallest.iter() {
-            let len = &index.docs[d as usize].1;
-            let norm = K1 * (1.0 - B + B * f64::from(*len) / avg.max(1.0));
+        'docs: for post in smallest.iter() {
+            let norm = K1 * (1.0 - B + B * f64::from(post.len) / avg.max(1.0));
             let mut score = 0.0;
             for (m, idf) in matches.iter().zip(&idf) {
-                let Some(tf) = tf_of(m, d) else {
+                let Some(tf) = tf_of(m, post.doc) else {
                     continue 'docs;
                 };
                 let tf = f64::from(tf);
                 score += idf * tf * (K1 + 1.0) / (tf + norm);
             }
-            found.push((score, s, d));
+            found.push((score, s, *post));
         }
     }
-    let doc = |s: usize, d: u32| &loaded[s].2.index.docs[d as usize].0;
     let (lo, hi) = found
         .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, s, d)| {
-            let ts = doc(s, d).ts;
-            (lo.min(ts), hi.max(ts))
+        .fold((f64::MAX, f64::MIN), |(lo, hi), (_, _, p)| {
+            (lo.min(p.ts), hi.max(p.ts))
         });
-    for (score, s, d) in &mut found {
+    for (score, _, p) in &mut found {
         if hi > lo {
-            *score *= 1.0 + RECENCY * (doc(*s, *d).ts - lo) / (hi - lo);
+            *score *= 1.0 + RECENCY * (p.ts - lo) / (hi - lo);
         }
     }
-    let order = |a: &(f64, usize, u32), b: &(f64, usize, u32)| {
+    let order = |a: &(f64, usize, Post), b: &(f64, usize, Post)| {
         b.0.total_cmp(&a.0)
-            .then(doc(b.1, b.2).ts.total_cmp(&doc(a.1, a.2).ts))
-            .then((&loaded[a.1].1, doc(a.1, a.2).seq).cmp(&(&loaded[b.1].1, doc(b.1, b.2).seq)))
+            .then(b.2.ts.total_cmp(&a.2.ts))
+            .then((loaded[a.1].1, a.2.seq).cmp(&(loaded[b.1].1, b.2.seq)))
     };
     // Without phrases only the best `limit` are ordered (a common word has every document).
     if query.phrases.is_empty() && found.len() > limit {
@@ -298,38 +491,36 @@ pub(crate) async fn search<S: Store>(
         found.truncate(limit);
     }
     found.sort_by(order);
-    // Phrases are checked best first, only until `limit` hold them (a phrase of common words
-    // has many candidates; each check re-reads the document's words).
-    if !query.phrases.is_empty() {
-        let mut kept = Vec::with_capacity(limit);
-        for hit in found {
-            if kept.len() == limit {
-                break;
-            }
-            if has_phrases(&doc(hit.1, hit.2).text, &query.phrases) {
-                kept.push(hit);
+    // Each candidate's text (for its snippet; for a phrase, to check it), fetched a batch of
+    // `limit` at a time, best first, until `limit` hold.
+    let mut hits = Vec::with_capacity(limit);
+    for batch in found.chunks(limit).take(PHRASE_BATCHES) {
+        let texts = futures::future::join_all(batch.iter().map(|(_, s, p)| {
+            let (folder, _, l) = &loaded[*s];
+            text_of(store, folder, l, p.doc)
+        }))
+        .await;
+        for (&(score, s, p), text) in batch.iter().zip(texts) {
+            // A document that does not read is left out (its segment is built again).
+            let Some(text) = text else {
+                broken.push(s);
+                continue;
+            };
+            if hits.len() < limit && has_phrases(&text, &query.phrases) {
+                hits.push(Hit {
+                    session: loaded[s].1.clone(),
+                    seq: p.seq,
+                    ts: p.ts,
+                    score,
+                    snippet: snippet(&text, query),
+                });
             }
         }
-        found = kept;
+        if hits.len() == limit {
+            break;
+        }
     }
-    found.truncate(limit);
-    let hits = found
-        .into_iter()
-        .map(|(score, s, d)| {
-            let doc = doc(s, d);
-            Hit {
-                session: loaded[s].1.clone(),
-                seq: doc.seq,
-                ts: doc.ts,
-                score,
-                snippet: snippet(&doc.text, &query),
-            }
-        })
-        .collect();
-    for (s, before) in added {
-        loaded[s].2.index.remove_last(before);
-    }
-    hits
+    Ranked { hits, broken }
 }
 
 /// Whether every phrase appears in `text` as adjacent words.

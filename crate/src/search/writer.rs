@@ -2,6 +2,7 @@
 
 use super::doc::{docs_of, Doc, Folder};
 use super::live::Live;
+use super::segment::SEGMENT;
 use crate::protocol::Line;
 use crate::store::{Store, StoreError};
 
@@ -101,6 +102,10 @@ impl IndexWriter {
     pub async fn rebuild<S: Store>(store: &S, path: &str, why: &str) -> Result<u64, StoreError> {
         log::info!("scrollback: rebuilding the search index {path}: {why}");
         store.remove(path).await?;
+        // The segment built from the blob goes with it (a reader would also notice).
+        if let Some((dir, _)) = path.rsplit_once('/') {
+            store.remove(&format!("{dir}/{SEGMENT}")).await?;
+        }
         Ok(0)
     }
 

@@ -32,7 +32,15 @@ async fn files<S: Store>(store: &S, cache: &Cache<S>, id: &str) -> Vec<String> {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    names.retain(|n| n != crate::chunks::names::TOUCH && n != crate::search::INDEX);
+    names.retain(|n| {
+        ![
+            crate::chunks::names::TOUCH,
+            crate::search::INDEX,
+            crate::search::segment::SEGMENT,
+            crate::search::segment::SEGMENT_NEW,
+        ]
+        .contains(&n.as_str())
+    });
     names.sort();
     names
 }

@@ -4,6 +4,7 @@
 use super::client::Client;
 use super::error::to_js;
 use crate::protocol::Line;
+use crate::search::segment::SEGMENT;
 use crate::search::INDEX;
 use crate::store::Store;
 use serde::Serialize;
@@ -16,6 +17,8 @@ struct Sizes {
     cached: u64,
     index: u64,
     sessions: usize,
+    /// The sessions with a search segment.
+    segments: usize,
 }
 
 #[wasm_bindgen]
@@ -55,7 +58,8 @@ impl Client {
         })
     }
 
-    /// The bytes cached for this server and the search indexes' share of them.
+    /// The bytes cached for this server, the search indexes' share of them (blobs and
+    /// segments), and how many sessions have a segment.
     #[doc(hidden)]
     #[wasm_bindgen(js_name = benchSizes)]
     pub fn bench_sizes(&self) -> js_sys::Promise {
@@ -63,21 +67,20 @@ impl Client {
         future_to_promise(async move {
             let cache = engine.cache();
             let sessions = cache.sessions().await;
-            let mut index = 0;
+            let (mut index, mut segments) = (0, 0);
             for s in &sessions {
-                let path = format!("{}/{}/{INDEX}", cache.dir(), s.key);
-                index += cache
-                    .store()
-                    .stat(&path)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map_or(0, |m| m.size);
+                for name in [INDEX, SEGMENT] {
+                    let path = format!("{}/{}/{name}", cache.dir(), s.key);
+                    let size = cache.store().stat(&path).await.ok().flatten();
+                    index += size.as_ref().map_or(0, |m| m.size);
+                    segments += usize::from(name == SEGMENT && size.is_some());
+                }
             }
             let sizes = Sizes {
                 cached: sessions.iter().map(|s| s.size).sum(),
                 index,
                 sessions: sessions.len(),
+                segments,
             };
             Ok(to_js(&sizes)?)
         })

@@ -223,8 +223,9 @@ impl Client {
         })
     }
 
-    /// Loads every cached session's search index into memory, ahead of the first `search`
-    /// (the worker calls it in idle time after it opens).
+    /// Readies search ahead of the first `search`: builds the search segments that are behind
+    /// their blobs and loads every session's index (the worker calls it in idle time after
+    /// it opens).
     #[wasm_bindgen(js_name = warmSearch)]
     pub fn warm_search(&self) -> js_sys::Promise {
         let engine = self.engine.clone();
@@ -232,6 +233,14 @@ impl Client {
             engine.warm_search().await;
             Ok(JsValue::UNDEFINED)
         })
+    }
+
+    /// Builds the search segments of the sessions this worker wrote since the last build;
+    /// resolves to how many were built (the worker calls it in idle time, every minute).
+    #[wasm_bindgen(js_name = buildSearch)]
+    pub fn build_search(&self) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        future_to_promise(async move { Ok(JsValue::from(engine.build_search().await as u32)) })
     }
 
     /// Deletes a session on the server, then purges its cache.

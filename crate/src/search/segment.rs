@@ -1,0 +1,647 @@
+//! A session's index in a built form a query reads lazily: `search.idx` beside the blob.
+//!
+//! The blob (`search.jsonl`) stays the truth; the segment is derived from its first `covered`
+//! bytes ([`build`], in idle time, under the session's writer role) so that a worker that just
+//! started answers its first query by reading a few kilobytes per session (the header, one
+//! dictionary block and the postings of each word) instead of parsing and tokenizing every
+//! blob. What the blob gained since is loaded from its JSON lines, as before.
+//!
+//! # Layout (little-endian)
+//!
+//! - a fixed header of [`FIXED`] bytes: magic, `covered`, the words counted, where the
+//!   dictionary and the postings start, the whole size, the documents and the blocks counted,
+//!   the lengths of `head` and `edge` (the blob's first bytes and the bytes just before
+//!   `covered`: a segment whose blob was rebuilt or cut under it is not used) and of the
+//!   document column;
+//! - `head`, `edge`;
+//! - the document column: per document, its length in words, its seq, its timestamp and its
+//!   line's length in the blob (varints; seqs and timestamps as deltas from the document
+//!   before, a timestamp that is not whole milliseconds as an f64 after its varint): all that
+//!   ranking needs, and where each line sits (the lines are in order), read with the header;
+//! - the block index: each dictionary block's first term and its range;
+//! - the dictionary: blocks of [`BLOCK`] terms in sorted order, each term with the range of its
+//!   postings (the postings are in the same order, so a prefix's postings are one read);
+//! - the postings: per document holding the term, its id (a delta) and the term's frequency.
+//!
+//! A query reads the header once per worker, then per word one dictionary block and one run
+//! of postings per session, and per hit shown its line in the blob (its snippet).
+//!
+//! A segment that does not read (a torn write, a wrong magic, a range past its end) is not used:
+//! a query that meets it removes it and asks the blob instead, and the next build replaces it
+//! ([`stale`]). It is written under another name and renamed into place.
+
+use super::doc::Doc;
+use super::postings::Indexed;
+use super::writer::INDEX;
+use crate::store::{Store, StoreResult};
+use std::borrow::Cow;
+
+/// The segment's name in a session's folder.
+pub const SEGMENT: &str = "search.idx";
+/// The name it is written under before being renamed into place.
+pub const SEGMENT_NEW: &str = "search.idx.new";
+
+const MAGIC: &[u8; 4] = b"SBI1";
+/// The fixed header's size.
+const FIXED: usize = 64;
+/// Terms per dictionary block.
+const BLOCK: usize = 64;
+/// The blob bytes recorded at its start and before `covered`.
+const EDGE: usize = 64;
+/// The first read of a segment: the header, the document column, the block index and, for
+/// most sessions, the dictionary (kept: a query then reads only postings).
+const FIRST_READ: usize = 256 * 1024;
+/// The blob bytes past a segment (or in a blob without one) worth a build: below this, the
+/// JSON lines load in a moment.
+pub const MIN_TAIL: u64 = 16 * 1024;
+
+/// One document holding a term, with what ranking needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Post {
+    /// The document's id in its session (segment documents first, then the blob's tail).
+    pub doc: u32,
+    /// The term's frequency in it.
+    pub tf: u32,
+    /// Its length in words.
+    pub len: u32,
+    /// Its row's seq.
+    pub seq: u64,
+    /// Its row's timestamp.
+    pub ts: f64,
+}
+
+/// What the document column holds of one document.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Meta {
+    len: u32,
+    seq: u64,
+    ts: f64,
+    /// Its line in the blob.
+    at: u64,
+    bytes: u32,
+}
+
+/// A segment's header, as read: its documents' column and where the rest is.
+#[derive(Debug)]
+pub(super) struct Segment {
+    /// The blob bytes it was built from.
+    pub covered: u64,
+    /// Its documents.
+    pub docs: u32,
+    /// Their words.
+    pub words: u64,
+    /// The blob's first bytes.
+    pub head: Vec<u8>,
+    /// The blob's bytes just before `covered`.
+    pub edge: Vec<u8>,
+    column: Vec<Meta>,
+    /// Each dictionary block's first term and byte range.
+    blocks: Vec<(String, u64, u64)>,
+    post_at: u64,
+    size: u64,
+    /// The whole segment, once read into memory ([`Segment::hold`]): queries then read
+    /// nothing from the store but the lines of the hits they show.
+    body: Option<Vec<u8>>,
+    /// Its first bytes, as read with the header (the dictionary, often).
+    first: Vec<u8>,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Writes a timestamp as a delta of whole milliseconds from `prev` (and the f64 itself when
+/// it is not whole milliseconds); answers the milliseconds to take the next delta from.
+fn put_ts(out: &mut Vec<u8>, ts: f64, prev: i64) -> i64 {
+    let ms = (ts * 1000.0).round();
+    let exact = ms.abs() < 2f64.powi(53) && ms / 1000.0 == ts;
+    let ms = if exact { ms as i64 } else { prev };
+    put_varint(out, zigzag(ms - prev) << 1 | u64::from(!exact));
+    if !exact {
+        out.extend_from_slice(&ts.to_le_bytes());
+    }
+    ms
+}
+
+/// A cursor over bytes; every read answers `None` past the end.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Cursor { bytes, at: 0 }
+    }
+    fn done(&self) -> bool {
+        self.at >= self.bytes.len()
+    }
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let out = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(out)
+    }
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.take(1)?.first()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    /// A timestamp written by [`put_ts`]; `prev` becomes its milliseconds.
+    fn ts(&mut self, prev: &mut i64) -> Option<f64> {
+        let t = self.varint()?;
+        *prev = prev.checked_add(unzigzag(t >> 1))?;
+        match t & 1 {
+            0 => Some(*prev as f64 / 1000.0),
+            _ => Some(f64::from_le_bytes(self.take(8)?.try_into().ok()?)),
+        }
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    fn str(&mut self) -> Option<&'a str> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+}
+
+/// Encodes the segment of `docs` (each with its line's length in the blob, the lines in
+/// order from the blob's start, each followed by a newline), built from the blob's first
+/// `covered` bytes (`head`, `edge`: its first bytes and those before `covered`).
+fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<u8> {
+    let mut index = Indexed::default();
+    let mut lines = Vec::with_capacity(docs.len());
+    for (doc, bytes) in docs {
+        lines.push(bytes);
+        index.add(doc);
+    }
+    index.prepare();
+    let mut column = Vec::new();
+    let (mut seq, mut ms) = (0u64, 0i64);
+    for ((doc, len), bytes) in index.docs.iter().zip(lines) {
+        put_varint(&mut column, u64::from(*len));
+        put_varint(&mut column, zigzag(doc.seq as i64 - seq as i64));
+        ms = put_ts(&mut column, doc.ts, ms);
+        put_varint(&mut column, u64::from(bytes));
+        seq = doc.seq;
+    }
+    let mut post = Vec::new();
+    let mut dict = Vec::new();
+    let mut blocks = Vec::new();
+    for (n, (term, list)) in index.sorted_terms().enumerate() {
+        if n % BLOCK == 0 {
+            if let Some((_, _, end)) = blocks.last_mut() {
+                *end = dict.len() as u64;
+            }
+            blocks.push((term.to_string(), dict.len() as u64, 0));
+        }
+        let start = post.len() as u64;
+        let mut prev = 0;
+        for &(d, tf) in list {
+            put_varint(&mut post, u64::from(d - prev));
+            put_varint(&mut post, u64::from(tf));
+            prev = d;
+        }
+        put_varint(&mut dict, term.len() as u64);
+        dict.extend_from_slice(term.as_bytes());
+        put_varint(&mut dict, start);
+        put_varint(&mut dict, post.len() as u64 - start);
+    }
+    if let Some((_, _, end)) = blocks.last_mut() {
+        *end = dict.len() as u64;
+    }
+    let mut block_index = Vec::new();
+    for (first, start, end) in &blocks {
+        put_varint(&mut block_index, first.len() as u64);
+        block_index.extend_from_slice(first.as_bytes());
+        put_varint(&mut block_index, *start);
+        put_varint(&mut block_index, end - start);
+    }
+    let dict_at = (FIXED + head.len() + edge.len() + column.len() + block_index.len()) as u64;
+    let post_at = dict_at + dict.len() as u64;
+    let size = post_at + post.len() as u64;
+    let mut out = Vec::with_capacity(size as usize);
+    out.extend_from_slice(MAGIC);
+    for v in [covered, index.words, dict_at, post_at, size] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [index.docs.len(), blocks.len(), column.len()] {
+        out.extend_from_slice(&(v as u32).to_le_bytes());
+    }
+    out.extend_from_slice(&(head.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(edge.len() as u16).to_le_bytes());
+    out.resize(FIXED, 0);
+    out.extend_from_slice(head);
+    out.extend_from_slice(edge);
+    out.extend_from_slice(&column);
+    out.extend_from_slice(&block_index);
+    out.extend_from_slice(&dict);
+    out.extend_from_slice(&post);
+    out
+}
+
+/// Reads a segment's header from its first bytes: `Err(n)` when it needs the first `n`,
+/// `Ok(None)` when it does not read.
+fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
+    let mut c = Cursor::new(bytes);
+    let Some(fixed) = c.take(FIXED).filter(|f| f.starts_with(MAGIC)) else {
+        return Ok(None);
+    };
+    let mut f = Cursor::new(&fixed[4..]);
+    let [covered, words, dict_at, post_at, size] = [(); 5].map(|_| f.u64().unwrap_or(0));
+    let [docs, blocks, column] = [(); 3].map(|_| f.u32().unwrap_or(0));
+    let (head, edge) = (f.u16().unwrap_or(0), f.u16().unwrap_or(0));
+    let fixed_end = (FIXED + usize::from(head) + usize::from(edge)) as u64 + u64::from(column);
+    if !(fixed_end <= dict_at && dict_at <= post_at && post_at <= size) {
+        return Ok(None);
+    }
+    if (bytes.len() as u64) < dict_at {
+        return match usize::try_from(dict_at) {
+            Ok(n) => Err(n),
+            Err(_) => Ok(None),
+        };
+    }
+    let mut read = || -> Option<Segment> {
+        let head = c.take(usize::from(head))?.to_vec();
+        let edge = c.take(usize::from(edge))?.to_vec();
+        let mut col = Cursor::new(c.take(column as usize)?);
+        let mut metas = Vec::with_capacity(docs as usize);
+        let (mut seq, mut ms, mut at) = (0i64, 0i64, 0u64);
+        for _ in 0..docs {
+            let len = u32::try_from(col.varint()?).ok()?;
+            seq = seq.checked_add(unzigzag(col.varint()?))?;
+            let ts = col.ts(&mut ms)?;
+            let bytes = u32::try_from(col.varint()?).ok()?;
+            metas.push(Meta {
+                len,
+                seq: u64::try_from(seq).ok()?,
+                ts,
+                at,
+                bytes,
+            });
+            at = at.checked_add(u64::from(bytes) + 1)?;
+        }
+        if !col.done() || at > covered {
+            return None;
+        }
+        let mut ix = Cursor::new(c.take(usize::try_from(dict_at).ok()? - c.at)?);
+        let mut out = Vec::with_capacity(blocks as usize);
+        for _ in 0..blocks {
+            let first = ix.str()?.to_string();
+            let start = dict_at + ix.varint()?;
+            let end = start.checked_add(ix.varint()?)?;
+            if end > post_at {
+                return None;
+            }
+            out.push((first, start, end));
+        }
+        Some(Segment {
+            covered,
+            docs,
+            words,
+            head,
+            edge,
+            column: metas,
+            blocks: out,
+            post_at,
+            size,
+            body: None,
+            first: Vec::new(),
+        })
+    };
+    Ok(read())
+}
+
+impl Segment {
+    /// The segment of the session folder `dir`, if it is there and reads. One whose header
+    /// does not read is removed (derived data: the next build makes it again).
+    pub async fn open<S: Store>(store: &S, dir: &str) -> Option<Segment> {
+        let path = format!("{dir}/{SEGMENT}");
+        let bytes = store.read(&path, 0, FIRST_READ).await.ok()?;
+        let (read, bytes) = match header(&bytes) {
+            Ok(read) => (read, bytes),
+            Err(whole) => match store.read(&path, 0, whole).await {
+                Ok(bytes) => (header(&bytes).unwrap_or(None), bytes),
+                Err(_) => return None,
+            },
+        };
+        let read = read.map(|s| Segment { first: bytes, ..s });
+        if read.is_none() {
+            log::info!("scrollback: the search segment {path} does not read: removed");
+            let _ = store.remove(&path).await;
+        }
+        read
+    }
+
+    /// The postings of `term` (or, as a prefix, of every term starting with it, merged by
+    /// document with their frequencies summed), sorted by document. `None`: the segment does
+    /// not read (a query then leaves this session's segment out and it is built again).
+    pub async fn postings<S: Store>(
+        &self,
+        store: &S,
+        dir: &str,
+        term: &str,
+        prefix: bool,
+    ) -> Option<Vec<Post>> {
+        let from = self
+            .blocks
+            .partition_point(|(first, _, _)| first.as_str() <= term)
+            .saturating_sub(1);
+        let Some(&(_, start, _)) = self.blocks.get(from) else {
+            return Some(Vec::new());
+        };
+        // A prefix may run on into the blocks that start with it.
+        let to = match prefix {
+            true => {
+                from + self.blocks[from + 1..]
+                    .iter()
+                    .take_while(|(first, _, _)| first.starts_with(term))
+                    .count()
+            }
+            false => from,
+        };
+        let end = self.blocks[to].2;
+        let path = format!("{dir}/{SEGMENT}");
+        let dict = self.range(store, &path, start, end).await?;
+        let mut c = Cursor::new(&dict);
+        let mut ranges = Vec::new();
+        while !c.done() {
+            let t = c.str()?;
+            let (at, len) = (c.varint()?, c.varint()?);
+            let hit = match prefix {
+                true => t.starts_with(term),
+                false => t == term,
+            };
+            if hit {
+                ranges.push((at, at.checked_add(len)?));
+            } else if t > term && !t.starts_with(term) {
+                break;
+            }
+        }
+        let (Some(&(lo, _)), Some(&(_, hi))) = (ranges.first(), ranges.last()) else {
+            return Some(Vec::new());
+        };
+        let (lo_abs, hi_abs) = (self.post_at + lo, self.post_at + hi);
+        if hi_abs > self.size {
+            return None;
+        }
+        let bytes = self.range(store, &path, lo_abs, hi_abs).await?;
+        let mut out = Vec::new();
+        for (a, b) in ranges {
+            let list = bytes.get((a - lo) as usize..(b - lo) as usize)?;
+            let mut c = Cursor::new(list);
+            let mut doc = 0u64;
+            while !c.done() {
+                doc = doc.checked_add(c.varint()?)?;
+                let d = u32::try_from(doc).ok()?;
+                let meta = self.column.get(d as usize)?;
+                out.push(Post {
+                    doc: d,
+                    tf: u32::try_from(c.varint()?).ok()?,
+                    len: meta.len,
+                    seq: meta.seq,
+                    ts: meta.ts,
+                });
+            }
+        }
+        if prefix {
+            out.sort_by_key(|p| p.doc);
+            out.dedup_by(|later, kept| {
+                let same = later.doc == kept.doc;
+                if same {
+                    kept.tf += later.tf;
+                }
+                same
+            });
+        }
+        Some(out)
+    }
+
+    /// Reads the whole segment into memory (the worker's warm-up does, so that later queries
+    /// cost no store reads); `false` when it does not read in full.
+    pub async fn hold<S: Store>(&mut self, store: &S, dir: &str) -> bool {
+        let path = format!("{dir}/{SEGMENT}");
+        self.body = read_exact(store, &path, 0, self.size).await;
+        if self.body.is_some() {
+            self.first = Vec::new();
+        }
+        self.body.is_some()
+    }
+
+    /// Whether it is held in memory.
+    pub fn held(&self) -> bool {
+        self.body.is_some()
+    }
+
+    /// Bytes `start..end` of the segment at `path`: from memory when held.
+    async fn range<S: Store>(
+        &self,
+        store: &S,
+        path: &str,
+        start: u64,
+        end: u64,
+    ) -> Option<Cow<'_, [u8]>> {
+        let held = self.body.as_ref().unwrap_or(&self.first);
+        match held.get(start as usize..end as usize) {
+            Some(bytes) => Some(Cow::Borrowed(bytes)),
+            None if self.body.is_some() => None,
+            None => read_exact(store, path, start, end).await.map(Cow::Owned),
+        }
+    }
+
+    /// Document `doc` as the blob holds it (`None`: it does not read).
+    pub async fn doc<S: Store>(&self, store: &S, dir: &str, doc: u32) -> Option<Doc> {
+        let meta = self.column.get(doc as usize)?;
+        let end = meta.at + u64::from(meta.bytes);
+        let line = read_exact(store, &format!("{dir}/{INDEX}"), meta.at, end).await?;
+        serde_json::from_slice(&line).ok()
+    }
+}
+
+/// Bytes `start..end` of `path`, all of them or `None`.
+async fn read_exact<S: Store>(store: &S, path: &str, start: u64, end: u64) -> Option<Vec<u8>> {
+    let len = usize::try_from(end.checked_sub(start)?).ok()?;
+    let bytes = store.read(path, start, len).await.ok()?;
+    (bytes.len() == len).then_some(bytes)
+}
+
+/// Whether the session folder `dir` would gain from a build: its blob holds at least
+/// [`MIN_TAIL`] bytes past its segment (or it has none and holds that much), or its segment is
+/// not whole. Reads two sizes and the segment's fixed header.
+pub async fn stale<S: Store>(store: &S, dir: &str) -> bool {
+    let Ok(Some(blob)) = store.stat(&format!("{dir}/{INDEX}")).await else {
+        return false;
+    };
+    let path = format!("{dir}/{SEGMENT}");
+    let Ok(Some(file)) = store.stat(&path).await else {
+        return blob.size >= MIN_TAIL;
+    };
+    let Ok(fixed) = store.read(&path, 0, FIXED).await else {
+        return true;
+    };
+    // `covered` and the whole size, at their places in the fixed header.
+    let at = |i: usize| {
+        fixed
+            .get(i..i + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+    };
+    match (fixed.starts_with(MAGIC), at(4), at(36)) {
+        (true, Some(covered), Some(size)) if size == file.size && covered <= blob.size => {
+            blob.size - covered >= MIN_TAIL.max(covered / 16)
+        }
+        _ => true,
+    }
+}
+
+/// Builds the segment of the session folder `dir` from every whole line of its blob (a line
+/// that does not read is left out, as a query leaves it out), replacing the one there; a
+/// folder without a blob loses its segment. Call it holding the session's writer role.
+pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
+    let path = format!("{dir}/{INDEX}");
+    let Some(meta) = store.stat(&path).await? else {
+        return store.remove(&format!("{dir}/{SEGMENT}")).await;
+    };
+    let bytes = store.read(&path, 0, meta.size as usize).await?;
+    let Some(covered) = bytes.iter().rposition(|&b| b == b'\n').map(|i| i + 1) else {
+        return Ok(());
+    };
+    // Every line has its place in the column: one that does not read is an empty document.
+    let docs = bytes[..covered - 1]
+        .split(|&b| b == b'\n')
+        .map(|line| {
+            let doc = serde_json::from_slice::<Doc>(line).unwrap_or(Doc {
+                seq: 0,
+                end: 0,
+                ts: 0.0,
+                text: String::new(),
+                at: 0,
+            });
+            (doc, line.len() as u32)
+        })
+        .collect();
+    let head = &bytes[..covered.min(EDGE)];
+    let edge = &bytes[covered - covered.min(EDGE)..covered];
+    let segment = encode(docs, covered as u64, head, edge);
+    let new = format!("{dir}/{SEGMENT_NEW}");
+    store.write(&new, &segment).await?;
+    store.rename(&new, &format!("{dir}/{SEGMENT}")).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip() {
+        let mut out = Vec::new();
+        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            put_varint(&mut out, v);
+        }
+        let mut c = Cursor::new(&out);
+        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            assert_eq!(c.varint(), Some(v));
+        }
+        assert!(c.done());
+        assert_eq!(Cursor::new(&[0x80]).varint(), None);
+    }
+
+    #[test]
+    fn zigzag_round_trips() {
+        for v in [0, 1, -1, 63, -64, i64::MAX, i64::MIN] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+
+    #[test]
+    fn postings_keep_every_timestamp_and_seq() {
+        use crate::store::MemoryStore;
+        let stamps = [
+            1.7e9,
+            1.7e9 + 0.001,
+            1.7e9 + 1.23456789,
+            -5.0,
+            1e300,
+            0.0,
+            1.7e9,
+        ];
+        let seqs = [5, 3, 900_000, 0, 7, u64::from(u32::MAX) * 4, 6];
+        let docs: Vec<(Doc, u32)> = stamps
+            .iter()
+            .zip(seqs)
+            .map(|(&ts, seq)| {
+                let doc = Doc {
+                    seq,
+                    end: seq + 1,
+                    ts,
+                    text: "same words".into(),
+                    at: 0,
+                };
+                (doc, 0)
+            })
+            .collect();
+        let store = MemoryStore::new();
+        let bytes = encode(docs, 7, b"", b"");
+        pollster::block_on(async {
+            store.write(&format!("d/{SEGMENT}"), &bytes).await.unwrap();
+            let seg = Segment::open(&store, "d").await.unwrap();
+            let posts = seg.postings(&store, "d", "words", false).await.unwrap();
+            let got: Vec<(u64, f64)> = posts.iter().map(|p| (p.seq, p.ts)).collect();
+            let want: Vec<(u64, f64)> = seqs.into_iter().zip(stamps).collect();
+            assert_eq!(got, want);
+            let prefixed = seg.postings(&store, "d", "wo", true).await.unwrap();
+            assert_eq!(prefixed, posts);
+            assert!(seg
+                .postings(&store, "d", "word", false)
+                .await
+                .unwrap()
+                .is_empty());
+        });
+    }
+
+    #[test]
+    fn a_cut_header_does_not_read() {
+        let doc = |seq: u64, text: &str| Doc {
+            seq,
+            end: seq + 1,
+            ts: seq as f64,
+            text: text.into(),
+            at: seq + 1,
+        };
+        let bytes = encode(vec![(doc(1, "alpha beta"), 10)], 11, b"h", b"e");
+        let s = header(&bytes).unwrap().unwrap();
+        assert_eq!((s.docs, s.words, s.covered), (1, 2, 11));
+        assert_eq!(s.size, bytes.len() as u64);
+        let more = header(&bytes[..FIXED + 3]).err().unwrap();
+        assert!(
+            more > FIXED + 3 && more < bytes.len(),
+            "the dictionary is not needed"
+        );
+        assert!(matches!(header(&bytes[..FIXED - 1]), Ok(None)));
+        let mut wrong = bytes.clone();
+        wrong[0] = b'X';
+        assert!(matches!(header(&wrong), Ok(None)));
+    }
+}

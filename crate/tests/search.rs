@@ -326,6 +326,14 @@ async fn idle_builds_only_what_is_worth_it<S: Store>(store: Arc<S>) {
     assert!(store.stat(&seg("big")).await.unwrap().is_some());
     assert!(store.stat(&seg("small")).await.unwrap().is_none());
     assert_eq!(cache.build_search().await, 0, "nothing new since");
+    // Every minute the worker looks only at the sessions it wrote since.
+    assert_eq!(cache.build_written().await, 0);
+    let more: Vec<Line> = (601..=900)
+        .map(|s| user(s, &format!("later words {s} to grow the blob")))
+        .collect();
+    fill(&cache, "big", &more).await;
+    assert_eq!(cache.build_written().await, 1);
+    assert_eq!(cache.build_written().await, 0);
     let fresh = Cache::new(store.clone(), "example.com", 443).await;
     assert_eq!(
         seqs(&fresh.search("number 250", 10, None).await),

@@ -29,6 +29,15 @@
 //! index (purge, eviction, Reload, retain-only), and the byte budget counts it, since the
 //! budget sums the folder. It is not a chunk name, so the chunk cache never serves it.
 //!
+//! Beside it, `search.idx`: the blob's [`segment`], the same documents in a built form (a
+//! document column, a block-indexed dictionary, postings) that a query reads a few kilobytes
+//! of per session instead of parsing and tokenizing the blob. Derived, never the truth: built
+//! in idle time ([`crate::chunks::Cache::build_search`]: when the worker warms up, and every
+//! minute for the sessions it wrote) from the blob's first bytes, under the session's writer
+//! role, once the blob holds [`segment::MIN_TAIL`] bytes (and 1/16 of the segment) past it;
+//! used only while the blob's bytes where it stops are the ones it recorded; removed by a
+//! query that finds it does not read, and with the blob when the writer rebuilds it.
+//!
 //! # Updates: the writer
 //!
 //! [`writer::IndexWriter`], owned by the session's [`SessionCache`](crate::chunks::SessionCache)
@@ -51,15 +60,22 @@
 //!
 //! # Queries: the reader
 //!
-//! [`reader`]: each session's blob is loaded into an in-memory inverted index ([`postings`]: a
-//! hashed term dictionary, each term's postings, the terms sorted for prefixes) kept in a memo
-//! on the [`Cache`](crate::chunks::Cache). A query asks the store only about the sessions whose
+//! [`reader`]: each session is loaded as its segment's header (the document column and the
+//! dictionary's block index, in one read) plus the blob's lines past the segment, which are
+//! tokenized into an in-memory inverted index (`postings`: a hashed term dictionary, each
+//! term's postings, the terms sorted for prefixes); a session without a segment is all blob.
+//! A query reads, per session and word, one dictionary block and one run of postings (one
+//! run for a prefix too: the postings are in the dictionary's order), scores from the postings
+//! and the column, and reads only its hits' lines from the blob (their snippets; a phrase's
+//! candidates, best first, to check it). The memo lives on the
+//! [`Cache`](crate::chunks::Cache). A query asks the store only about the sessions whose
 //! blob this worker changed since the last query ([`live`]: the writers say so), and about
 //! every session on the first query and at most every [`reader::RECHECK_MS`] after (what a
 //! writer in another tab did is seen then; a rebuilt blob — shrunk, or its first bytes changed
-//! — is reloaded). The worker loads every index in idle time shortly after it opens
-//! ([`crate::chunks::Cache::warm_search`]), so the first query does not wait for it. A reply
-//! still streaming is searched from its writer's memory ([`live`]).
+//! — is reloaded). The worker warms up in idle time shortly after it opens
+//! ([`crate::chunks::Cache::warm_search`]): builds the segments that are behind, then loads
+//! every session with its segment held in memory, so later queries read nothing but their
+//! hits' lines. A reply still streaming is searched from its writer's memory ([`live`]).
 //!
 //! # Crates considered
 //!
@@ -78,15 +94,19 @@
 //!   and pulls rayon/dashmap; the same mismatch with our `Store`. Dropped.
 //!
 //! Hand-written wins: the persisted part is one append-only JSON-lines blob per session in our
-//! own [`Store`](crate::store::Store) (all four backends, OPFS and IndexedDB included), and the
-//! in-memory part is a sorted map of postings and a BM25 formula.
+//! own [`Store`](crate::store::Store) (all four backends, OPFS and IndexedDB included) and a
+//! segment built from it in idle time (a few hundred lines: a varint layout read by ranges
+//! through the same store), and the in-memory part is a sorted map of postings and a BM25
+//! formula.
 //!
 //! # Not done yet
 //!
-//! Postings are rebuilt in memory from the blob's text when it is loaded (cost O(index) once
-//! per session per worker: seconds at 200 MB, in idle time after the open), not persisted in a
-//! built form a query could read lazily; a session whose cache holds only chunks older than
-//! the suffix (never served) is indexed only as those pages were stored.
+//! The first query of a worker that just started reads every session's segment header and
+//! blob tail (two store reads per session: about 150-200 ms at 64 sessions in OPFS or
+//! IndexedDB, where each read costs about a millisecond however small); one index per server
+//! (one dictionary, one read per word) is what would answer it in tens of milliseconds. A
+//! session whose cache holds only chunks older than the suffix (never served) is indexed only
+//! as those pages were stored.
 
 mod accents;
 pub mod doc;

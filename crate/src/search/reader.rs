@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 const K1: f64 = 1.2;
 /// BM25's length normalization.
 const B: f64 = 0.75;
-/// How many batches of `limit` candidates a phrase is checked in at most (each check reads the
+/// How many candidates a phrase is checked in at most, in `limit`s (each check reads the
 /// candidate's text): a phrase of common words that never meet stops there.
 const PHRASE_BATCHES: usize = 100;
 /// How much the newest hit gains over the oldest among the candidates (a tie-break that lets
@@ -491,10 +491,15 @@ async fn rank<S: Store>(
         found.truncate(limit);
     }
     found.sort_by(order);
-    // Each candidate's text (for its snippet; for a phrase, to check it), fetched a batch of
-    // `limit` at a time, best first, until `limit` hold.
+    // Each candidate's text (for its snippet; for a phrase, to check it), fetched in batches,
+    // best first, until `limit` hold: `limit` first, then twice as many each time (a rare
+    // phrase checks every candidate: fewer rounds of reads).
     let mut hits = Vec::with_capacity(limit);
-    for batch in found.chunks(limit).take(PHRASE_BATCHES) {
+    let most = limit.saturating_mul(PHRASE_BATCHES).min(found.len());
+    let (mut from, mut size) = (0, limit);
+    while from < most && hits.len() < limit {
+        let batch = &found[from..most.min(from + size)];
+        (from, size) = (from + batch.len(), size * 2);
         let texts = futures::future::join_all(batch.iter().map(|(_, s, p)| {
             let (folder, _, l) = &loaded[*s];
             text_of(store, folder, l, p.doc)
@@ -515,9 +520,6 @@ async fn rank<S: Store>(
                     snippet: snippet(&text, query),
                 });
             }
-        }
-        if hits.len() == limit {
-            break;
         }
     }
     Ranked { hits, broken }

@@ -8,7 +8,7 @@
 //!
 //! # Layout (little-endian)
 //!
-//! - a fixed header of [`FIXED`] bytes: magic, `covered`, the words counted, where the
+//! - a fixed header of 64 bytes: magic, `covered`, the words counted, where the
 //!   dictionary and the postings start, the whole size, the documents and the blocks counted,
 //!   the lengths of `head` and `edge` (the blob's first bytes and the bytes just before
 //!   `covered`: a segment whose blob was rebuilt or cut under it is not used) and of the
@@ -19,7 +19,7 @@
 //!   before, a timestamp that is not whole milliseconds as an f64 after its varint): all that
 //!   ranking needs, and where each line sits (the lines are in order), read with the header;
 //! - the block index: each dictionary block's first term and its range;
-//! - the dictionary: blocks of [`BLOCK`] terms in sorted order, each term with the range of its
+//! - the dictionary: blocks of 64 terms in sorted order, each term with the range of its
 //!   postings (the postings are in the same order, so a prefix's postings are one read);
 //! - the postings: per document holding the term, its id (a delta) and the term's frequency.
 //!

@@ -2,7 +2,8 @@
 // tests/lib/engines.mjs), against the real server: `Scrollback.open` on the storage `auto`
 // picks there, a cold open, a reopen after a page reload with one probe and the rows from the
 // cache, scrolling back through cached pages without a request, a reply streaming while the
-// page is reloaded continuing in one row, and `view.reload()`. One description for all engines.
+// page is reloaded continuing in one row, search (from the blob, then from the segment the
+// warm-up built), and `view.reload()`. One description for all engines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -127,6 +128,28 @@ it('reopens after a reload with one probe, draws from the cache, and scrolls bac
   assert.equal(back.counters.requests, warm.counters.requests, `the pages seen before came from the cache: ${JSON.stringify(back.counters)}`);
   assert.ok(back.counters.pagesLocal >= 3, `pages read locally: ${JSON.stringify(back.counters)}`);
   await closeAll();
+});
+
+it('search finds what was read; a worker that starts answers the same from the segment the warm-up built', async () => {
+  const ask = () => browser.run(async ({ server }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server, storage: 'auto' });
+    const hits = await sb.search('"row rule"', { limit: 3 });
+    await sb.warmSearch(); // builds the segments that are behind, then holds them
+    const warm = await sb.search('"row rule"', { limit: 3 });
+    const { segments } = await sb._bench('sizes');
+    await sb.close();
+    return { hits, warm, segments };
+  }, { server: server.url });
+  await reload();
+  const first = await ask();
+  assert.ok(first.hits.length > 0 && first.hits.every((h) => h.session === 'long'), JSON.stringify(first));
+  assert.deepEqual(first.warm, first.hits);
+  assert.ok(first.segments >= 1, 'the warm-up built the segment of what was read');
+  await reload();
+  const again = await ask();
+  assert.deepEqual(again.hits, first.hits, 'read from the segment, before the warm-up');
+  assert.deepEqual(again.warm, first.hits);
 });
 
 it('a reply streaming across a page reload continues in one row, no delta missing or doubled', async () => {

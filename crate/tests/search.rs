@@ -300,7 +300,22 @@ async fn idle_builds_only_what_is_worth_it<S: Store>(store: Arc<S>) {
         })
         .collect();
     fill(&cache, "big", &big).await;
-    // Only a blob of at least MIN_TAIL bytes gets a segment.
+    // Only a blob of at least MIN_TAIL bytes gets a segment; a worker that searched before
+    // the build answers the same after it (the session loaded again, from the segment).
+    let reader = Cache::new(store.clone(), "example.com", 443).await;
+    let before = reader.search("number 250", 10, None).await;
+    assert_eq!(seqs(&before), vec![("big".into(), 250)]);
+    reader.warm_search().await;
+    assert_eq!(reader.search("number 250", 10, None).await, before);
+    assert_eq!(
+        cache.build_search().await,
+        0,
+        "built by the other worker's warm-up"
+    );
+    store
+        .remove(&format!("{}/big/{SEGMENT}", cache.dir()))
+        .await
+        .unwrap();
     assert_eq!(cache.build_search().await, 1);
     // A session whose writer role is held elsewhere waits (where the store has roles).
     let dir = format!("{}/big", cache.dir());

@@ -197,7 +197,9 @@ impl<S: Store> Cache<S> {
             match done {
                 Ok(()) => {
                     built += 1;
+                    // Loaded again, from the segment, by the next query.
                     self.search.forget(&key).await;
+                    self.live.changed(&key);
                 }
                 Err(e) => log::info!("scrollback: no search segment for {dir}: {e}"),
             }

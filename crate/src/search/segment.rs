@@ -275,7 +275,14 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
     let [docs, blocks, column] = [(); 3].map(|_| f.u32().unwrap_or(0));
     let (head, edge) = (f.u16().unwrap_or(0), f.u16().unwrap_or(0));
     let fixed_end = (FIXED + usize::from(head) + usize::from(edge)) as u64 + u64::from(column);
-    if !(fixed_end <= dict_at && dict_at <= post_at && post_at <= size) {
+    // Every count bounded by the bytes that would hold it (a garbled header allocates nothing).
+    let index_len = dict_at.saturating_sub(fixed_end);
+    let sane = fixed_end <= dict_at
+        && dict_at <= post_at
+        && post_at <= size
+        && u64::from(docs) * 4 <= u64::from(column)
+        && u64::from(blocks) * 3 <= index_len;
+    if !sane {
         return Ok(None);
     }
     if (bytes.len() as u64) < dict_at {
@@ -404,14 +411,15 @@ impl Segment {
         let (Some(&(lo, _)), Some(&(_, hi))) = (ranges.first(), ranges.last()) else {
             return Some(Vec::new());
         };
-        let (lo_abs, hi_abs) = (self.post_at + lo, self.post_at + hi);
+        let (lo_abs, hi_abs) = (self.post_at.checked_add(lo)?, self.post_at.checked_add(hi)?);
         if hi_abs > self.size {
             return None;
         }
         let bytes = self.range(store, &path, lo_abs, hi_abs).await?;
         let mut out = Vec::new();
         for (a, b) in ranges {
-            let list = bytes.get((a - lo) as usize..(b - lo) as usize)?;
+            let at = |x: u64| usize::try_from(x.checked_sub(lo)?).ok();
+            let list = bytes.get(at(a)?..at(b)?)?;
             let mut c = Cursor::new(list);
             let mut doc = 0u64;
             while !c.done() {
@@ -618,6 +626,53 @@ mod tests {
                 .await
                 .unwrap()
                 .is_empty());
+        });
+    }
+
+    #[test]
+    fn a_garbled_segment_never_panics() {
+        use crate::store::MemoryStore;
+        let docs: Vec<(Doc, u32)> = (0..40u64)
+            .map(|seq| {
+                let text = format!("alpha beta{} gamma{} delta", seq % 7, seq % 3);
+                let doc = Doc {
+                    seq,
+                    end: seq + 1,
+                    ts: 1.7e9 + seq as f64,
+                    text,
+                    at: 0,
+                };
+                (doc, 9)
+            })
+            .collect();
+        let good = encode(docs, 400, b"head", b"edge");
+        let store = MemoryStore::new();
+        pollster::block_on(async {
+            let mut cases: Vec<Vec<u8>> = (0..good.len()).map(|n| good[..n].to_vec()).collect();
+            for i in 0..good.len() {
+                for flip in [0x01, 0x80, 0xff] {
+                    let mut b = good.clone();
+                    b[i] ^= flip;
+                    cases.push(b);
+                }
+            }
+            for bytes in cases {
+                store.write(&format!("d/{SEGMENT}"), &bytes).await.unwrap();
+                let Some(seg) = Segment::open(&store, "d").await else {
+                    continue;
+                };
+                for (term, prefix) in [
+                    ("alpha", false),
+                    ("beta", true),
+                    ("gamma1", false),
+                    ("", true),
+                ] {
+                    if let Some(posts) = seg.postings(&store, "d", term, prefix).await {
+                        assert!(posts.iter().all(|p| p.doc < seg.docs));
+                    }
+                }
+                let _ = seg.doc(&store, "d", 3).await;
+            }
         });
     }
 

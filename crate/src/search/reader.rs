@@ -72,7 +72,7 @@ struct Loaded {
     head: Vec<u8>,
     segment: Option<Segment>,
     /// A segment of this session did not read: its documents come from the blob alone, in
-    /// this worker, until it starts again (a build replaces the segment meanwhile).
+    /// this worker, until a build replaces the segment (and forgets this).
     no_segment: bool,
     index: Indexed,
 }
@@ -90,10 +90,11 @@ pub const RECHECK_MS: u64 = 30_000;
 
 /// The index blobs of one server's sessions as loaded, by session folder, with their ids:
 /// each one's segment header (the rest read by the queries, or held in memory once the worker
-/// warmed up) and the documents past it in memory. A query reads only what a blob gained since it was loaded; a blob that shrank or
-/// whose start changed was rebuilt and is reloaded. Which blobs to look at: those this
-/// worker changed ([`Live`]), and every one on the first query and at most every
-/// [`RECHECK_MS`] after (the store is the truth: a writer in another tab is seen then).
+/// warmed up) and the documents past it in memory. A query reads only what a blob gained
+/// since it was loaded; a blob that shrank or whose start changed was rebuilt and is
+/// reloaded. Which blobs to look at: those this worker changed ([`Live`]), and every one on
+/// the first query and at most every [`RECHECK_MS`] after (the store is the truth: a writer
+/// in another tab is seen then).
 /// Queries take turns (an async lock): one loads, the next finds it loaded.
 #[derive(Default)]
 pub struct Memo(async_lock::Mutex<Loads>);
@@ -340,24 +341,21 @@ pub(crate) async fn search<S: Store>(
         .map(|(key, (id, l))| (format!("{dir}/{key}"), &*id, l))
         .collect();
     loaded.sort_by(|a, b| a.0.cmp(&b.0));
-    // A session whose segment does not read is loaded again from its blob alone, and the
-    // query asked again (once: a blob read answers or leaves the session out).
-    for _ in 0..2 {
-        let ranked = rank_with_live(store, dir, live, &mut loaded, &query, limit).await;
-        if ranked.broken.is_empty() {
-            return ranked.hits;
-        }
-        for s in ranked.broken {
-            let (folder, _, l) = &mut loaded[s];
-            // Derived data: removing it loses nothing (the next idle build makes it again).
-            let _ = store.remove(&format!("{folder}/{SEGMENT}")).await;
-            **l = Loaded {
-                no_segment: true,
-                ..Loaded::default()
-            };
-            refresh(store, folder, l, false).await;
-            l.index.prepare();
-        }
+    let ranked = rank_with_live(store, dir, live, &mut loaded, &query, limit).await;
+    if ranked.broken.is_empty() {
+        return ranked.hits;
+    }
+    // A session whose segment did not read is loaded again from its blob alone (which cannot
+    // break: its documents are in memory), and the query asked again.
+    for s in ranked.broken {
+        let (folder, _, l) = &mut loaded[s];
+        // Derived data: removing it loses nothing (the next idle build makes it again).
+        let _ = store.remove(&format!("{folder}/{SEGMENT}")).await;
+        **l = Loaded {
+            no_segment: true,
+            ..Loaded::default()
+        };
+        refresh(store, folder, l, false).await;
     }
     rank_with_live(store, dir, live, &mut loaded, &query, limit)
         .await

@@ -23,8 +23,11 @@
 //!   postings (the postings are in the same order, so a prefix's postings are one read);
 //! - the postings: per document holding the term, its id (a delta) and the term's frequency.
 //!
-//! A query reads the header once per worker, then per word one dictionary block and one run
-//! of postings per session, and per hit shown its line in the blob (its snippet).
+//! Every line of the blob has its document (one that does not read is an empty one). A query
+//! reads the header once per worker (with the dictionary, for most sessions), then per word
+//! one dictionary block (unless read with the header) and one run of postings per session,
+//! and per hit shown its line in the blob (its snippet); a warmed-up worker holds the whole
+//! segment ([`Segment::hold`]).
 //!
 //! A segment that does not read (a torn write, a wrong magic, a range past its end) is not used:
 //! a query that meets it removes it and asks the blob instead, and the next build replaces it

@@ -27,7 +27,7 @@
 //! reads the header once per worker (with the dictionary, for most sessions), then per word
 //! one dictionary block (unless read with the header) and one run of postings per session,
 //! and per hit shown its line in the blob (its snippet); a warmed-up worker holds the whole
-//! segment ([`Segment::hold`]).
+//! segment (`Segment::hold`).
 //!
 //! A segment that does not read (a torn write, a wrong magic, a range past its end) is not used:
 //! a query that meets it removes it and asks the blob instead, and the next build replaces it

@@ -359,6 +359,29 @@ async fn idle_builds_only_what_is_worth_it<S: Store>(store: Arc<S>) {
     assert_eq!(fresh.search("padding", 1000, None).await.len(), 199);
 }
 
+#[test]
+fn a_full_disk_builds_no_segment_and_search_still_answers() {
+    pollster::block_on(async {
+        let store = Arc::new(MemoryStore::new());
+        let cache = cache(&store).await;
+        let rows: Vec<Line> = (1..=400)
+            .map(|s| user(s, &format!("words about the migration number {s}")))
+            .collect();
+        fill(&cache, "big", &rows).await;
+        store.limit_writes(Some(1024));
+        assert_eq!(cache.build_search().await, 0);
+        for name in [SEGMENT, segment::SEGMENT_NEW] {
+            let path = format!("{}/big/{name}", cache.dir());
+            assert!(store.stat(&path).await.unwrap().is_none(), "{name}");
+        }
+        let fresh = Cache::new(store.clone(), "example.com", 443).await;
+        let hits = fresh.search("number 250", 10, None).await;
+        assert_eq!(seqs(&hits), vec![("big".into(), 250)]);
+        store.limit_writes(None);
+        assert_eq!(cache.build_search().await, 1, "built once there is room");
+    });
+}
+
 macro_rules! both_stores {
     ($($name:ident),*) => {
         mod memory {

@@ -557,8 +557,14 @@ pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
     let edge = &bytes[covered - covered.min(EDGE)..covered];
     let segment = encode(docs, covered as u64, head, edge);
     let new = format!("{dir}/{SEGMENT_NEW}");
-    store.write(&new, &segment).await?;
-    store.rename(&new, &format!("{dir}/{SEGMENT}")).await
+    let done = match store.write(&new, &segment).await {
+        Ok(()) => store.rename(&new, &format!("{dir}/{SEGMENT}")).await,
+        Err(e) => Err(e),
+    };
+    if done.is_err() {
+        let _ = store.remove(&new).await; // a full disk keeps nothing half written
+    }
+    done
 }
 
 #[cfg(test)]

@@ -375,7 +375,8 @@ async fn rank_with_live<S: Store>(
     for (s, (folder, _, l)) in loaded.iter_mut().enumerate() {
         l.index.prepare();
         let key = &folder[dir.len() + 1..];
-        let newest = l.index.docs.last().map(|(d, _)| d.seq);
+        let newest = (l.index.docs.last().map(|(d, _)| d.seq))
+            .or_else(|| l.segment.as_ref().and_then(Segment::newest));
         if let Some(doc) = live.open(key).filter(|d| newest.is_none_or(|n| d.seq > n)) {
             added.push((s, l.index.add(doc)));
         }

@@ -462,6 +462,11 @@ impl Segment {
         self.body.is_some()
     }
 
+    /// The seq of its newest document (the last line it covers).
+    pub fn newest(&self) -> Option<u64> {
+        self.column.last().map(|m| m.seq)
+    }
+
     /// Whether it is held in memory.
     pub fn held(&self) -> bool {
         self.body.is_some()

@@ -266,17 +266,60 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
     out
 }
 
+/// The fixed header's fields, in their order.
+struct Fixed {
+    covered: u64,
+    words: u64,
+    dict_at: u64,
+    post_at: u64,
+    size: u64,
+    docs: u32,
+    blocks: u32,
+    column: u32,
+    head: u16,
+    edge: u16,
+}
+
+impl Fixed {
+    /// The fixed header at the start of `bytes` (`None`: too short, or not a segment's).
+    fn read(bytes: &[u8]) -> Option<Fixed> {
+        let fixed = bytes.get(..FIXED).filter(|f| f.starts_with(MAGIC))?;
+        let mut f = Cursor::new(&fixed[MAGIC.len()..]);
+        Some(Fixed {
+            covered: f.u64()?,
+            words: f.u64()?,
+            dict_at: f.u64()?,
+            post_at: f.u64()?,
+            size: f.u64()?,
+            docs: f.u32()?,
+            blocks: f.u32()?,
+            column: f.u32()?,
+            head: f.u16()?,
+            edge: f.u16()?,
+        })
+    }
+}
+
 /// Reads a segment's header from its first bytes: `Err(n)` when it needs the first `n`,
 /// `Ok(None)` when it does not read.
 fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
-    let mut c = Cursor::new(bytes);
-    let Some(fixed) = c.take(FIXED).filter(|f| f.starts_with(MAGIC)) else {
+    let Some(Fixed {
+        covered,
+        words,
+        dict_at,
+        post_at,
+        size,
+        docs,
+        blocks,
+        column,
+        head,
+        edge,
+    }) = Fixed::read(bytes)
+    else {
         return Ok(None);
     };
-    let mut f = Cursor::new(&fixed[4..]);
-    let [covered, words, dict_at, post_at, size] = [(); 5].map(|_| f.u64().unwrap_or(0));
-    let [docs, blocks, column] = [(); 3].map(|_| f.u32().unwrap_or(0));
-    let (head, edge) = (f.u16().unwrap_or(0), f.u16().unwrap_or(0));
+    let mut c = Cursor::new(bytes);
+    c.at = FIXED;
     let fixed_end = (FIXED + usize::from(head) + usize::from(edge)) as u64 + u64::from(column);
     // Every count bounded by the bytes that would hold it (a garbled header allocates nothing).
     let index_len = dict_at.saturating_sub(fixed_end);
@@ -368,7 +411,7 @@ impl Segment {
 
     /// The postings of `term` (or, as a prefix, of every term starting with it, merged by
     /// document with their frequencies summed), sorted by document. `None`: the segment does
-    /// not read (a query then leaves this session's segment out and it is built again).
+    /// not read (the query removes it and asks the blob alone).
     pub async fn postings<S: Store>(
         &self,
         store: &S,
@@ -515,18 +558,10 @@ pub async fn stale<S: Store>(store: &S, dir: &str) -> bool {
     let Ok(Some(file)) = store.stat(&path).await else {
         return blob.size >= MIN_TAIL;
     };
-    let Ok(fixed) = store.read(&path, 0, FIXED).await else {
-        return true;
-    };
-    // `covered` and the whole size, at their places in the fixed header.
-    let at = |i: usize| {
-        fixed
-            .get(i..i + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-    };
-    match (fixed.starts_with(MAGIC), at(4), at(36)) {
-        (true, Some(covered), Some(size)) if size == file.size && covered <= blob.size => {
-            blob.size - covered >= MIN_TAIL.max(covered / 16)
+    let fixed = store.read(&path, 0, FIXED).await.ok();
+    match fixed.as_deref().and_then(Fixed::read) {
+        Some(f) if f.size == file.size && f.covered <= blob.size => {
+            blob.size - f.covered >= MIN_TAIL.max(f.covered / 16)
         }
         _ => true,
     }

@@ -45,10 +45,12 @@ fn start_at(line: Option<Line>) -> Start {
 
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 
-/// Older pages kept read from the cache ahead of the reader ([`Session::read_ahead`]), and the
-/// bytes of lines they may hold at most (a page of huge rows counts for what it holds).
-const AHEAD_PAGES: usize = 8;
-const AHEAD_BYTES: usize = 1 << 20;
+/// The bytes of lines the older pages read from the cache ahead of the reader
+/// ([`Session::read_ahead`]) may hold at most (a page of huge rows counts for what it holds):
+/// enough for the whole cached history of most sessions (a long session's history paged from
+/// the server is rows, folded, about 1.5 MB for 24,000 events), so scrolling back through it
+/// waits for no store read; a few pages of one cached delta by delta.
+const AHEAD_BYTES: usize = 4 << 20;
 
 /// An older page read from the cache ahead of the reader ([`Session::read_ahead`]): served by
 /// the [`Session::older`] that asks for it when nothing changed meanwhile (the same epoch,
@@ -846,7 +848,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     }
 
     /// Reads the pages [`Session::older`] would show next from the cache and keeps them (up to
-    /// `AHEAD_PAGES` pages and `AHEAD_BYTES`), so those calls answer from memory, without
+    /// [`AHEAD_BYTES`] of lines), so those calls answer from memory, without
     /// waiting for the store. Never asks the server: a page the cache does not hold is left for
     /// `older`. [`Session::run`] starts it once the session is open; drive it after each
     /// `older` (the package's worker does, between the page's calls) to top the pages up. One
@@ -861,7 +863,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 let queue = self.ahead.borrow();
                 let bytes: usize = queue.iter().map(|a| a.bytes).sum();
                 match (view.ready, view.more_history, view.oldest, queue.back()) {
-                    _ if queue.len() >= AHEAD_PAGES || bytes >= AHEAD_BYTES => None,
+                    _ if bytes >= AHEAD_BYTES => None,
                     // The page below the last one read (its oldest line's seq).
                     (true, true, Some(_), Some(last)) => last.lines.first().map(Line::seq),
                     // The first page below what is shown, unless `older` is loading it.

@@ -126,13 +126,25 @@ pub fn clean_append(prev: &str, next: &str) -> bool {
     overlap(prev.as_bytes(), next.as_bytes()) == 0
 }
 
+/// The longest `next` whose overlap [`overlap`] looks for directly: at most `NAIVE`² byte
+/// comparisons.
+const NAIVE: usize = 64;
+
 /// The length of the longest suffix of `prev` that is a prefix of `next` (bytes; both texts
 /// being UTF-8, a suffix equal to a prefix of `next` starts at a character boundary of `prev`).
 ///
-/// One pass of the Knuth-Morris-Pratt automaton of `next` over the last `next.len()` bytes of
-/// `prev`: O(|prev| + |next|) time, O(|next|) memory.
+/// For a streamed delta's few words ([`NAIVE`] bytes at most) a direct look at each place in
+/// `prev`'s tail that starts with `next`'s first byte (this runs for every delta appended, and
+/// allocates nothing); longer, one pass of the Knuth-Morris-Pratt automaton of `next` over the
+/// last `next.len()` bytes of `prev`: O(|prev| + |next|) time, O(|next|) memory.
 fn overlap(prev: &[u8], next: &[u8]) -> usize {
     let pattern = &next[..next.len().min(prev.len())];
+    let tail = &prev[prev.len() - pattern.len()..];
+    if pattern.len() <= NAIVE {
+        return (0..tail.len())
+            .find(|&i| tail[i] == pattern[0] && pattern.starts_with(&tail[i..]))
+            .map_or(0, |i| tail.len() - i);
+    }
     // fail[i]: the longest proper border of pattern[..=i].
     let mut fail = vec![0usize; pattern.len()];
     let mut k = 0;
@@ -146,7 +158,7 @@ fn overlap(prev: &[u8], next: &[u8]) -> usize {
         fail[i] = k;
     }
     let mut matched = 0;
-    for &b in &prev[prev.len() - pattern.len()..] {
+    for &b in tail {
         if matched == pattern.len() {
             matched = fail[matched - 1];
         }
@@ -293,5 +305,42 @@ mod tests {
         assert!(clean_append("abcab", "d"));
         assert!(!clean_append("aab", "ba"));
         assert!(clean_append("ab", "aab"));
+    }
+
+    #[test]
+    fn the_direct_and_the_automaton_overlaps_agree_with_the_definition() {
+        // Texts on both sides of the direct look's bound, over two letters so that overlaps
+        // are common: the longest suffix of `prev` that is a prefix of `next`, by brute force.
+        let by_definition = |prev: &[u8], next: &[u8]| {
+            (1..=next.len().min(prev.len()))
+                .rev()
+                .find(|&k| prev.ends_with(&next[..k]))
+                .unwrap_or(0)
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut text = |len: usize| -> Vec<u8> {
+            (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    if seed % 4 == 0 {
+                        b'b'
+                    } else {
+                        b'a'
+                    }
+                })
+                .collect()
+        };
+        for len in [1, 2, 7, NAIVE - 1, NAIVE, NAIVE + 1, 3 * NAIVE] {
+            for other in [1, len / 2 + 1, len, 2 * len] {
+                for _ in 0..20 {
+                    let (prev, next) = (text(other), text(len));
+                    assert_eq!(overlap(&prev, &next), by_definition(&prev, &next));
+                    let (prev, next) = (text(len), text(other));
+                    assert_eq!(overlap(&prev, &next), by_definition(&prev, &next));
+                }
+            }
+        }
     }
 }

@@ -899,7 +899,10 @@ async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_repl
                 assert_shows_server(&warm.session, &all);
                 from_memory += 1;
             }
-            assert!(from_memory > 8, "more pages than the old cap of 8: {from_memory}");
+            assert!(
+                from_memory > 8,
+                "more pages than the old cap of 8: {from_memory}"
+            );
             assert_eq!(env.stats("transcript").await.0, before.0, "no request");
             assert_eq!(
                 warm.session.with_view(|v| v.counters.local_pages),

@@ -12,12 +12,14 @@
 //!   The idle build of the segments ([`super::segment`]) looks at those sessions too.
 
 use super::doc::Doc;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Default)]
 struct State {
-    open: HashMap<String, Doc>,
+    /// The open rows, by session: the few sessions streaming right now, looked up on every
+    /// delta appended, by a scan rather than a hash of the key.
+    open: Vec<(String, Doc)>,
     changed: HashSet<String>,
     relist: bool,
     /// The blobs written since the last segment build looked at them.
@@ -37,25 +39,35 @@ impl Live {
     /// Sets session `key`'s open row: `None` when it has none. The same row grown is extended
     /// by what it gained, not copied again.
     pub fn set_open(&self, key: &str, open: Option<&Doc>) {
-        self.with(|s| match (s.open.get_mut(key), open) {
-            (Some(held), Some(doc)) if held.seq == doc.seq => {
-                if let Some(more) = doc.text.get(held.text.len()..) {
-                    held.text.push_str(more);
+        self.with(|s| {
+            let at = s.open.iter().position(|(k, _)| k == key);
+            match (at, open) {
+                (Some(i), Some(doc)) if s.open[i].1.seq == doc.seq => {
+                    let held = &mut s.open[i].1;
+                    if let Some(more) = doc.text.get(held.text.len()..) {
+                        held.text.push_str(more);
+                    }
+                    held.end = doc.end;
                 }
-                held.end = doc.end;
-            }
-            (_, Some(doc)) => {
-                s.open.insert(key.to_string(), doc.clone());
-            }
-            (_, None) => {
-                s.open.remove(key);
+                (Some(i), Some(doc)) => s.open[i].1 = doc.clone(),
+                (None, Some(doc)) => s.open.push((key.to_string(), doc.clone())),
+                (Some(i), None) => {
+                    s.open.swap_remove(i);
+                }
+                (None, None) => {}
             }
         });
     }
 
     /// Session `key`'s open row, if any.
     pub fn open(&self, key: &str) -> Option<Doc> {
-        self.with(|s| s.open.get(key).cloned()).flatten()
+        self.with(|s| {
+            s.open
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, d)| d.clone())
+        })
+        .flatten()
     }
 
     /// Session `key`'s index blob was written, cut or removed by this worker.
@@ -81,7 +93,7 @@ impl Live {
     /// Session `key`'s folder was removed by this worker: the next query lists the sessions.
     pub fn removed(&self, key: &str) {
         self.with(|s| {
-            s.open.remove(key);
+            s.open.retain(|(k, _)| k != key);
             s.changed.insert(key.to_string());
             s.relist = true;
         });
@@ -101,5 +113,41 @@ impl Live {
             )
         })
         .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seq: u64, end: u64, text: &str) -> Doc {
+        Doc {
+            seq,
+            end,
+            ts: 0.0,
+            text: text.to_string(),
+            at: 0,
+        }
+    }
+
+    #[test]
+    fn each_session_streaming_keeps_its_own_open_row() {
+        let live = Live::default();
+        live.set_open("a", Some(&row(1, 2, "one")));
+        live.set_open("b", Some(&row(7, 8, "seven")));
+        // Grown: extended by what it gained; a new row replaces the old one.
+        live.set_open("a", Some(&row(1, 3, "one two")));
+        live.set_open("b", Some(&row(9, 10, "nine")));
+        assert_eq!(live.open("a"), Some(row(1, 3, "one two")));
+        assert_eq!(live.open("b"), Some(row(9, 10, "nine")));
+        // One ends, the other streams on; a removed session has none.
+        live.set_open("a", None);
+        assert_eq!(live.open("a"), None);
+        assert_eq!(live.open("b"), Some(row(9, 10, "nine")));
+        live.set_open("a", Some(&row(4, 5, "four")));
+        live.removed("b");
+        assert_eq!(live.open("b"), None);
+        assert_eq!(live.open("a"), Some(row(4, 5, "four")));
+        assert_eq!(live.open("c"), None);
     }
 }

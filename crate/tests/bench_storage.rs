@@ -16,8 +16,6 @@ wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 const LINE: usize = 800;
 const APPENDS: usize = 3_000;
-/// Rounds of appends to each blob (the median is reported).
-const ROUNDS: usize = 5;
 const READS: usize = 40;
 /// A 40-row page of 800-byte lines.
 const PAGE: usize = 40 * LINE;
@@ -79,11 +77,6 @@ where
         assert!(f().await > 0);
     }
     (now() - t) / READS as f64
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 struct Figures {

@@ -3,6 +3,7 @@
 use super::view::{Change, Counters, SessionError, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
+use crate::fold::Transcript;
 use crate::protocol::{
     CatchUpQuery, CatchUpState, Line, SessionSummary, TranscriptQuery, MAX_LIMIT,
 };
@@ -46,7 +47,8 @@ fn start_at(line: Option<Line>) -> Start {
 type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 
 /// The bytes of lines the older pages read from the cache ahead of the reader
-/// ([`Session::read_ahead`]) may hold at most (a page of huge rows counts for what it holds):
+/// ([`Session::read_ahead`]) may hold at most, their rows folded beside them (a page of huge
+/// rows counts for what it holds):
 /// enough for the whole cached history of most sessions (a long session's history paged from
 /// the server is rows, folded, about 1.5 MB for 24,000 events), so scrolling back through it
 /// waits for no store read; a few pages of one cached delta by delta.
@@ -54,7 +56,8 @@ const AHEAD_BYTES: usize = 4 << 20;
 
 /// An older page read from the cache ahead of the reader ([`Session::read_ahead`]): served by
 /// the [`Session::older`] that asks for it when nothing changed meanwhile (the same epoch,
-/// purges and oldest row shown), dropped otherwise.
+/// purges and oldest row shown), dropped otherwise. Folded as it is read, so that showing it
+/// parses nothing.
 struct Ahead {
     epoch: u64,
     purges: u64,
@@ -63,6 +66,7 @@ struct Ahead {
     /// The lines' bytes, for [`AHEAD_BYTES`].
     bytes: usize,
     lines: Vec<Line>,
+    rows: Transcript,
 }
 
 /// One open session: the cache's rows drawn at once, checked with one probe, kept live by the
@@ -235,14 +239,18 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         });
     }
 
-    /// Shows lines at the oldest end.
-    fn show_older(&self, lines: &[Line]) {
+    /// Shows an older page at the oldest end (`folded`: its rows, when it was folded already).
+    fn show_older(&self, lines: &[Line], folded: Option<Transcript>) {
         let Some(first) = lines.first() else {
             self.update(Change::State, |v| v.more_history = false);
             return;
         };
         self.update(Change::Older(lines), |v| {
-            match v.transcript.push_older(lines) {
+            let shown = match folded {
+                Some(rows) => v.transcript.push_older_folded(rows),
+                None => v.transcript.push_older(lines),
+            };
+            match shown {
                 Ok(()) => {
                     v.oldest = Some(first.seq());
                     v.more_history = first.seq() > 1;
@@ -765,25 +773,25 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         rows: bool,
     ) -> Result<TransportResult<bool>, Command> {
         let (epoch, purges) = (self.epoch.get(), self.purges.get());
-        let (local, gap_after) = if let Some(lines) = self.take_ahead(before, limit, rows) {
+        let (local, gap_after) = if let Some(ahead) = self.take_ahead(before, limit, rows) {
             // Read ahead already: no wait for the lock a read-ahead of later pages holds.
-            (Some(lines), None)
+            (Some((ahead.lines, Some(ahead.rows))), None)
         } else {
             let mut cache = self.cache.lock().await;
             // Asked again under the lock: a read-ahead in flight holds it until its page is kept.
-            if let Some(lines) = self.take_ahead(before, limit, rows) {
-                (Some(lines), None)
+            if let Some(ahead) = self.take_ahead(before, limit, rows) {
+                (Some((ahead.lines, Some(ahead.rows))), None)
             } else {
                 match cache.page(before, limit, rows).await {
-                    Some(page) => (Some(page.lines), None),
+                    Some(page) => (Some((page.lines, None)), None),
                     None => (None, cache.gap_after(before).await),
                 }
             }
         };
-        if let Some(lines) = local {
+        if let Some((lines, folded)) = local {
             if self.epoch.get() == epoch && self.view.borrow().oldest == Some(before) {
                 self.view.borrow_mut().counters.local_pages += 1;
-                self.show_older(&lines);
+                self.show_older(&lines, folded);
                 return Ok(Ok(true));
             }
             return Ok(Ok(false));
@@ -830,18 +838,18 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         if self.epoch.get() != epoch || self.view.borrow().oldest != Some(before) {
             return Ok(Ok(false));
         }
-        self.show_older(&page.lines);
+        self.show_older(&page.lines, None);
         Ok(Ok(!page.lines.is_empty()))
     }
 
     /// The next page read ahead, when it is the one asked for and nothing changed since it was
     /// read; any other answer drops every page read ahead (they follow from this one).
-    fn take_ahead(&self, before: u64, limit: usize, rows: bool) -> Option<Vec<Line>> {
+    fn take_ahead(&self, before: u64, limit: usize, rows: bool) -> Option<Ahead> {
         let mut queue = self.ahead.borrow_mut();
         let ahead = queue.pop_front()?;
         let fresh = ahead.epoch == self.epoch.get() && ahead.purges == self.purges.get();
         if fresh && rows && ahead.before == before && ahead.limit == limit {
-            return Some(ahead.lines);
+            return Some(ahead);
         }
         queue.clear();
         None
@@ -894,6 +902,10 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             if !(unchanged && follows) {
                 return;
             }
+            // A page that does not fold is left for `older`, which stops paging on it.
+            let Ok(rows) = Transcript::from_lines(&page.lines) else {
+                return;
+            };
             let bytes = page.lines.iter().map(|l| l.raw().len()).sum();
             queue.push_back(Ahead {
                 epoch,
@@ -902,6 +914,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 limit,
                 bytes,
                 lines: page.lines,
+                rows,
             });
         }
     }

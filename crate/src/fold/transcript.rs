@@ -206,7 +206,12 @@ impl Transcript {
     /// calls and commands the page brings attach to them. A page that reaches into what is
     /// held, or is out of order, is refused and nothing changes.
     pub fn push_older(&mut self, page: &[Line]) -> Result<(), FoldError> {
-        let older = Transcript::from_lines(page)?;
+        self.push_older_folded(Transcript::from_lines(page)?)
+    }
+
+    /// [`Transcript::push_older`] with the page already folded on its own
+    /// ([`Transcript::from_lines`]): a page read ahead is folded before the reader asks for it.
+    pub fn push_older_folded(&mut self, older: Transcript) -> Result<(), FoldError> {
         let Some((_, through)) = older.span else {
             return Ok(());
         };

@@ -48,10 +48,10 @@ type Listener = Box<dyn FnMut(&View, Change<'_>)>;
 
 /// The bytes of lines the older pages read from the cache ahead of the reader
 /// ([`Session::read_ahead`]) may hold at most, their rows folded beside them (a page of huge
-/// rows counts for what it holds):
-/// enough for the whole cached history of most sessions (a long session's history paged from
-/// the server is rows, folded, about 1.5 MB for 24,000 events), so scrolling back through it
-/// waits for no store read; a few pages of one cached delta by delta.
+/// rows counts for what it holds): enough for the whole cached history of most sessions (a
+/// long session's history paged from the server is rows, folded, about 1.5 MB for 24,000
+/// events), so scrolling back through it waits for no store read; a few pages of a session
+/// cached delta by delta.
 const AHEAD_BYTES: usize = 4 << 20;
 
 /// An older page read from the cache ahead of the reader ([`Session::read_ahead`]): served by

@@ -773,14 +773,19 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         rows: bool,
     ) -> Result<TransportResult<bool>, Command> {
         let (epoch, purges) = (self.epoch.get(), self.purges.get());
-        let (local, gap_after) = if let Some(ahead) = self.take_ahead(before, limit, rows) {
+        // A page read ahead: its lines, folded already.
+        let ahead = || {
+            self.take_ahead(before, limit, rows)
+                .map(|a| (a.lines, Some(a.rows)))
+        };
+        let (local, gap_after) = if let Some(page) = ahead() {
             // Read ahead already: no wait for the lock a read-ahead of later pages holds.
-            (Some((ahead.lines, Some(ahead.rows))), None)
+            (Some(page), None)
         } else {
             let mut cache = self.cache.lock().await;
             // Asked again under the lock: a read-ahead in flight holds it until its page is kept.
-            if let Some(ahead) = self.take_ahead(before, limit, rows) {
-                (Some((ahead.lines, Some(ahead.rows))), None)
+            if let Some(page) = ahead() {
+                (Some(page), None)
             } else {
                 match cache.page(before, limit, rows).await {
                     Some(page) => (Some((page.lines, None)), None),

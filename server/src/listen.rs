@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify, Semaphore};
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutBody;
@@ -124,6 +124,18 @@ impl Connections {
     }
 }
 
+/// The next connection, set to send each write at once (`TCP_NODELAY`). With Nagle's algorithm
+/// a response written in two parts (its head, then a body chunk) waits for the client's delayed
+/// acknowledgement, 40 ms on Linux: every static file, and the events of a stream written while
+/// one is still unacknowledged.
+async fn accept(listener: &TcpListener) -> io::Result<TcpStream> {
+    let (stream, _) = listener.accept().await?;
+    if let Err(e) = stream.set_nodelay(true) {
+        eprintln!("scrollback-server: TCP_NODELAY: {e}");
+    }
+    Ok(stream)
+}
+
 /// Serves `router` on `listener` until `stop` turns `true`, telling [`memory::release`] when
 /// each request ends (its response sent or dropped).
 pub async fn serve(
@@ -138,8 +150,8 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(conns.max));
     loop {
         let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+            accepted = accept(&listener) => match accepted {
+                Ok(stream) => stream,
                 Err(e) => {
                     // Out of descriptors or a connection reset before accept: wait a little.
                     eprintln!("scrollback-server: accept: {e}");
@@ -236,5 +248,20 @@ impl http_body::Body for Guarded {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_connection_is_accepted_with_nagle_off() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move { tokio::net::TcpStream::connect(addr).await });
+        let stream = accept(&listener).await.unwrap();
+        assert!(stream.nodelay().unwrap(), "responses would wait for delayed ACKs");
+        client.await.unwrap().unwrap();
     }
 }

@@ -18,10 +18,11 @@ export interface ScrollbackOptions {
   budgetBytes?: number;
   /**
    * The id of the session the app opens first, when it knows it (a reopen at a chat's URL):
-   * its check and catch-up is asked at once, from the page, from the cursor of the session's
-   * last screen, while the worker, the module and the store start, and `openSession(opening)`
-   * takes that answer instead of asking again. Saves a round trip on a slow link; the cached
-   * tail is still compared with the server's line before anything is shown as verified.
+   * its first request is asked at once, from the page, while the worker, the module and the
+   * store start (the check and catch-up from the cursor of the session's last screen, or, with
+   * none, the newest window a first visit shows), and `openSession(opening)` takes that answer
+   * instead of asking again. Saves a round trip; the cached tail is still compared with the
+   * server's line before anything is shown as verified.
    */
   opening?: string;
 }

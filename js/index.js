@@ -28,16 +28,20 @@ function rebuild({ name, message, kind, status }) {
   return err;
 }
 
+/** The newest lines a first visit shows (the protocol's `OPENING_WINDOW`). */
+const OPENING_WINDOW = 80;
+
 /**
- * The check a reopen of session `id` makes first, asked now, from the page, while the worker,
- * the module and the store start (`Scrollback.open`'s `opening`): the catch-up from the cursor of
- * the session's last screen, at the URL the engine asks it (`BrowserTransport::catch_up`). The
- * engine takes the answer only for that URL, compares the cached tail with it as with its own,
- * and asks again for anything but a 2xx. Null when there is no last screen to start from.
+ * The first request an open of session `id` makes, asked now, from the page, while the worker,
+ * the module and the store start (`Scrollback.open`'s `opening`): the catch-up from the cursor
+ * of the session's last screen, or, with no last screen (a first visit), its newest window, at
+ * the URL the engine asks it (`BrowserTransport::catch_up`, `transcript`). The engine takes the
+ * answer only for that URL, treats it as its own (the cached tail compared with it), and asks
+ * again for anything but a 2xx.
  */
 function askEarly({ server, token }, id) {
+  if (id === '' || id === '.' || id === '..') return null;
   const cursor = lastScreen(server, id)?.cursor;
-  if (!Number.isSafeInteger(cursor) || cursor < 1 || id === '' || id === '.' || id === '..') return null;
   let base;
   try {
     const url = new URL(server);
@@ -48,12 +52,36 @@ function askEarly({ server, token }, id) {
   } catch {
     return null;
   }
-  const url = `${base}/sessions/${encodeURIComponent(id)}/catchup?cursor=${cursor}`;
+  const ask = Number.isSafeInteger(cursor) && cursor >= 1
+    ? `catchup?cursor=${cursor}`
+    : `transcript?limit=${OPENING_WINDOW}`;
+  const url = `${base}/sessions/${encodeURIComponent(id)}/${ask}`;
   const headers = token ? { Authorization: `Bearer ${token}` } : {};
   const answer = fetch(url, { headers })
     .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
     .catch(() => null);
   return { url, answer };
+}
+
+/**
+ * Starts the package's worker and, beside it, compiles the module here, while the worker
+ * itself loads (its script and glue take as long as the module's download): the compiled
+ * module is posted to the worker, which fetches the module itself only when it gets `null`
+ * (a page whose policy forbids compiling, a browser that cannot post a module).
+ * `compileStreaming` compiles as the bytes arrive and lets the browser cache the compiled code.
+ */
+function startWorker(name) {
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name });
+  WebAssembly.compileStreaming(fetch(new URL('./scrollback_bg.wasm', import.meta.url)))
+    .catch(() => null)
+    .then((module) => {
+      try {
+        worker.postMessage({ module });
+      } catch {
+        worker.postMessage({ module: null });
+      }
+    });
+  return worker;
 }
 
 /**
@@ -87,7 +115,7 @@ export class Scrollback {
     const { opening, ...engineOptions } = options;
     if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
     const early = opening === undefined ? null : askEarly(options, opening);
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback' });
+    const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
     early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
@@ -337,7 +365,7 @@ export class Scrollback {
     if (options === null || typeof options !== 'object') {
       throw new TypeError('Scrollback.chats takes an options object: { storage?, windowLines?, backfillPages? }');
     }
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'scrollback-chats' });
+    const worker = startWorker('scrollback-chats');
     const sb = new Scrollback(worker);
     try {
       // The worker opens the store (and checks every option); the handle takes the rest.

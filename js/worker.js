@@ -1,6 +1,6 @@
 // The package's worker: the engine (Rust, wasm) runs here, off the page's thread, where OPFS
 // sync access handles are allowed. index.js starts it; every message is one call:
-//   page -> worker  { id, op, args }
+//   page -> worker  { module } (first: the compiled module, or null) | { id, op, args }
 //   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, patch }
 //                   | { id, value, view, patch } (an answer with its view's patch, applied first)
 // `patch` is what changed in a view since the last one, as a JSON string (one string crosses
@@ -10,18 +10,23 @@
 // view, so an awaited call sees its own effect: a successful call's answer carries it, one message
 // where two would let the page draw in between (every `loadOlder` would wait for a frame).
 //
-// Start-up: the module is compiled while it downloads (instantiateStreaming on the fetch of a
-// URL, which also lets the browser cache the compiled code), and it starts at once, before the
-// page's first message arrives. The worker leaves performance marks (`scrollback:module`,
-// `scrollback:open`) and answers `marks` with them and its first API request's start and end
-// (`request`, `response`, from resource timing), for the bench's timelines. The glue is a
-// static import: bundlers build a worker as one file (Vite's default worker format cannot split
-// it), so a dynamic import here, to start the module's download beside the glue's, breaks them.
+// Start-up: the page compiles the module (compileStreaming, as it downloads, which also lets the
+// browser cache the compiled code) while this worker loads its script and glue, and posts it
+// here as its first message, `{ module }`; the module starts as soon as both are here. The
+// worker leaves performance marks (`scrollback:module`, `scrollback:open`) and answers `marks`
+// with them and its first API request's start and end (`request`, `response`, from resource
+// timing), for the bench's timelines. The glue is a static import: bundlers build a worker as
+// one file (Vite's default worker format cannot split it).
 import init, { Client, Chats } from './scrollback.js';
 
 const STATE_INTERVAL_MS = 16;
 
-const ready = init({ module_or_path: new URL('./scrollback_bg.wasm', import.meta.url) })
+// The page compiles the module while this worker loads (index.js `startWorker`) and posts it
+// first, `{ module }`; `null` when it could not, and the module is fetched from here.
+let given;
+const module = new Promise((resolve) => { given = resolve; });
+const ready = module
+  .then((m) => init({ module_or_path: m ?? new URL('./scrollback_bg.wasm', import.meta.url) }))
   .then(() => performance.mark('scrollback:module'));
 let client = null;
 let chatStore = null; // `Scrollback.chats`: the chat store alone, no client
@@ -208,7 +213,12 @@ const ops = {
 /** The calls being answered, for a close that lets them finish. */
 const running = new Set();
 
-self.onmessage = async ({ data: { id, op, args } }) => {
+self.onmessage = async ({ data }) => {
+  if ('module' in data) {
+    given(data.module);
+    return;
+  }
+  const { id, op, args } = data;
   let call;
   try {
     await ready;

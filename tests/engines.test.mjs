@@ -117,6 +117,27 @@ it('opens a session cold from the server, on the storage auto picks here', async
   await closeAll();
 });
 
+it('a page that cannot compile the module (a policy without wasm-unsafe-eval) still opens: the worker fetches it', async () => {
+  await copySession('nocompile', 'fix-build');
+  await reload();
+  const opened = await browser.run(async ({ server }) => {
+    WebAssembly.compileStreaming = () => Promise.reject(new WebAssembly.CompileError('refused by the page\'s policy'));
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server, storage: 'auto' });
+    const view = await sb.openSession('nocompile');
+    const deadline = Date.now() + 60_000;
+    while (!(view.state.ready && view.state.live)) {
+      if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const rows = view.state.rows.length;
+    view.close();
+    await sb.close();
+    return { rows };
+  }, { server: server.url });
+  assert.ok(opened.rows > 0, 'rows are drawn');
+});
+
 it('reopens after a reload with one probe, draws from the cache, and scrolls back without a request', async () => {
   await reload();
   const warm = await open('long');
@@ -330,12 +351,11 @@ it('close() lets the worker commit what it drew: closed the moment a line is dra
   assert.ok(cachedTail >= shown, `the cache held every line drawn before the close (drawn up to ${shown}, cached up to ${cachedTail})`);
 });
 
-it('a reopen that names its session (`opening`) is checked by the request the page asked at once: lines added meanwhile shown, no second check; a stale last screen costs one more, never a wrong row', async () => {
+it('an open that names its session (`opening`) takes the request the page asked at once: a first visit\'s newest window, a reopen\'s check with the lines added meanwhile; a stale last screen costs one more, never a wrong row', async () => {
   await copySession('early', 'fix-build');
-  await reload();
-  await open('early');
-  await closeAll(); // the last screen saved: its cursor is the cached tail
   const checks = () => server.log().split('\n').filter((l) => l.includes('/sessions/early/catchup')).length;
+  const windows = () => server.log().split('\n')
+    .filter((l) => l.includes('/sessions/early/transcript') && !l.includes('before=')).length;
   const reopen = (cursorShift) => browser.run(async ({ server, cursorShift }) => {
     const { Scrollback } = await import('/pkg/index.js');
     if (cursorShift) {
@@ -354,7 +374,10 @@ it('a reopen that names its session (`opening`) is checked by the request the pa
       if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
       await new Promise((r) => setTimeout(r, 20));
     }
-    return { seqs: view.state.rows.map((r) => r.seq), cursor: view.state.cursor, counters: view.state.counters };
+    // What the page itself asked (the worker's requests are not in the page's timeline).
+    const asked = performance.getEntriesByType('resource').map((e) => new URL(e.name))
+      .filter((u) => u.pathname.startsWith('/sessions/early/')).map((u) => u.pathname + u.search);
+    return { seqs: view.state.rows.map((r) => r.seq), cursor: view.state.cursor, counters: view.state.counters, asked };
   }, { server: server.url, cursorShift });
   const grow = async (n) => {
     const lines = await server.lines('early');
@@ -363,13 +386,26 @@ it('a reopen that names its session (`opening`) is checked by the request the pa
     return next + n - 1;
   };
 
-  let newest = await grow(4);
-  let before = checks();
+  // A first visit (no last screen): the page asks the newest window, the engine takes it.
   await reload();
+  let before = windows();
   let r = await reopen(0);
+  const lines = await server.lines('early');
+  assert.equal(r.cursor, lines.at(-1).seq, 'the newest line is shown');
+  assert.equal(r.counters.probesPassed, 0, 'nothing cached: nothing to check');
+  assert.deepEqual(r.asked, ['/sessions/early/transcript?limit=80'], 'the page asked the newest window');
+  assert.equal(windows() - before, 1, 'one newest window: the page\'s, taken by the engine');
+  assert.equal(checks(), 0, 'no check');
+  await closeAll(); // the last screen saved: its cursor is the cached tail
+
+  let newest = await grow(4);
+  before = checks();
+  await reload();
+  r = await reopen(0);
   assert.equal(r.cursor, newest, 'the lines added while away are shown');
   assert.equal(r.counters.probesPassed, 1, `the cached tail was checked: ${JSON.stringify(r.counters)}`);
   assert.equal(r.counters.caughtUp, 4, 'caught up from the cached tail, not reopened cold');
+  assert.deepEqual(r.asked, [`/sessions/early/catchup?cursor=${newest - 4}`], 'the page asked the check');
   assert.equal(checks() - before, 1, 'one check: the page\'s, taken by the engine');
   await closeAll();
 

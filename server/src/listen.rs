@@ -261,7 +261,10 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let client = tokio::spawn(async move { tokio::net::TcpStream::connect(addr).await });
         let stream = accept(&listener).await.unwrap();
-        assert!(stream.nodelay().unwrap(), "responses would wait for delayed ACKs");
+        assert!(
+            stream.nodelay().unwrap(),
+            "responses would wait for delayed ACKs"
+        );
         client.await.unwrap().unwrap();
     }
 }

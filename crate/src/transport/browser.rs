@@ -48,10 +48,12 @@ pub struct BrowserTransport {
     early: RefCell<Option<Early>>,
 }
 
-/// A check the page asked before the module was ready (`Scrollback.open`'s `opening`).
+/// A session's first request, asked by the page before the module was ready
+/// (`Scrollback.open`'s `opening`): a reopen's check, or a first visit's newest window.
 #[derive(Debug)]
 struct Early {
-    /// The URL it asked, as [`BrowserTransport::catch_up`] spells it.
+    /// The URL it asked, as [`BrowserTransport::catch_up`] or [`Transport::transcript`]
+    /// spells it.
     url: String,
     /// The page's answer: `{status, body}` (an `ArrayBuffer`), or null when it got none.
     answer: js_sys::Promise,
@@ -59,7 +61,7 @@ struct Early {
     since: f64,
 }
 
-/// How long an early check stays usable: the reopen it was asked for makes its own check
+/// How long an early request stays usable: the open it was asked for makes its own request
 /// within a moment; an answer older than this is not taken for the server's present.
 const EARLY_FOR_MS: f64 = 10_000.0;
 
@@ -92,18 +94,20 @@ impl BrowserTransport {
         })
     }
 
-    /// Takes over a request the page made before the module was ready: the reopen's check of
-    /// one session, asked at `url` (as [`Transport::catch_up`] would ask it), whose `answer`
-    /// resolves to `{status, body}` (an `ArrayBuffer`) or null. The next catch-up asking the
-    /// same URL, within a few seconds, awaits that answer instead of asking again; any other
-    /// catch-up of the session drops it. Counted as a request now, its bytes when taken.
+    /// Takes over a request the page made before the module was ready: the first request of
+    /// one session's open, asked at `url` (as [`Transport::catch_up`] asks a reopen's check, or
+    /// [`Transport::transcript`] a first visit's newest window), whose `answer` resolves to
+    /// `{status, body}` (an `ArrayBuffer`) or null. The next request of the same route asking
+    /// the same URL, within a few seconds, awaits that answer instead of asking again; any
+    /// other request of that route and session drops it. Counted as a request now, its bytes
+    /// when taken.
     pub fn expect(&self, url: String, answer: js_sys::Promise) {
         self.count(1, 0);
         let since = js_sys::Date::now();
         *self.early.borrow_mut() = Some(Early { url, answer, since });
     }
 
-    /// The early check's body, if `url` is the one it asked and it was answered with a 2xx
+    /// The early request's body, if `url` is the one it asked and it was answered with a 2xx
     /// in time; `None` sends the request (so every error is classified by [`Self::send`]).
     async fn early(&self, url: &str) -> Option<String> {
         let session = |u: &str| u.split('?').next().map(str::to_owned);
@@ -272,6 +276,12 @@ impl Transport for BrowserTransport {
         if !q.is_empty() {
             url.push('?');
             url.push_str(&q);
+        }
+        if let Some(body) = self.early(&url).await {
+            if let Ok(lines) = parse_page(&body) {
+                let bytes = body.len() as u64;
+                return Ok(Page { lines, bytes });
+            }
         }
         let body = self.send(Request::get(&url), None).await?;
         Ok(Page {

@@ -61,8 +61,8 @@ export async function open({ id, server, storage, show }) {
     patches: (since) => patches.filter(([t]) => t >= since).map(([, n]) => n),
     /**
      * ms after the open call: the last screen drawn, the worker started, the module ready, the
-     * store open, the first request sent and answered, the first rows from the worker, verified,
-     * live.
+     * store open, the first request sent and answered (by the worker, or the page's `opening`),
+     * the first rows from the worker, verified, live.
      */
     async timeline() {
       const deadline = performance.now() + 30_000;
@@ -70,6 +70,13 @@ export async function open({ id, server, storage, show }) {
         await new Promise((r) => setTimeout(r, 5));
       }
       const m = await sb.marks();
+      // The session's first request, when the page asked it (`opening`), is in the page's timeline.
+      const asked = performance.getEntriesByType('resource')
+        .find((e) => new URL(e.name).pathname.startsWith('/sessions'));
+      if (m.request === undefined && asked) {
+        m.request = asked.startTime;
+        m.response = asked.responseEnd;
+      }
       const rel = (t) => (t === undefined ? undefined : t - t0);
       return {
         screen: rel(at.screen), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),

@@ -479,6 +479,9 @@ impl Store for OpfsStore {
         let Some(d) = self.dir(&segs, false, dir).await? else {
             return Ok(Vec::new());
         };
+        // The blobs listed are read next (a session's open reads its newest chunks): their
+        // reads start from this folder, not from the root.
+        self.dirs.borrow_mut().insert(segs.join("/"), d.clone());
         let it = d.entries();
         let mut out = Vec::new();
         // Files whose size and time are being read: each `getFile()` starts at once, from the

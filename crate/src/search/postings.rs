@@ -115,14 +115,24 @@ impl Indexed {
             .chain(unsorted.iter())
             .flat_map(|t| self.lists[*t as usize].iter().copied())
             .collect();
-        out.sort_unstable_by_key(|&(d, _)| d);
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(out.len());
-        for (d, n) in out {
-            match merged.last_mut() {
-                Some(last) if last.0 == d => last.1 += n,
-                _ => merged.push((d, n)),
-            }
-        }
-        Cow::Owned(merged)
+        merge_by_doc(&mut out, |p| p.0, |kept, later| kept.1 += later.1);
+        Cow::Owned(out)
     }
+}
+
+/// A prefix's postings, gathered term by term, made one list: sorted by document, each
+/// document once, its terms' frequencies summed (`add` sums the later into the kept).
+pub(super) fn merge_by_doc<P>(
+    list: &mut Vec<P>,
+    doc: impl Fn(&P) -> u32,
+    add: impl Fn(&mut P, &P),
+) {
+    list.sort_by_key(&doc);
+    list.dedup_by(|later, kept| {
+        let same = doc(later) == doc(kept);
+        if same {
+            add(kept, later);
+        }
+        same
+    });
 }

@@ -34,7 +34,7 @@
 //! ([`stale`]). It is written under another name and renamed into place.
 
 use super::doc::Doc;
-use super::postings::Indexed;
+use super::postings::{merge_by_doc, Indexed};
 use super::writer::INDEX;
 use crate::store::{Store, StoreResult};
 use std::borrow::Cow;
@@ -482,14 +482,7 @@ impl Segment {
             }
         }
         if prefix {
-            out.sort_by_key(|p| p.doc);
-            out.dedup_by(|later, kept| {
-                let same = later.doc == kept.doc;
-                if same {
-                    kept.tf += later.tf;
-                }
-                same
-            });
+            merge_by_doc(&mut out, |p| p.doc, |kept, later| kept.tf += later.tf);
         }
         Some(out)
     }

@@ -1,7 +1,7 @@
 //! The transport: everything the engine asks of the network, as one trait.
 //!
 //! The engine never names a runtime or an HTTP library; it calls a [`Transport`]. A native
-//! implementation ([`HttpTransport`], feature `native`: reqwest and an SSE parser on tokio)
+//! implementation (`HttpTransport`, feature `native`: reqwest and an SSE parser on tokio)
 //! serves the `scrollback` CLI and the integration tests against the real server; a browser one
 //! (fetch and `EventSource`) lives beside it for the wasm build. Tests may implement the trait
 //! in-process.

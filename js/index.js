@@ -72,7 +72,9 @@ function askEarly({ server, token }, id) {
  */
 function startWorker(name) {
   const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name });
-  WebAssembly.compileStreaming(fetch(new URL('./scrollback_bg.wasm', import.meta.url)))
+  // (In a promise: where compileStreaming is missing, the call throws, and the worker fetches.)
+  Promise.resolve()
+    .then(() => WebAssembly.compileStreaming(fetch(new URL('./scrollback_bg.wasm', import.meta.url))))
     .catch(() => null)
     .then((module) => {
       try {

@@ -121,7 +121,8 @@ it('a page that cannot compile the module (a policy without wasm-unsafe-eval) st
   await copySession('nocompile', 'fix-build');
   await reload();
   const opened = await browser.run(async ({ server }) => {
-    WebAssembly.compileStreaming = () => Promise.reject(new WebAssembly.CompileError('refused by the page\'s policy'));
+    // Refused as a policy without wasm-unsafe-eval refuses it (a browser without it throws).
+    WebAssembly.compileStreaming = () => { throw new WebAssembly.CompileError('refused by the page\'s policy'); };
     const { Scrollback } = await import('/pkg/index.js');
     const sb = await Scrollback.open({ server, storage: 'auto' });
     const view = await sb.openSession('nocompile');

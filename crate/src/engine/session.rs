@@ -287,7 +287,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     }
 
     /// With no summary known (opened by id alone), the one the last list remembered, if it had
-    /// this session; the reopen's check brings the fresh one.
+    /// this session; the reopen's check brings the fresh one. Read beside that check: a fresh
+    /// summary that arrives during the read is kept, never replaced by the remembered one.
     async fn recall_summary(&self) {
         if self.summary.borrow().is_some() {
             return;
@@ -594,16 +595,21 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             self.apply_summary();
             self.update(Change::State, |v| v.ready = true);
         }
-        self.recall_summary().await;
-        if let Some(tail) = cached.last().cloned() {
-            // Sent for another tail (the cache moved meanwhile): asked again.
-            let sent = query.filter(|q| q.cursor == tail.seq()).and(check);
-            newest = self.catch_up(inbox, tail, sent).await?;
-        }
-        let newest = match newest {
-            Some(line) => Some(line),
-            None => self.cold(inbox).await?,
-        };
+        // The remembered summary is read beside the check (or the cold window), not before it:
+        // whichever comes second does not undo the fresh one (see `recall_summary`).
+        let (_, newest) = join(self.recall_summary(), async {
+            if let Some(tail) = cached.last().cloned() {
+                // Sent for another tail (the cache moved meanwhile): asked again.
+                let sent = query.filter(|q| q.cursor == tail.seq()).and(check);
+                newest = self.catch_up(inbox, tail, sent).await?;
+            }
+            match newest {
+                Some(line) => Ok(Some(line)),
+                None => self.cold(inbox).await,
+            }
+        })
+        .await;
+        let newest = newest?;
         // Recorded for the budget (and the search index checked) once the screen is up to date.
         self.cache.lock().await.touch().await;
         if self.writes() {

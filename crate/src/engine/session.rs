@@ -589,7 +589,6 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
         .unwrap_or_default();
         drop(cache);
-        let mut newest = None;
         if !cached.is_empty() {
             self.show_newer(&cached);
             self.apply_summary();
@@ -598,12 +597,15 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         // The remembered summary is read beside the check (or the cold window), not before it:
         // whichever comes second does not undo the fresh one (see `recall_summary`).
         let (_, newest) = join(self.recall_summary(), async {
-            if let Some(tail) = cached.last().cloned() {
-                // Sent for another tail (the cache moved meanwhile): asked again.
-                let sent = query.filter(|q| q.cursor == tail.seq()).and(check);
-                newest = self.catch_up(inbox, tail, sent).await?;
-            }
-            match newest {
+            let caught_up = match cached.last().cloned() {
+                Some(tail) => {
+                    // Sent for another tail (the cache moved meanwhile): asked again.
+                    let sent = query.filter(|q| q.cursor == tail.seq()).and(check);
+                    self.catch_up(inbox, tail, sent).await?
+                }
+                None => None,
+            };
+            match caught_up {
                 Some(line) => Ok(Some(line)),
                 None => self.cold(inbox).await,
             }

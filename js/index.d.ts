@@ -25,6 +25,15 @@ export interface ScrollbackOptions {
    * server's line before anything is shown as verified.
    */
   opening?: string;
+  /**
+   * With `opening`, on a first visit (no last screen kept: see {@link Scrollback.lastScreen}):
+   * called once with the session's first screen as soon as the worker's module is up, before
+   * the store is open and the session's view exists: the newest window the page asked, folded
+   * as the view will show it. Like a last screen, `ready` but neither `verified` nor `live`;
+   * draw it, and let the view's first state replace it. Not called when a view of the session
+   * already shows rows, when the session has no line, or when the request failed.
+   */
+  onOpeningScreen?: (state: SessionState) => void;
 }
 
 /** One entry of the session list. */

@@ -37,7 +37,7 @@ const OPENING_WINDOW = 80;
  * of the session's last screen, or, with no last screen (a first visit), its newest window, at
  * the URL the engine asks it (`BrowserTransport::catch_up`, `transcript`). The engine takes the
  * answer only for that URL, treats it as its own (the cached tail compared with it), and asks
- * again for anything but a 2xx.
+ * again for anything but a 2xx. `firstVisit`: whether it asked a first visit's newest window.
  */
 function askEarly({ server, token }, id) {
   if (id === '' || id === '.' || id === '..') return null;
@@ -52,15 +52,14 @@ function askEarly({ server, token }, id) {
   } catch {
     return null;
   }
-  const ask = Number.isSafeInteger(cursor) && cursor >= 1
-    ? `catchup?cursor=${cursor}`
-    : `transcript?limit=${OPENING_WINDOW}`;
+  const firstVisit = !(Number.isSafeInteger(cursor) && cursor >= 1);
+  const ask = firstVisit ? `transcript?limit=${OPENING_WINDOW}` : `catchup?cursor=${cursor}`;
   const url = `${base}/sessions/${encodeURIComponent(id)}/${ask}`;
   const headers = token ? { Authorization: `Bearer ${token}` } : {};
   const answer = fetch(url, { headers })
     .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
     .catch(() => null);
-  return { url, answer };
+  return { url, answer, firstVisit };
 }
 
 /**
@@ -104,6 +103,7 @@ export class Scrollback {
   #server = null;
   #onPageHide = null;
   #closing = null;
+  #opening = null; // { id, show }: who is told of the opening session's first screen
 
   /**
    * Starts the worker and opens the cache for `options.server`.
@@ -114,13 +114,18 @@ export class Scrollback {
     if (options === null || typeof options !== 'object') {
       throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes? }');
     }
-    const { opening, ...engineOptions } = options;
+    const { opening, onOpeningScreen, ...engineOptions } = options;
     if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
+    if (onOpeningScreen !== undefined && typeof onOpeningScreen !== 'function') throw new TypeError('onOpeningScreen must be a function');
     const early = opening === undefined ? null : askEarly(options, opening);
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
-    early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
+    // A first visit's window is also folded by the worker as soon as its module is up (before
+    // the store), for the app's `onOpeningScreen`.
+    const folded = early?.firstVisit && onOpeningScreen ? opening : null;
+    if (folded !== null) sb.#opening = { id: opening, show: onOpeningScreen };
+    early?.answer.then((answer) => sb.#call('early', answer, folded)).catch(() => {});
     try {
       sb.#storage = await sb.#call('open', engineOptions, early?.url ?? null);
     } catch (err) {
@@ -169,6 +174,10 @@ export class Scrollback {
   }
 
   #receive(data) {
+    if (data.opening !== undefined) {
+      this.#openingScreen(data.opening);
+      return;
+    }
     if (data.view !== undefined) {
       // A view's patch, alone or with the answer to a call on that view (applied first).
       const view = this.#views.get(data.view);
@@ -188,6 +197,24 @@ export class Scrollback {
     this.#calls.delete(data.id);
     if (data.error) call.reject(rebuild(data.error));
     else call.resolve(data.value);
+  }
+
+  /**
+   * The opening session's first screen from the worker (a first visit's window, folded), handed
+   * to `onOpeningScreen` once, unless a view of that session already shows rows of its own.
+   */
+  #openingScreen(json) {
+    const opening = this.#opening;
+    this.#opening = null;
+    if (!opening || !this.#worker) return;
+    for (const view of this.#views.values()) if (view.id === opening.id && view.state.ready) return;
+    let state;
+    try {
+      state = JSON.parse(json);
+    } catch {
+      return;
+    }
+    opening.show(state);
   }
 
   #deliver() {
@@ -400,6 +427,7 @@ export class Scrollback {
    */
   close() {
     if (this.#closing) return this.#closing;
+    this.#opening = null;
     for (const view of [...this.#views.values()]) view.close();
     if (this.#onPageHide) removeEventListener('pagehide', this.#onPageHide);
     const worker = this.#worker;

@@ -209,6 +209,37 @@ test('a reload draws the last screen before the worker has started, then the cac
   assert.deepEqual(w.errors(), []);
 });
 
+test('a first visit on a session\'s address draws its newest rows before the view has any (the opening screen), the rows the view then shows', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  // What is on screen when the view's first rows arrive from the worker (this listener runs
+  // before the package's own).
+  await page.addInitScript(() => {
+    const PageWorker = window.Worker;
+    window.atFirstRows = null;
+    window.Worker = class extends PageWorker {
+      constructor(...args) {
+        super(...args);
+        this.addEventListener('message', ({ data }) => {
+          if (window.atFirstRows !== null || typeof data?.patch !== 'string') return;
+          const patch = JSON.parse(data.patch);
+          if (!patch.state?.ready) return;
+          window.atFirstRows = {
+            drawn: [...document.querySelectorAll('#rows > li')].map((li) => Number(li.dataset.seq)),
+            view: patch.rows.map((r) => r.seq),
+          };
+        });
+      }
+    };
+  });
+  await w.goto('long');
+  await live(page);
+  const at = await page.evaluate(() => window.atFirstRows);
+  assert.ok(at.drawn.length > 0, 'rows were drawn before the view had any');
+  assert.deepEqual(at.drawn, at.view, 'the opening screen is the rows the view then shows');
+  assert.deepEqual(w.errors(), []);
+});
+
 test('scrolling the long session back to its first line after it was seen once: no request', async (t) => {
   const w = await world(t);
   const { page, requests } = w;

@@ -421,3 +421,48 @@ it('an open that names its session (`opening`) takes the request the page asked 
   assert.equal(new Set(r.seqs).size, r.seqs.length, `no row twice: ${r.seqs}`);
   await closeAll();
 });
+
+it('a first visit\'s opening screen (`onOpeningScreen`) comes before the view\'s first rows and holds the rows the view then shows; a reopen, with its last screen, gets none', async () => {
+  await copySession('opener', 'fix-build');
+  const visit = () => browser.run(async ({ server }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const seen = []; // in order: the opening screen, the view's first ready state
+    const sb = await Scrollback.open({
+      server,
+      storage: 'auto',
+      opening: 'opener',
+      onOpeningScreen: (state) => seen.push({ from: 'opening', state }),
+    });
+    window.sb = sb;
+    const view = await sb.openSession('opener', {
+      onChange: (state) => { if (state.ready && !seen.some((s) => s.from === 'view')) seen.push({ from: 'view', state }); },
+    });
+    window.view = view;
+    const deadline = Date.now() + 60_000;
+    while (!view.state.live) {
+      if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const brief = ({ rows, ready, verified, live, cursor, oldest, moreHistory, contextTokens }) => ({ rows, ready, verified, live, cursor, oldest, moreHistory, contextTokens });
+    return { seen: seen.map(({ from, state }) => ({ from, ...brief(state) })), now: brief(view.state) };
+  }, { server: server.url });
+
+  await reload();
+  let r = await visit();
+  const lines = await server.lines('opener');
+  assert.deepEqual(r.seen.map((s) => s.from), ['opening', 'view'], 'the opening screen first, then the view\'s own rows');
+  const [screen] = r.seen;
+  assert.equal(screen.ready, true);
+  assert.equal(screen.verified, false, 'not taken for checked');
+  assert.equal(screen.live, false);
+  assert.equal(screen.cursor, lines.at(-1).seq, 'the newest line is on it');
+  assert.ok(screen.rows.length > 0);
+  assert.deepEqual(screen.rows, r.now.rows, 'the rows the view shows, folded by the same rule');
+  assert.deepEqual([screen.oldest, screen.moreHistory, screen.contextTokens], [r.now.oldest, r.now.moreHistory, r.now.contextTokens]);
+  await closeAll(); // the view's last screen saved
+
+  await reload();
+  r = await visit();
+  assert.deepEqual(r.seen.map((s) => s.from), ['view'], 'a reopen draws its last screen: no opening screen');
+  await closeAll();
+});

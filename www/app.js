@@ -78,6 +78,10 @@ let pendingAnchor = null; // a seq to bring back into view (after a reload, or a
 let anchorBlock = 'start'; // where it is brought: the top after a reload, the middle for a hit
 let highlight = null;     // a search hit's seq: its row is marked
 let reloading = false;    // between Reload and the purge: the old rows are not drawn again
+// A last screen, or a first visit's opening screen, is drawn: it stays until the view has rows
+// of its own (or an error) to draw instead.
+let screenDrawn = false;
+let opening = null;       // a first visit's opening screen (onOpeningScreen), until the view draws
 const rendered = new Map(); // seq -> the row's node
 
 function topVisibleSeq() {
@@ -223,7 +227,7 @@ async function maybeLoadOlder() {
 
 /**
  * Shows session `id`'s frame, and its last screen at once when this browser kept one (before
- * the cache has started). Answers whether a last screen is drawn.
+ * the cache has started), or its opening screen on a first visit.
  */
 function showSession(id, summary) {
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
@@ -231,9 +235,9 @@ function showSession(id, summary) {
   ui.title.textContent = summary?.title || id;
   ui.meta.textContent = '';
   ui.banner.hidden = true;
-  const screen = Scrollback.lastScreen(location.origin, id);
+  const screen = Scrollback.lastScreen(location.origin, id) ?? (opening?.id === id ? opening : null);
   if (screen) renderState(screen);
-  return screen !== null;
+  screenDrawn = screen !== null;
 }
 
 /**
@@ -255,12 +259,12 @@ async function openSession(id, summary, anchor = null) {
   view?.close();
   view = null; current = id;
   pendingAnchor = anchor; anchorBlock = 'center';
-  // The last screen stays until the view has rows of its own (or an error) to draw instead.
-  let fromScreen = showSession(id, summary);
+  showSession(id, summary);
   const draw = (state, change) => {
-    if (fromScreen) {
+    if (screenDrawn) {
       if (!state.ready && !state.error) return;
-      fromScreen = false;
+      screenDrawn = false;
+      opening = null;
       change = undefined;
     }
     renderState(state, change);
@@ -464,8 +468,15 @@ async function main() {
       server: location.origin,
       token: query.get('token') ?? undefined,
       storage: query.get('storage') ?? 'auto',
-      // Reloaded on a session: its check leaves now, while the worker starts.
+      // Reloaded on a session: its check leaves now, while the worker starts; on a first visit
+      // its newest rows are drawn as soon as the worker's module has folded them.
       opening: routed() ?? undefined,
+      onOpeningScreen: (state) => {
+        opening = state;
+        if ((current ?? routed()) !== state.id || view?.state.ready) return;
+        renderState(state);
+        screenDrawn = true;
+      },
     });
   } catch (err) {
     ui.listStatus.textContent = `Scrollback could not start: ${err.message}`;

@@ -221,22 +221,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// Shows lines at the newest end.
     fn show_newer(&self, lines: &[Line]) {
-        let (Some(first), Some(last)) = (lines.first(), lines.last()) else {
-            return;
-        };
-        self.update(Change::Newer(lines), |v| {
-            for line in lines {
-                // The caller only passes lines above the cursor; the fold refuses any other.
-                if v.transcript.push_newer(line).is_ok() {
-                    v.state.apply(line);
-                }
-            }
-            v.oldest.get_or_insert(first.seq());
-            if v.oldest == Some(first.seq()) {
-                v.more_history = first.seq() > 1;
-            }
-            v.cursor = last.seq();
-        });
+        if !lines.is_empty() {
+            self.update(Change::Newer(lines), |v| v.push_newer(lines));
+        }
     }
 
     /// Shows an older page at the oldest end (`folded`: its rows, when it was folded already).

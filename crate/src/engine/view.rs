@@ -159,6 +159,39 @@ pub struct Fields<'a> {
 }
 
 impl View {
+    /// Shows lines at the newest end: their rows folded onto the rows shown, the session state
+    /// they carry, and the cursor. The caller passes only lines above the cursor (the fold
+    /// refuses any other).
+    pub(crate) fn push_newer(&mut self, lines: &[Line]) {
+        let (Some(first), Some(last)) = (lines.first(), lines.last()) else {
+            return;
+        };
+        for line in lines {
+            if self.transcript.push_newer(line).is_ok() {
+                self.state.apply(line);
+            }
+        }
+        self.oldest.get_or_insert(first.seq());
+        if self.oldest == Some(first.seq()) {
+            self.more_history = first.seq() > 1;
+        }
+        self.cursor = last.seq();
+    }
+
+    /// A first visit's first screen, before the session opens: the newest `lines` as the
+    /// server answered the opening window, shown as the session's view would show them (the
+    /// same fold), `ready` but neither verified nor live (the page draws it as it draws a last
+    /// screen, and the view's own state replaces it). `None` when there is nothing to show.
+    pub fn opening(id: &str, lines: &[Line]) -> Option<View> {
+        if lines.is_empty() {
+            return None;
+        }
+        let mut view = View::new(id);
+        view.push_newer(lines);
+        view.ready = true;
+        Some(view)
+    }
+
     /// Every field but the rows.
     pub fn fields(&self) -> Fields<'_> {
         Fields {

@@ -11,9 +11,11 @@
 //! by the reopen itself) is shown from memory, and never after the file was replaced. Also: the list prunes the
 //! cache, delete purges it, and the token travels on every request and the stream.
 
-use scrollback::engine::{Config, Engine, Session};
+use scrollback::engine::{Config, Engine, Session, View};
 use scrollback::fold::Transcript;
-use scrollback::protocol::{last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES};
+use scrollback::protocol::{
+    last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES, OPENING_WINDOW,
+};
 use scrollback::store::FsStore;
 use scrollback::transport::{HttpTransport, Transport};
 use scrollback_server::spawn;
@@ -161,6 +163,48 @@ async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {
                 warm.session.counters().local_pages
             );
             warm.close().await;
+            env.base.server.shutdown().await.unwrap();
+        })
+        .await;
+}
+
+/// A first visit's opening screen (what the worker draws from the page's early window before
+/// the store is open, `View::opening`) is the screen the session's own cold open then shows:
+/// the same rows, state, cursor and oldest row, ready but not verified.
+#[tokio::test]
+async fn a_first_visits_opening_screen_is_what_the_cold_open_shows() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.base.long_session("long", 3000);
+            let transport = HttpTransport::new(&env.base.server.url(), None).unwrap();
+            let window = TranscriptQuery {
+                limit: Some(OPENING_WINDOW),
+                ..TranscriptQuery::default()
+            };
+            let lines = transport.transcript("long", &window).await.unwrap().lines;
+            let screen = View::opening("long", &lines).expect("a window with lines");
+            assert!(screen.ready && !screen.verified && !screen.live);
+
+            // Opened by id, as a page with `opening` does (no list asked first).
+            let cold = open_unlisted(&env.client(None).await, "long").await;
+            cold.wait("the first rows", |v| v.ready).await;
+            cold.session.with_view(|v| {
+                assert_eq!(v.transcript.rows(), screen.transcript.rows());
+                assert_eq!((v.cursor, v.oldest), (screen.cursor, screen.oldest));
+                assert_eq!(v.more_history, screen.more_history);
+                assert_eq!(
+                    serde_json::to_value(&v.state).unwrap(),
+                    serde_json::to_value(&screen.state).unwrap()
+                );
+            });
+            let newest = env.base.lines("long").last().map(last_seq);
+            assert_eq!(Some(screen.cursor), newest, "the newest line is on it");
+            assert!(
+                View::opening("long", &[]).is_none(),
+                "nothing to show, no screen"
+            );
+            cold.close().await;
             env.base.server.shutdown().await.unwrap();
         })
         .await;

@@ -27,10 +27,18 @@ export async function open({ id, server, storage, show }) {
     show(screen.rows, describe);
     at.screen = performance.now();
   }
-  // The session is known at once (the app's URL names it): its check leaves with the open call.
-  const sb = await Scrollback.open({ server, storage, opening: id });
+  // The session is known at once (the app's URL names it): its check leaves with the open call;
+  // on a first visit, the newest window is drawn as soon as the worker's module has folded it.
+  let viewDrew = false;
+  const opened = (state) => {
+    if (viewDrew || !state.rows.length) return;
+    show(state.rows, describe);
+    at.opening = performance.now();
+  };
+  const sb = await Scrollback.open({ server, storage, opening: id, onOpeningScreen: opened });
   const draw = (state) => {
     if (state.ready && state.rows.length) {
+      viewDrew = true;
       show(state.rows, describe);
       at.cached ??= performance.now();
     }
@@ -62,7 +70,7 @@ export async function open({ id, server, storage, show }) {
     /**
      * ms after the open call: the last screen drawn, the worker started, the module ready, the
      * store open, the first request sent and answered (by the worker, or the page's `opening`),
-     * the first rows from the worker, verified, live.
+     * a first visit's opening screen handed over, the first rows of the view, verified, live.
      */
     async timeline() {
       const deadline = performance.now() + 30_000;
@@ -79,7 +87,7 @@ export async function open({ id, server, storage, show }) {
       }
       const rel = (t) => (t === undefined ? undefined : t - t0);
       return {
-        screen: rel(at.screen), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),
+        screen: rel(at.screen), opening: rel(at.opening), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),
         store: rel(m.open), request: rel(m.request), response: rel(m.response),
         verified: rel(at.verified), live: rel(at.live),
       };

@@ -14,7 +14,12 @@ globalThis.Worker = class extends PageWorker {
     });
   }
 };
-const { Scrollback } = await import(version ? `/pkg/${version}/index.js` : '/pkg/index.js');
+const pkg = version ? `/pkg/${version}` : '/pkg';
+// index.js imports screen.js: a bundler puts the two in one chunk (or preloads the second
+// beside the first, as Vite does for a dynamic import), so they load side by side here too
+// rather than one after the other.
+import(`${pkg}/screen.js`).catch(() => {});
+const { Scrollback } = await import(`${pkg}/index.js`);
 
 const describe = (r) => `${r.kind} ${r.text ?? ''}`;
 

@@ -465,4 +465,23 @@ it('a first visit\'s opening screen (`onOpeningScreen`) comes before the view\'s
   r = await visit();
   assert.deepEqual(r.seen.map((s) => s.from), ['view'], 'a reopen draws its last screen: no opening screen');
   await closeAll();
+
+  // A session the server does not have: no screen, and the view says it is gone.
+  await reload();
+  const missing = await browser.run(async ({ server }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    let screens = 0;
+    const sb = await Scrollback.open({ server, storage: 'auto', opening: 'no-such-session', onOpeningScreen: () => { screens += 1; } });
+    window.sb = sb;
+    const view = await sb.openSession('no-such-session');
+    window.view = view;
+    const deadline = Date.now() + 60_000;
+    while (!view.state.error) {
+      if (Date.now() > deadline) throw new Error(`no error: ${JSON.stringify(view.state)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return { screens, error: view.state.error.kind };
+  }, { server: server.url });
+  assert.deepEqual(missing, { screens: 0, error: 'gone' });
+  await closeAll();
 });

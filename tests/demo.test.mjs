@@ -221,9 +221,12 @@ test('a first visit on a session\'s address draws its newest rows before the vie
       constructor(...args) {
         super(...args);
         this.addEventListener('message', ({ data }) => {
-          if (window.atFirstRows !== null || typeof data?.patch !== 'string') return;
-          const patch = JSON.parse(data.patch);
-          if (!patch.state?.ready) return;
+          // A view's patch, or the answer to openSession (the view's first patch).
+          const json = typeof data?.patch === 'string' ? data.patch : data?.value;
+          if (window.atFirstRows !== null || typeof json !== 'string') return;
+          let patch;
+          try { patch = JSON.parse(json); } catch { return; }
+          if (!patch?.state?.ready) return;
           window.atFirstRows = {
             drawn: [...document.querySelectorAll('#rows > li')].map((li) => Number(li.dataset.seq)),
             view: patch.rows.map((r) => r.seq),

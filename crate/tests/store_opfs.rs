@@ -27,6 +27,32 @@ async fn auto_choice_in_a_worker_is_opfs() {
 }
 
 #[wasm_bindgen_test]
+async fn a_probe_that_passed_is_noted_and_later_opens_find_the_note() {
+    let name = unique("probe");
+    // What is at the store's root, seen from the folder above it.
+    let above = OpfsStore::open_in("test-opfs").await.unwrap();
+    let at_root = || async {
+        let entries = above.list(&name).await.unwrap();
+        entries.into_iter().map(|e| e.name).collect::<Vec<_>>()
+    };
+    let dir = format!("test-opfs/{name}");
+    let first = OpfsStore::open_in(&dir).await.unwrap();
+    assert_eq!(at_root().await, Vec::<String>::new());
+    first.check_sync_handles().await.unwrap();
+    // The note, and no probe file left behind.
+    assert_eq!(at_root().await, [".sync-handles-work"]);
+    let again = OpfsStore::open_in(&dir).await.unwrap();
+    again.check_sync_handles().await.unwrap();
+    assert_eq!(at_root().await, [".sync-handles-work"]);
+    // The store works as probed.
+    again.append("s/1-open.raw.jsonl", b"one\n").await.unwrap();
+    assert_eq!(
+        again.read("s/1-open.raw.jsonl", 0, 10).await.unwrap(),
+        b"one\n"
+    );
+}
+
+#[wasm_bindgen_test]
 async fn a_second_instance_reads_what_the_writer_holds_open() {
     let dir = format!("test-opfs/{}", unique("reader"));
     let writer = OpfsStore::open_in(&dir).await.unwrap();

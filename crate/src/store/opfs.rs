@@ -37,6 +37,11 @@ use web_sys::{
 /// worker that was just terminated releases its handles a moment later).
 const LOCKED_RETRY_MS: u32 = 2_000;
 
+/// A file at the store's root whose presence says a sync handle opened here before
+/// ([`OpfsStore::check_sync_handles`] passed in this origin's file system), so later opens
+/// look it up (under a millisecond) instead of probing again (5-10 ms on every start).
+const SYNC_HANDLES_WORK: &str = ".sync-handles-work";
+
 #[wasm_bindgen]
 extern "C" {
     /// A handle with `move()`, which web-sys does not have yet.
@@ -98,12 +103,19 @@ impl OpfsStore {
     /// Whether a sync access handle really opens here: creates a probe file below the store's
     /// root, opens and closes a handle on it, removes it. WebKitGTK has
     /// `createSyncAccessHandle` but rejects it (NotSupportedError: WebKit implements it on
-    /// Apple platforms only), so [`OpfsStore::available`] alone cannot tell.
+    /// Apple platforms only), so [`OpfsStore::available`] alone cannot tell. A probe that
+    /// passes leaves [`SYNC_HANDLES_WORK`] behind, and a store that finds it does not probe.
     pub async fn check_sync_handles(&self) -> StoreResult<()> {
         if !Self::available() {
             return Err(StoreError::Io(
                 "OPFS writes need a dedicated worker (FileSystemSyncAccessHandle)".into(),
             ));
+        }
+        if JsFuture::from(self.root.get_file_handle(SYNC_HANDLES_WORK))
+            .await
+            .is_ok()
+        {
+            return Ok(());
         }
         let name = format!(".probe-{}", (js_sys::Math::random() * 1e15) as u64);
         let opts = FileSystemGetFileOptions::new();
@@ -117,7 +129,15 @@ impl OpfsStore {
         }
         let _ = JsFuture::from(self.root.remove_entry(&name)).await;
         match opened {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                let marked = self
+                    .root
+                    .get_file_handle_with_options(SYNC_HANDLES_WORK, &opts);
+                if let Err(e) = JsFuture::from(marked).await {
+                    log::info!("scrollback: OPFS: could not note that sync handles work: {e:?}");
+                }
+                Ok(())
+            }
             Err(e) => Err(StoreError::Io(format!(
                 "OPFS sync access handles do not work here: {}",
                 js_error(&name, &e)

@@ -856,7 +856,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     }
 
     /// Reads the pages [`Session::older`] would show next from the cache and keeps them (up to
-    /// [`AHEAD_BYTES`] of lines), so those calls answer from memory, without waiting for the
+    /// `AHEAD_BYTES` of lines), so those calls answer from memory, without waiting for the
     /// store. Never asks the server: a page the cache does not hold is left for
     /// `older`. [`Session::run`] starts it once the session is open; drive it after each
     /// `older` (the package's worker does, between the page's calls) to top the pages up. One

@@ -26,12 +26,16 @@ export interface ScrollbackOptions {
    */
   opening?: string;
   /**
-   * With `opening`, on a first visit (no last screen kept: see {@link Scrollback.lastScreen}):
-   * called once with the session's first screen as soon as the worker's module is up, before
-   * the store is open and the session's view exists: the newest window the page asked, folded
-   * as the view will show it. Like a last screen, `ready` but neither `verified` nor `live`;
+   * With `opening`: called once with the session's first screen, folded in the page by the
+   * package's small module (`scrollback_screen_bg.wasm`, loaded beside the request) as soon as
+   * the answer is in, before the worker's module, the store and the session's view are up. On a
+   * first visit (no last screen kept: see {@link Scrollback.lastScreen}), the newest window the
+   * page asked; on a reopen, the last screen with the lines its check brought folded on, once
+   * the server's line at its cursor was found to be the one the screen was saved with (a
+   * replaced file gives none). Like a last screen, `ready` but neither `verified` nor `live`;
    * draw it, and let the view's first state replace it. Not called when a view of the session
-   * already shows rows, when the session has no line, or when the request failed.
+   * already shows rows, when there is nothing new to show (a session with no line, a reopen
+   * with nothing new), or when the request failed.
    */
   onOpeningScreen?: (state: SessionState) => void;
 }
@@ -265,6 +269,12 @@ export interface SessionState {
   oldest: number | null;
   /** The seq of the newest line shown (the stream's cursor). */
   cursor: number;
+  /**
+   * That line, as the server sent it (null before anything is shown): a saved screen keeps it,
+   * so that the next reopen's check can tell the screen is still the server's before it folds
+   * newer lines onto it.
+   */
+  cursorLine: string | null;
   /** Whether the stream is connected. */
   live: boolean;
   /**

@@ -37,11 +37,12 @@ const OPENING_WINDOW = 80;
  * of the session's last screen, or, with no last screen (a first visit), its newest window, at
  * the URL the engine asks it (`BrowserTransport::catch_up`, `transcript`). The engine takes the
  * answer only for that URL, treats it as its own (the cached tail compared with it), and asks
- * again for anything but a 2xx. `firstVisit`: whether it asked a first visit's newest window.
+ * again for anything but a 2xx. `screen`: the last screen it checks (null on a first visit).
  */
 function askEarly({ server, token }, id) {
   if (id === '' || id === '.' || id === '..') return null;
-  const cursor = lastScreen(server, id)?.cursor;
+  const screen = lastScreen(server, id);
+  const cursor = screen?.cursor;
   let base;
   try {
     const url = new URL(server);
@@ -59,7 +60,38 @@ function askEarly({ server, token }, id) {
   const answer = fetch(url, { headers })
     .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
     .catch(() => null);
-  return { url, answer, firstVisit };
+  return { url, answer, screen: firstVisit ? null : screen };
+}
+
+/**
+ * The page's small module (`scrollback_screen.js`: the crate's fold and view alone, a tenth of
+ * the worker's module), fetched and compiled now, beside the early request, so that the opening
+ * session's first screen is folded here as soon as the answer is in, not when the worker's
+ * module, the store and the session are up. Resolves to its exports, or null where it cannot
+ * load (the worker's view then comes first, as it would anyway).
+ */
+function loadScreenModule() {
+  const wasm = fetch(new URL('./scrollback_screen_bg.wasm', import.meta.url));
+  wasm.catch(() => {});
+  return import('./scrollback_screen.js')
+    .then(async (glue) => {
+      await glue.default({ module_or_path: wasm });
+      return glue;
+    })
+    .catch(() => null);
+}
+
+/**
+ * The opening screen folded from the early request's answer: a first visit's newest window, or
+ * the last screen with what the check of its cursor brought (nothing when it brought nothing new
+ * or the screen is not the server's any more). A state's JSON, or undefined.
+ */
+function foldOpening(glue, id, early, answer) {
+  if (!glue || !answer || answer.status < 200 || answer.status >= 300) return undefined;
+  const bytes = new Uint8Array(answer.body);
+  return early.screen === null
+    ? glue.openingScreen(id, bytes)
+    : glue.resumedScreen(JSON.stringify(early.screen), bytes);
 }
 
 /**
@@ -121,11 +153,15 @@ export class Scrollback {
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
-    // A first visit's window is also folded by the worker as soon as its module is up (before
-    // the store), for the app's `onOpeningScreen`.
-    const folded = early?.firstVisit && onOpeningScreen ? opening : null;
-    if (folded !== null) sb.#opening = { id: opening, show: onOpeningScreen };
-    early?.answer.then((answer) => sb.#call('early', answer, folded)).catch(() => {});
+    if (early && onOpeningScreen) {
+      // Folded here by the small module, for the app's `onOpeningScreen`, as soon as both the
+      // answer and the module are in (the worker takes the same answer for the session's open).
+      sb.#opening = { id: opening, show: onOpeningScreen };
+      Promise.all([early.answer, loadScreenModule()])
+        .then(([answer, glue]) => sb.#openingScreen(foldOpening(glue, opening, early, answer)))
+        .catch(() => { sb.#opening = null; });
+    }
+    early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
     try {
       sb.#storage = await sb.#call('open', engineOptions, early?.url ?? null);
     } catch (err) {
@@ -174,10 +210,6 @@ export class Scrollback {
   }
 
   #receive(data) {
-    if (data.opening !== undefined) {
-      this.#openingScreen(data.opening);
-      return;
-    }
     if (data.view !== undefined) {
       // A view's patch, alone or with the answer to a call on that view (applied first).
       const view = this.#views.get(data.view);
@@ -200,13 +232,13 @@ export class Scrollback {
   }
 
   /**
-   * The opening session's first screen from the worker (a first visit's window, folded), handed
-   * to `onOpeningScreen` once, unless a view of that session already shows rows of its own.
+   * The opening session's first screen (`foldOpening`), handed to `onOpeningScreen` once, unless
+   * a view of that session already shows rows of its own.
    */
   #openingScreen(json) {
     const opening = this.#opening;
     this.#opening = null;
-    if (!opening || !this.#worker) return;
+    if (!opening || !this.#worker || json === undefined) return;
     for (const view of this.#views.values()) if (view.id === opening.id && view.state.ready) return;
     let state;
     try {

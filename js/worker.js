@@ -3,7 +3,6 @@
 //   page -> worker  { module } (first: the compiled module, or null) | { id, op, args }
 //   worker -> page  { id, value } | { id, error: { name, message, kind?, status? } } | { view, patch }
 //                   | { id, value, view, patch } (an answer with its view's patch, applied first)
-//                   | { opening } (a first visit's opening screen, before its view: see `early`)
 // `patch` is what changed in a view since the last one, as a JSON string (one string crosses
 // cheaply): `{reset?, removed?, rows?, state?}` (crate/src/wasm/session.rs, applied by
 // index.js), so a streamed delta posts the row it grew, not every row loaded. A view's patch is
@@ -18,7 +17,7 @@
 // with them and its first API request's start and end (`request`, `response`, from resource
 // timing), for the bench's timelines. The glue is a static import: bundlers build a worker as
 // one file (Vite's default worker format cannot split it).
-import init, { Client, Chats, openingScreen } from './scrollback.js';
+import init, { Client, Chats } from './scrollback.js';
 
 const STATE_INTERVAL_MS = 16;
 
@@ -118,9 +117,8 @@ const WARM_AFTER_MS = 1500;
 const BUILD_EVERY_MS = 60_000;
 
 // The first request the page asked before this worker was up (`opening`): its answer comes
-// in an `early` message, and the engine's first request of that session awaits it. A first
-// visit's (the newest window, no last screen) is also folded at once, while the store opens,
-// and posted as the session's opening screen, `{ opening }` (a whole state, as JSON).
+// in an `early` message, and the engine's first request of that session awaits it. (The page
+// folds the same answer into the session's opening screen with its own small module.)
 let answerEarly;
 const early = new Promise((resolve) => { answerEarly = resolve; });
 
@@ -150,14 +148,8 @@ const ops = {
       .concat([['start', performance.timeOrigin]])
       .concat(api ? [['request', at(api.startTime)], ['response', at(api.responseEnd)]] : []));
   },
-  early(answer, windowOf) {
+  early(answer) {
     answerEarly(answer);
-    const ok = answer && answer.status >= 200 && answer.status < 300;
-    if (typeof windowOf !== 'string' || !ok) return;
-    // Posted before the engine takes the answer (its await resumes after this call): the page
-    // has the screen before any row of the view, and drops it if the view had rows already.
-    const opening = openingScreen(windowOf, new Uint8Array(answer.body));
-    if (opening !== undefined) self.postMessage({ opening });
   },
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {

@@ -128,25 +128,33 @@ WEBKIT_FEATURES="+StorageAPI,+StorageAPIEstimate,+FileSystem,+FileSystemWritable
 cmd="${1:-build}"; shift || true
 case "$cmd" in
   build)
+    # Two modules: the worker's (the crate with its bindings), and the page's small one
+    # (screen/: the fold and the view alone). Built apart, so the second's build of the crate
+    # is without `bindings` (one cargo call would unify the features).
     cargo build -q -p scrollback --lib --profile wasm "${target[@]}"
+    cargo build -q -p scrollback-screen --lib --profile wasm "${target[@]}"
     out="$root/pkg"
     rm -rf "$out"
-    wasm-bindgen --target web --out-dir "$out" --out-name scrollback \
-      "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/scrollback.wasm"
+    for name in scrollback scrollback_screen; do
+      wasm-bindgen --target web --out-dir "$out" --out-name "$name" \
+        "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/$name.wasm"
+    done
     # The hand-written JS API (page side, worker, types) goes next to wasm-bindgen's output.
     cp js/index.js js/screen.js js/worker.js js/index.d.ts "$out/"
     opt="$root/node_modules/.bin/wasm-opt"
     sizes() { printf '%s bytes raw, %s bytes gzipped' "$(stat -c %s "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
-    if [ -x "$opt" ]; then
-      before=$(sizes "$out/scrollback_bg.wasm")
-      "$opt" -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-        --enable-mutable-globals --enable-reference-types --enable-multivalue \
-        "$out/scrollback_bg.wasm" -o "$out/scrollback_bg.wasm"
-      echo "wasm-opt -Os: from $before" >&2
-    else
-      echo "wasm.sh: wasm-opt not found (npm ci installs binaryen): the module is not optimized" >&2
-    fi
-    printf 'wasm size: %s (%s)\n' "$(sizes "$out/scrollback_bg.wasm")" "pkg/scrollback_bg.wasm"
+    for wasm in "$out/scrollback_bg.wasm" "$out/scrollback_screen_bg.wasm"; do
+      if [ -x "$opt" ]; then
+        before=$(sizes "$wasm")
+        "$opt" -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+          --enable-mutable-globals --enable-reference-types --enable-multivalue \
+          "$wasm" -o "$wasm"
+        echo "wasm-opt -Os: from $before" >&2
+      else
+        echo "wasm.sh: wasm-opt not found (npm ci installs binaryen): the module is not optimized" >&2
+      fi
+      printf 'wasm size: %s (%s)\n' "$(sizes "$wasm")" "pkg/$(basename "$wasm")"
+    done
     # Precompressed copies (brotli 11, gzip 9), as a bundler's build or a CDN keeps them: the
     # server sends these instead of compressing the module on every first visit. Not in the npm
     # package (package.json "files" names the files it holds).
@@ -157,7 +165,8 @@ case "$cmd" in
         fs.writeFileSync(`${f}.br`, zlib.brotliCompressSync(raw, { params: {
           [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
         fs.writeFileSync(`${f}.gz`, zlib.gzipSync(raw, { level: 9 }));
-      }' "$out/scrollback_bg.wasm" "$out/scrollback.js" "$out/index.js" "$out/screen.js" "$out/worker.js"
+      }' "$out/scrollback_bg.wasm" "$out/scrollback.js" "$out/scrollback_screen_bg.wasm" \
+        "$out/scrollback_screen.js" "$out/index.js" "$out/screen.js" "$out/worker.js"
     ;;
   test)
     engine=chromium; cargo_args=(); runner_args=()

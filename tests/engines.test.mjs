@@ -422,7 +422,7 @@ it('an open that names its session (`opening`) takes the request the page asked 
   await closeAll();
 });
 
-it('a first visit\'s opening screen (`onOpeningScreen`) comes before the view\'s first rows and holds the rows the view then shows; a reopen, with its last screen, gets none', async () => {
+it('the opening screen (`onOpeningScreen`, folded in the page) comes before the view\'s first rows and holds the rows the view then shows: a first visit\'s newest window, a reopen\'s last screen with the lines added meanwhile; nothing new, or a replaced file, gets none', async () => {
   await copySession('opener', 'fix-build');
   const visit = () => browser.run(async ({ server }) => {
     const { Scrollback } = await import('/pkg/index.js');
@@ -463,7 +463,33 @@ it('a first visit\'s opening screen (`onOpeningScreen`) comes before the view\'s
 
   await reload();
   r = await visit();
-  assert.deepEqual(r.seen.map((s) => s.from), ['view'], 'a reopen draws its last screen: no opening screen');
+  assert.deepEqual(r.seen.map((s) => s.from), ['view'], 'a reopen with nothing new draws its last screen: no opening screen');
+  await closeAll();
+
+  // Lines added while away: the last screen with them folded on, before the view's rows.
+  let now = await server.lines('opener');
+  await server.append('opener', now.slice(-5).map((l, i) => JSON.stringify({ ...l, seq: now.at(-1).seq + 1 + i })));
+  now = await server.lines('opener');
+  await reload();
+  r = await visit();
+  assert.deepEqual(r.seen.map((s) => s.from), ['opening', 'view'], 'the resumed screen first, then the view\'s own rows');
+  const [resumed] = r.seen;
+  assert.deepEqual([resumed.ready, resumed.verified, resumed.live], [true, false, false], 'ready, not taken for checked');
+  assert.equal(resumed.cursor, now.at(-1).seq, 'the lines added meanwhile are on it');
+  assert.deepEqual(resumed.rows, r.now.rows.slice(-resumed.rows.length), 'the newest rows the view shows, folded by the same rule');
+  await closeAll();
+
+  // The file replaced by another as long: the saved screen is not the server's, so
+  // nothing is folded onto it; the view shows the new file.
+  const other = now.map((l) => ({ ...l, event: { type: 'userMessage', text: `replaced ${l.seq}` } }));
+  const put = await fetch(`${server.url}/sessions/opener/transcript`, {
+    method: 'PUT', headers: server.headers, body: other.map((l) => `${JSON.stringify(l)}\n`).join(''),
+  });
+  assert.ok(put.ok, `PUT: ${put.status}`);
+  await reload();
+  r = await visit();
+  assert.deepEqual(r.seen.map((s) => s.from), ['view'], 'no opening screen from a replaced file');
+  assert.ok(r.now.rows.every((row) => row.kind === 'user'), 'only the new file\'s rows');
   await closeAll();
 
   // A session the server does not have: no screen, and the view says it is gone.

@@ -53,7 +53,7 @@ async function page() {
 
 test('npm pack ships the JS API, the worker, the wasm and the types, and nothing else', () => {
   const files = packed.files.map((f) => f.path).sort();
-  for (const f of ['pkg/index.js', 'pkg/screen.js', 'pkg/index.d.ts', 'pkg/worker.js', 'pkg/scrollback.js', 'pkg/scrollback_bg.wasm', 'package.json']) {
+  for (const f of ['pkg/index.js', 'pkg/screen.js', 'pkg/index.d.ts', 'pkg/worker.js', 'pkg/scrollback.js', 'pkg/scrollback_bg.wasm', 'pkg/scrollback_screen.js', 'pkg/scrollback_screen_bg.wasm', 'package.json']) {
     assert.ok(files.includes(f), `${f} is in the tarball: ${files}`);
   }
   assert.deepEqual(files.filter((f) => !/^(pkg\/|package\.json$|README\.md$|LICENSE)/.test(f)), []);

@@ -19,5 +19,5 @@ pub mod window;
 /// The wire, shared with the server: the `scrollback-protocol` crate.
 pub use scrollback_protocol as protocol;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "bindings"))]
 mod wasm;

@@ -8,8 +8,11 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
+use scrollback::engine::{SavedScreen, View};
 use scrollback::fold::{Change, FoldError, Row, SessionState, Transcript};
-use scrollback::protocol::{coalesce, joins, last_seq, Line, RowWalk, SessionSummary, FOLDED};
+use scrollback::protocol::{
+    coalesce, joins, last_seq, CatchUpAnswer, CatchUpState, Line, RowWalk, SessionSummary, FOLDED,
+};
 use serde_json::{json, Value};
 
 /// SplitMix64: a small seeded generator, the same on every platform (no `getrandom` in wasm).
@@ -692,4 +695,96 @@ fn streaming_grows_the_last_row_in_place() {
             got: 999
         })
     );
+}
+
+/// The catch-up answer for a client at `tail`: that line and every line after it.
+fn caught_up(lines: &[Line], tail: usize) -> CatchUpAnswer {
+    CatchUpAnswer {
+        state: CatchUpState::CaughtUp,
+        summary: SessionSummary {
+            id: "s".into(),
+            title: "t".into(),
+            status: "working".into(),
+            model: "from-the-list".into(),
+            permission_mode: "plan".into(),
+            seq: lines.last().map_or(0, Line::seq),
+        },
+        lines: lines[tail..].to_vec(),
+    }
+}
+
+/// A view saved as the page saves it (the JSON of its state) and read back.
+fn saved(view: &View) -> SavedScreen {
+    serde_json::from_str(&serde_json::to_string(view).unwrap()).unwrap()
+}
+
+/// What a UI draws of a view: its rows and every field but the counters.
+fn drawn(view: &View) -> Value {
+    let mut v = serde_json::to_value(view).unwrap();
+    v.as_object_mut().unwrap().remove("counters");
+    v
+}
+
+#[test]
+fn a_saved_screen_resumed_with_its_catch_up_is_what_the_whole_fold_shows() {
+    for seed in 0..400 {
+        let mut rng = Rng(seed);
+        let n = 2 + rng.below(150);
+        let lines = random_events(&mut rng, n);
+        let k = 1 + rng.below(n - 1) as usize; // lines shown when the screen was saved
+        let screen = View::opening("s", &lines[..k]).unwrap();
+        let resumed = View::resumed(saved(&screen), caught_up(&lines, k - 1))
+            .unwrap_or_else(|| panic!("seed {seed}: the screen resumes"));
+        let mut whole = View::opening("s", &lines).unwrap();
+        whole.state.apply_summary(&caught_up(&lines, 0).summary);
+        assert_eq!(
+            drawn(&resumed),
+            drawn(&whole),
+            "seed {seed}, saved at {k} of {n}"
+        );
+        assert!(resumed.ready && !resumed.verified && !resumed.live);
+        // And it keeps growing as the whole fold does (a delta that joins grows the last row).
+        let next = delta(n + 1, "a");
+        let (mut a, mut b) = (resumed.clone(), whole.clone());
+        a.transcript.push_newer(&next).unwrap();
+        b.transcript.push_newer(&next).unwrap();
+        assert_eq!(rows(&a.transcript), rows(&b.transcript), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_saved_screen_is_resumed_only_when_its_cursor_line_is_the_servers() {
+    let lines: Vec<Line> = (1..=10).map(|s| delta(s, "a")).collect();
+    let screen = View::opening("s", &lines[..6]).unwrap();
+    // The file was replaced by one as long: the line at the cursor differs.
+    let mut replaced = caught_up(&lines, 5);
+    replaced.lines[0] = delta(6, "b");
+    assert!(View::resumed(saved(&screen), replaced).is_none());
+    // Shorter: the server has no line there.
+    let mut ahead = caught_up(&lines[..3], 2);
+    ahead.state = CatchUpState::Ahead;
+    assert!(View::resumed(saved(&screen), ahead).is_none());
+    // Nothing new: the saved screen is already what there is.
+    assert!(View::resumed(saved(&screen), caught_up(&lines[..6], 5)).is_none());
+    // A screen whose cursor line is not its cursor's, or whose rows end past it, is not this
+    // fold's.
+    let mut wrong = saved(&screen);
+    wrong.cursor = 5;
+    assert!(View::resumed(wrong, caught_up(&lines, 5)).is_none());
+    let mut wrong = saved(&screen);
+    wrong.cursor_line = lines[4].raw().to_owned();
+    wrong.cursor = 5;
+    assert!(View::resumed(wrong, caught_up(&lines, 4)).is_none());
+    // Behind: the newest window alone, pending items cleared, as the engine shows it.
+    let mut lines = lines;
+    lines[2] = line(3, json!({"type": "messageQueued", "id": "q", "text": "x"}));
+    let screen = View::opening("s", &lines[..6]).unwrap();
+    assert_eq!(screen.state.queued.len(), 1);
+    let mut behind = caught_up(&lines, 5);
+    behind.state = CatchUpState::Behind;
+    behind.lines.drain(1..3); // the cursor's line, then the newest window: 9 and 10
+    let resumed = View::resumed(saved(&screen), behind).unwrap();
+    assert_eq!(rows(&resumed.transcript), raw_rows(&lines[8..]));
+    assert!(resumed.state.queued.is_empty());
+    assert_eq!((resumed.oldest, resumed.more_history), (Some(9), true));
 }

@@ -115,6 +115,27 @@ pub struct CatchUpAnswer {
     pub lines: Vec<Line>,
 }
 
+impl CatchUpAnswer {
+    /// What a client whose newest line is `tail` takes from this answer (the rule the engine's
+    /// reopen and a page's resumed screen share): `None` when `tail` is not the server's line
+    /// (`ahead`, or another line at its seq: the file was replaced), and the client purges and
+    /// opens cold; else the lines after `tail`, oldest first, and whether a gap lies between
+    /// (`behind`: they are the newest window, shown on their own).
+    pub fn take_after(self, tail: &Line) -> Option<(Vec<Line>, bool)> {
+        if self.state == CatchUpState::Ahead || self.lines.first() != Some(tail) {
+            return None;
+        }
+        let after: Vec<Line> = self
+            .lines
+            .into_iter()
+            .skip(1)
+            .filter(|l| l.seq() > tail.seq())
+            .collect();
+        let gap = after.first().is_some_and(|l| l.seq() > tail.seq() + 1);
+        Some((after, gap))
+    }
+}
+
 /// Parses a catch-up answer's body.
 pub fn parse_catch_up(body: &str) -> Result<CatchUpAnswer, LineError> {
     #[derive(Deserialize)]

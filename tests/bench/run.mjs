@@ -276,7 +276,7 @@ function prefix(p, { requests, bytes }) {
 }
 
 async function sizes() {
-  const files = ['pkg/scrollback_bg.wasm', 'pkg/scrollback.js', 'pkg/index.js', 'pkg/screen.js', 'pkg/worker.js', 'tests/bench/www/handwritten.js'];
+  const files = ['pkg/scrollback_bg.wasm', 'pkg/scrollback.js', 'pkg/scrollback_screen_bg.wasm', 'pkg/scrollback_screen.js', 'pkg/index.js', 'pkg/screen.js', 'pkg/worker.js', 'tests/bench/www/handwritten.js'];
   const out = [];
   for (const f of files) {
     const buf = await fs.readFile(path.join(ROOT, f)).catch(() => null);

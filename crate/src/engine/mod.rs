@@ -14,7 +14,7 @@ mod session;
 mod view;
 
 pub use session::Session;
-pub use view::{Change, Counters, SessionError, View};
+pub use view::{Change, Counters, SavedScreen, SessionError, View};
 
 use crate::chunks::{Cache, KeyError};
 use crate::protocol::{

@@ -4,9 +4,7 @@ use super::view::{Change, Counters, SessionError, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
 use crate::fold::Transcript;
-use crate::protocol::{
-    CatchUpQuery, CatchUpState, Line, SessionSummary, TranscriptQuery, MAX_LIMIT,
-};
+use crate::protocol::{CatchUpQuery, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::{Store, WriterRole};
 use crate::transport::{
     Backoff, CatchUp, EventStream, Page, ResetReason, Retry, StreamItem, Transport, TransportError,
@@ -259,6 +257,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             v.verified &= ready;
             v.oldest = None;
             v.cursor = 0;
+            v.cursor_line = None;
             v.more_history = true;
             v.ready = ready;
         });
@@ -644,29 +643,23 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         self.backoff.borrow_mut().reset();
         self.count_request(bytes);
         if answer.summary.id == self.id {
-            *self.summary.borrow_mut() = Some(answer.summary);
+            *self.summary.borrow_mut() = Some(answer.summary.clone());
         }
-        let passed = answer.state != CatchUpState::Ahead && answer.lines.first() == Some(&tail);
+        let taken = answer.take_after(&tail);
         self.update(Change::State, |v| {
             v.banner = None;
-            v.verified = passed;
-            match passed {
+            v.verified = taken.is_some();
+            match taken.is_some() {
                 true => v.counters.probes_passed += 1,
                 false => v.counters.probes_failed += 1,
             }
         });
-        if !passed {
+        let Some((after, gap)) = taken else {
             self.purge().await;
             self.clear(false);
             return Ok(None);
-        }
-        let after: Vec<Line> = answer
-            .lines
-            .into_iter()
-            .skip(1)
-            .filter(|l| l.seq() > tail.seq())
-            .collect();
-        if after.first().is_some_and(|l| l.seq() > tail.seq() + 1) {
+        };
+        if gap {
             // A gap: the screen shows the newest window, the cache keeps what it holds.
             self.view.borrow_mut().counters.resets += 1;
             self.clear(true);

@@ -1,8 +1,8 @@
 //! What a UI renders of one session, and how it learns that it changed.
 
-use crate::fold::{SessionState, Transcript};
-use crate::protocol::Line;
-use serde::Serialize;
+use crate::fold::{Row, SessionState, Transcript};
+use crate::protocol::{CatchUpAnswer, Line};
+use serde::{Deserialize, Serialize};
 
 /// What the engine has done on the wire and on disk for one session, since it was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -58,6 +58,9 @@ pub struct View {
     pub oldest: Option<u64>,
     /// The seq of the newest line shown: the stream's cursor (0 before anything is shown).
     pub cursor: u64,
+    /// The newest line shown, as the server sent it: what a screen the page saved is checked
+    /// against before newer lines are folded onto it ([`View::resumed`]).
+    pub cursor_line: Option<String>,
     /// Whether the stream is connected.
     pub live: bool,
     /// Why the session stopped, when a retry cannot help (the session is gone, the token is
@@ -82,12 +85,33 @@ impl View {
             verified: false,
             oldest: None,
             cursor: 0,
+            cursor_line: None,
             live: false,
             error: None,
             writer: false,
             counters: Counters::default(),
         }
     }
+}
+
+/// A screen as the page saves it (`js/screen.js`): the newest rows a view showed, the fields
+/// that describe the session (other fields are ignored), and the line at its cursor.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedScreen {
+    /// The session's id.
+    pub id: String,
+    /// The newest rows shown, oldest first.
+    pub rows: Vec<Row>,
+    /// Status, model, permission mode, context tokens, queued messages, waiting commands.
+    #[serde(flatten)]
+    pub state: SessionState,
+    /// Whether older history may exist above the oldest row.
+    pub more_history: bool,
+    /// The seq of the newest line shown.
+    pub cursor: u64,
+    /// That line, as the server sent it ([`View::cursor_line`]).
+    pub cursor_line: String,
 }
 
 /// Why a session stopped (see [`View::error`]).
@@ -148,6 +172,8 @@ pub struct Fields<'a> {
     pub oldest: Option<u64>,
     /// [`View::cursor`].
     pub cursor: u64,
+    /// [`View::cursor_line`].
+    pub cursor_line: &'a Option<String>,
     /// [`View::live`].
     pub live: bool,
     /// [`View::error`].
@@ -176,6 +202,7 @@ impl View {
             self.more_history = first.seq() > 1;
         }
         self.cursor = last.seq();
+        self.cursor_line = Some(last.raw().to_owned());
     }
 
     /// A first visit's first screen, before the session opens: the newest `lines` as the
@@ -192,6 +219,41 @@ impl View {
         Some(view)
     }
 
+    /// A reopen's screen before the session opens: the screen the page saved (`screen`) with
+    /// the lines its catch-up brought (`answer`, the check the page asked at the open call)
+    /// folded on, as the session's view will show them once it has checked its cache the same
+    /// way: `ready`, neither verified nor live, the summary's status, model and permission mode
+    /// applied. `None` when the answer brings nothing new, or when the saved screen is not the
+    /// server's (the line at its cursor is not the answer's first: a replaced file) or not
+    /// this fold's.
+    pub fn resumed(screen: SavedScreen, answer: CatchUpAnswer) -> Option<View> {
+        let tail = Line::parse(&screen.cursor_line).ok()?;
+        if tail.seq() != screen.cursor {
+            return None;
+        }
+        let summary = answer.summary.clone();
+        let (after, gap) = answer.take_after(&tail)?;
+        if after.is_empty() {
+            return None;
+        }
+        let mut view = View::new(&screen.id);
+        view.state = screen.state;
+        if gap {
+            // Behind: the newest window alone, as the engine shows it after such a check.
+            view.state.clear_pending();
+        } else {
+            view.transcript = Transcript::resumed(screen.rows, &tail)?;
+            view.oldest = view.transcript.first_seq();
+            view.more_history = screen.more_history;
+        }
+        view.push_newer(&after);
+        if summary.id == view.id {
+            view.state.apply_summary(&summary);
+        }
+        view.ready = true;
+        Some(view)
+    }
+
     /// Every field but the rows.
     pub fn fields(&self) -> Fields<'_> {
         Fields {
@@ -203,6 +265,7 @@ impl View {
             verified: self.verified,
             oldest: self.oldest,
             cursor: self.cursor,
+            cursor_line: &self.cursor_line,
             live: self.live,
             error: &self.error,
             writer: self.writer,

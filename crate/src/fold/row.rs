@@ -2,13 +2,13 @@
 
 use super::event::Event;
 use crate::protocol::{last_seq, Line};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One row of a chat transcript. Every row sits at the seq of the line that started it and
 /// carries that line's timestamp; it serializes (for JavaScript) as an object whose `kind` names
 /// the variant, fields in camelCase.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
@@ -175,7 +175,7 @@ pub enum Row {
 }
 
 /// A tool's answer, attached to its call's row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolOutput {
     /// The result line's seq.

@@ -2,7 +2,7 @@
 
 use super::event::Event;
 use crate::protocol::{Line, SessionSummary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The session's state as its events leave it: status, settings, context, the messages still
 /// queued, the commands still running, and whether compaction is under way.
@@ -13,8 +13,8 @@ use serde::Serialize;
 /// forever); and after replaying a cache, [`SessionState::apply_summary`] (the session list is
 /// newer than the cache). Lines of a type it does not know, or of a shape it cannot read, change
 /// nothing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct SessionState {
     /// The latest `status` (`"idle"` until one is seen).
     pub status: String,
@@ -34,7 +34,7 @@ pub struct SessionState {
 }
 
 /// A queued message, waiting for the agent to read it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Queued {
     /// The `messageQueued` id.
@@ -46,7 +46,7 @@ pub struct Queued {
 }
 
 /// A command that has not finished.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
     /// The command's id.

@@ -100,6 +100,67 @@ impl Transcript {
         Ok(t)
     }
 
+    /// A transcript that continues rows folded earlier (a screen saved by the page): `rows`, in
+    /// seq order, as this fold made them, and `tail`, the newest line they cover, as the
+    /// server sent it (the row rule asks it whether the next delta joins the last row). Newer
+    /// lines then fold onto it as they would onto the transcript that made the rows.
+    ///
+    /// Only for growing newer: the first row's line is not known, so an older page would not
+    /// weld to it (callers in this crate never push one). `None` when the rows cannot be the
+    /// fold's of lines ending at `tail`: empty, out of order, or past it, or a streamed `tail`
+    /// that is not the last row's end.
+    pub(crate) fn resumed(rows: Vec<Row>, tail: &Line) -> Option<Transcript> {
+        let through = last_seq(tail);
+        let first = rows.first()?.seq();
+        let ordered = rows.windows(2).all(|w| w[0].seq() < w[1].seq());
+        let covered = |row: &Row| match row {
+            Row::Assistant { last_seq, .. } => *last_seq,
+            other => other.seq(),
+        };
+        if !ordered || rows.iter().any(|r| covered(r) > through) {
+            return None;
+        }
+        let newest_text = match (tail.kind(), rows.last()) {
+            (EventKind::AssistantText, Some(Row::Assistant { last_seq, .. }))
+                if *last_seq == through =>
+            {
+                Some(tail.clone())
+            }
+            (EventKind::AssistantText, _) => return None,
+            _ => None,
+        };
+        let mut t = Transcript {
+            span: Some((first, through)),
+            newest_text,
+            ..Transcript::default()
+        };
+        // The bookkeeping `take_row` keeps, as it left it for these rows.
+        for row in &rows {
+            match row {
+                Row::Tool {
+                    seq,
+                    id,
+                    result: None,
+                    ..
+                } => t.open_calls.entry(id.clone()).or_default().push(*seq),
+                Row::ToolResult { seq, id, .. } => t
+                    .loose_results
+                    .entry(id.clone())
+                    .or_default()
+                    .push_back(*seq),
+                Row::Command { seq, id, done, .. } => {
+                    if !done {
+                        t.open_commands.insert(id.clone(), *seq);
+                    }
+                    t.first_commands.entry(id.clone()).or_insert(*seq);
+                }
+                _ => {}
+            }
+        }
+        t.rows = rows.into();
+        Some(t)
+    }
+
     /// The rows, oldest first.
     pub fn rows(&self) -> &VecDeque<Row> {
         &self.rows

@@ -205,18 +205,6 @@ fn patch<'a>(sent: &mut Sent, view: &'a View) -> Option<Patch<'a>> {
     (!empty).then_some(out)
 }
 
-/// A first visit's first screen, drawn before the store is open: the opening window the page
-/// asked early (`opening` with no last screen: `/transcript?limit=80`, its body as `bytes`),
-/// folded as session `id`'s view shows it ([`View::opening`]), as the JSON of a whole state
-/// (`ready`, neither verified nor live). `undefined` when the body holds no line or does not
-/// parse (the session's own open reports that).
-#[wasm_bindgen(js_name = openingScreen)]
-pub fn opening_screen(id: &str, bytes: &[u8]) -> Option<String> {
-    let lines = crate::protocol::parse_page(std::str::from_utf8(bytes).ok()?).ok()?;
-    let view = View::opening(id, &lines)?;
-    serde_json::to_string(&view).ok()
-}
-
 impl SessionHandle {
     pub(super) fn start(
         session: BrowserSession,

@@ -32,12 +32,15 @@ export async function open({ id, server, storage, show }) {
     show(screen.rows, describe);
     at.screen = performance.now();
   }
-  // The session is known at once (the app's URL names it): its check leaves with the open call;
-  // on a first visit, the newest window is drawn as soon as the worker's module has folded it.
+  // The session is known at once (the app's URL names it): its check leaves with the open call,
+  // and the opening screen is drawn as soon as the page's small module has folded its answer (a
+  // first visit's newest window, or a reopen's last screen with the lines its check brought).
   let viewDrew = false;
+  let screenCursor = screen?.cursor ?? 0; // the newest line of a screen drawn before the view's
   const opened = (state) => {
     if (viewDrew || !state.rows.length) return;
     show(state.rows, describe);
+    screenCursor = state.cursor;
     at.opening = performance.now();
   };
   const sb = await Scrollback.open({ server, storage, opening: id, onOpeningScreen: opened });
@@ -53,7 +56,8 @@ export async function open({ id, server, storage, show }) {
   const view = await sb.openSession(id, { onChange: draw });
   draw(view.state);
   return {
-    cursor: () => view.state.cursor,
+    /** The newest line on screen: the view's, or that of a screen drawn before the view's rows. */
+    cursor: () => (viewDrew ? view.state.cursor : Math.max(view.state.cursor, screenCursor)),
     rows: () => view.state.rows.length,
     /** Loads older pages until `n` rows are loaded (or no more). */
     async loadRows(n) {

@@ -64,18 +64,27 @@ function askEarly({ server, token }, id) {
 }
 
 /**
- * The page's small module (`scrollback_screen.js`: the crate's fold and view alone, a tenth of
+ * The page's small module (`scrollback_screen.js`: the crate's fold and view alone, a third of
  * the worker's module), fetched and compiled now, beside the early request, so that the opening
  * session's first screen is folded here as soon as the answer is in, not when the worker's
- * module, the store and the session are up. Resolves to its exports, or null where it cannot
- * load (the worker's view then comes first, as it would anyway).
+ * module, the store and the session are up. While the `answer` is still on its way once the
+ * module is up, the module warms up (its folds run once over a small session of its own, so the
+ * engine has compiled them when the answer comes). Resolves to its exports, or null where it
+ * cannot load (the worker's view then comes first, as it would anyway).
  */
-function loadScreenModule() {
+function loadScreenModule(answer) {
+  let answered = false;
+  answer.then(() => { answered = true; }, () => {});
   const wasm = fetch(new URL('./scrollback_screen_bg.wasm', import.meta.url));
   wasm.catch(() => {});
   return import('./scrollback_screen.js')
     .then(async (glue) => {
       await glue.default({ module_or_path: wasm });
+      performance.mark('scrollback:screen-module');
+      if (!answered) {
+        glue.warmUp();
+        performance.mark('scrollback:screen-warm');
+      }
       return glue;
     })
     .catch(() => null);
@@ -150,14 +159,18 @@ export class Scrollback {
     if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
     if (onOpeningScreen !== undefined && typeof onOpeningScreen !== 'function') throw new TypeError('onOpeningScreen must be a function');
     const early = opening === undefined ? null : askEarly(options, opening);
+    // Folded here by the small module (asked first: it is the sooner needed), for the app's
+    // `onOpeningScreen`, once both the answer and the module are in; the worker takes the same
+    // answer for the session's open.
+    const folding = early && onOpeningScreen
+      ? Promise.all([early.answer, loadScreenModule(early.answer)])
+      : null;
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
-    if (early && onOpeningScreen) {
-      // Folded here by the small module, for the app's `onOpeningScreen`, as soon as both the
-      // answer and the module are in (the worker takes the same answer for the session's open).
+    if (folding) {
       sb.#opening = { id: opening, show: onOpeningScreen };
-      Promise.all([early.answer, loadScreenModule()])
+      folding
         .then(([answer, glue]) => sb.#openingScreen(foldOpening(glue, opening, early, answer)))
         .catch(() => { sb.#opening = null; });
     }

@@ -106,7 +106,10 @@ const until = (view, check) => new Promise((resolve, reject) => {
   poll();
 });
 window.result = (async () => {
-  const sb = await Scrollback.open({ server: q.get('server'), token: q.get('token') });
+  // A first visit that names its session: the page's small module folds its newest window.
+  let opening = null;
+  const sb = await Scrollback.open({ server: q.get('server'), token: q.get('token'), opening: 'long',
+    onOpeningScreen: (s) => { opening = { rows: s.rows.length, cursor: s.cursor, verified: s.verified }; } });
   const sessions = await sb.sessions();
   let changes = 0;
   const cold = await sb.openSession('long', { onChange() { changes += 1; } });
@@ -125,13 +128,13 @@ window.result = (async () => {
   sb.close();
   return {
     ids: sessions.map((s) => s.id), listed: sessions.find((s) => s.id === 'long')?.seq, firstRows: first.rows.length, firstCursor: first.cursor, older, afterOlder,
-    postedCursor: posted.cursor, changes, coldCounters, counters, warmRows: warmState.rows.length, refused,
+    postedCursor: posted.cursor, changes, coldCounters, counters, warmRows: warmState.rows.length, refused, opening,
   };
 })().catch((e) => ({ error: e.name + ': ' + e.message }));
 `);
   await run(path.join(app, 'node_modules/.bin/vite'), ['build'], { cwd: app });
   const assets = await fs.readdir(path.join(app, 'dist/assets'));
-  assert.ok(assets.some((f) => f.endsWith('.wasm')), `the wasm is an asset: ${assets}`);
+  assert.equal(assets.filter((f) => f.endsWith('.wasm')).length, 2, `both modules (the worker's, the page's small one) are assets: ${assets}`);
 
   const { p, log } = await page();
   const q = new URLSearchParams({ server: server.url, token: TOKEN });
@@ -139,6 +142,8 @@ window.result = (async () => {
   const r = await p.evaluate(() => window.result);
   assert.equal(r.error, undefined, `${r.error}\n${log.join('\n')}`);
   assert.ok(r.ids.includes('long'));
+  assert.ok(r.opening?.rows > 0 && r.opening.cursor >= r.listed && !r.opening.verified,
+    `the opening screen was folded in the page from the bundled small module: ${JSON.stringify(r.opening)}`);
   assert.ok(r.firstRows > 0, 'rows are shown');
   assert.ok(r.firstCursor >= r.listed, `the newest line is shown (${r.firstCursor}, listed ${r.listed})`);
   assert.ok(r.older && r.afterOlder > r.firstRows, 'an older page adds rows');

@@ -78,10 +78,10 @@ let pendingAnchor = null; // a seq to bring back into view (after a reload, or a
 let anchorBlock = 'start'; // where it is brought: the top after a reload, the middle for a hit
 let highlight = null;     // a search hit's seq: its row is marked
 let reloading = false;    // between Reload and the purge: the old rows are not drawn again
-// A last screen, or a first visit's opening screen, is drawn: it stays until the view has rows
+// A last screen, or the opening screen, is drawn: it stays until the view has rows
 // of its own (or an error) to draw instead.
 let screenDrawn = false;
-let opening = null;       // a first visit's opening screen (onOpeningScreen), until the view draws
+let opening = null;       // the opening screen (onOpeningScreen), until the view draws
 const rendered = new Map(); // seq -> the row's node
 
 function topVisibleSeq() {
@@ -226,8 +226,8 @@ async function maybeLoadOlder() {
 }
 
 /**
- * Shows session `id`'s frame, and its last screen at once when this browser kept one (before
- * the cache has started), or its opening screen on a first visit.
+ * Shows session `id`'s frame, and at once (before the cache has started) its opening screen
+ * when it came already, else its last screen when this browser kept one.
  */
 function showSession(id, summary) {
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
@@ -235,7 +235,7 @@ function showSession(id, summary) {
   ui.title.textContent = summary?.title || id;
   ui.meta.textContent = '';
   ui.banner.hidden = true;
-  const screen = Scrollback.lastScreen(location.origin, id) ?? (opening?.id === id ? opening : null);
+  const screen = (opening?.id === id ? opening : null) ?? Scrollback.lastScreen(location.origin, id);
   if (screen) renderState(screen);
   screenDrawn = screen !== null;
 }
@@ -468,8 +468,9 @@ async function main() {
       server: location.origin,
       token: query.get('token') ?? undefined,
       storage: query.get('storage') ?? 'auto',
-      // Reloaded on a session: its check leaves now, while the worker starts; on a first visit
-      // its newest rows are drawn as soon as the worker's module has folded them.
+      // Reloaded on a session: its check leaves now, while the worker starts, and what it brings
+      // is drawn as soon as the page's small module has folded it (a first visit's newest rows,
+      // or the last screen with the lines added meanwhile).
       opening: routed() ?? undefined,
       onOpeningScreen: (state) => {
         opening = state;

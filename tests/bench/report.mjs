@@ -136,10 +136,12 @@ export function table(meta, results) {
       });
       out.push(`| ${label} | ${cells.join(' | ')} | ${check(r.by, key, unit, goal, labels, unfinished)} |`);
     }
-    const timeline = (k, t) => (t ? `${t.screen === undefined ? 'no last screen' : `last screen drawn ${fmt(t.screen, 'ms')}`}, worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows from the worker ${fmt(t.cached ?? t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
+    // The page's small module (screen/): up, and warmed up when it waited for the answer.
+    const small = (t) => (t.screenModule === undefined ? '' : `small module ready ${fmt(t.screenModule, 'ms')}${t.screenWarm === undefined ? '' : ` (warmed up ${fmt(t.screenWarm, 'ms')})`}, `);
+    const timeline = (k, t) => (t ? `${t.screen === undefined ? 'no last screen' : `last screen drawn ${fmt(t.screen, 'ms')}`}, ${small(t)}${t.opening === undefined ? '' : `its catch-up folded on and drawn ${fmt(t.opening, 'ms')}, `}worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows from the worker ${fmt(t.cached ?? t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
     // A first visit: nothing cached, so the first rows wait for the first request's answer.
-    const cold = (k, t) => (t ? `open call ${fmt(t.openCall, 'ms')} after navigation; then worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, request sent ${fmt(t.request, 'ms')}, answered ${fmt(t.response, 'ms')}, ${t.opening === undefined ? '' : `opening screen drawn ${fmt(t.opening, 'ms')}, `}first rows ${fmt(t.firstRows, 'ms')}, the view's own ${fmt(t.cached, 'ms')}` : 'n/a');
-    for (const [field, what, where, show] of [['timeline', 'reopen', 'loopback', timeline], ['slowTimeline', 'reopen', 'slow link', timeline], ['coldTimeline', 'first-visit', 'loopback', cold]]) {
+    const cold = (k, t) => (t ? `open call ${fmt(t.openCall, 'ms')} after navigation; then worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, request sent ${fmt(t.request, 'ms')}, answered ${fmt(t.response, 'ms')}, ${small(t)}${t.opening === undefined ? '' : `opening screen drawn ${fmt(t.opening, 'ms')}, `}first rows ${fmt(t.firstRows, 'ms')}, the view's own ${fmt(t.cached, 'ms')}` : 'n/a');
+    for (const [field, what, where, show] of [['timeline', 'reopen', 'loopback', timeline], ['slowTimeline', 'reopen', 'slow link', timeline], ['catchUpTimeline', 'catch-up (300 new events)', 'loopback', timeline], ['coldTimeline', 'first-visit', 'loopback', cold]]) {
       const rows = SCROLLBACK.filter((k) => r.by[k]?.[field]);
       if (rows.length) out.push(`| Scrollback ${what} timeline, ${where} (ms after the open call) | ${keys.map((k) => (SCROLLBACK.includes(k) && r.by[k]?.[field] ? show(k, r.by[k][field]) : '')).join(' | ')} | |`);
     }

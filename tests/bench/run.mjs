@@ -147,6 +147,7 @@ async function measure(server, contender, id) {
     s0 = await quiet(server);
     p = await openPage(context, server, key, id);
     f.catchUpMs = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS);
+    f.catchUpTimeline = await p.page.evaluate(() => window.bench.timeline());
     await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
     Object.assign(f, prefix('catchUp', diff(s0, s1)));

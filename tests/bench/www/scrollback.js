@@ -43,7 +43,6 @@ export async function open({ id, server, storage, show }) {
     screenCursor = state.cursor;
     at.opening = performance.now();
   };
-  const sb = await Scrollback.open({ server, storage, opening: id, onOpeningScreen: opened });
   const draw = (state) => {
     if (state.ready && state.rows.length) {
       viewDrew = true;
@@ -53,18 +52,33 @@ export async function open({ id, server, storage, show }) {
     if (state.verified) at.verified ??= performance.now();
     if (state.live) at.live ??= performance.now();
   };
-  const view = await sb.openSession(id, { onChange: draw });
-  draw(view.state);
+  // Not awaited here: what is on screen (a last screen, an opening screen) counts from the
+  // moment it is drawn, as the other contenders' rows do, not once the session's view exists.
+  let sb = null;
+  let view = null;
+  let failed = null;
+  const opening = (async () => {
+    sb = await Scrollback.open({ server, storage, opening: id, onOpeningScreen: opened });
+    view = await sb.openSession(id, { onChange: draw });
+    draw(view.state);
+  })();
+  opening.catch((err) => { failed = err; });
   return {
     /** The newest line on screen: the view's, or that of a screen drawn before the view's rows. */
-    cursor: () => (viewDrew ? view.state.cursor : Math.max(view.state.cursor, screenCursor)),
-    rows: () => view.state.rows.length,
+    cursor: () => {
+      if (failed) throw failed;
+      const shown = view?.state.cursor ?? 0;
+      return viewDrew ? shown : Math.max(shown, screenCursor);
+    },
+    rows: async () => (await opening, view.state.rows.length),
     /** Loads older pages until `n` rows are loaded (or no more). */
     async loadRows(n) {
+      await opening;
       while (view.state.rows.length < n && (await view.loadOlder()));
       return view.state.rows.length;
     },
     async scrollBack(deadline) {
+      await opening;
       let pages = 0;
       while (performance.now() < deadline) {
         if (!(await view.loadOlder())) return { pages, done: true };
@@ -72,20 +86,21 @@ export async function open({ id, server, storage, show }) {
       }
       return { pages, done: false };
     },
-    settled: async () => {},
-    storageBytes: () => view.cachedSize(),
+    settled: async () => { await opening; },
+    storageBytes: async () => (await opening, view.cachedSize()),
     /** The bytes of each patch posted since `since` (performance.now()). */
     patches: (since) => patches.filter(([t]) => t >= since).map(([, n]) => n),
     /**
      * ms after the open call: the last screen drawn, the worker started, the module ready, the
      * store open, the first request sent and answered (by the worker, or the page's `opening`),
-     * a first visit's opening screen handed over, the first rows of the view, verified, live.
+     * the opening screen drawn, the first rows of the view, verified, live.
      */
     async timeline() {
       const deadline = performance.now() + 30_000;
       while ((at.verified === undefined || at.live === undefined) && performance.now() < deadline) {
         await new Promise((r) => setTimeout(r, 5));
       }
+      await opening;
       const m = await sb.marks();
       // The session's first request, when the page asked it (`opening`), is in the page's timeline.
       const asked = performance.getEntriesByType('resource')
@@ -94,9 +109,11 @@ export async function open({ id, server, storage, show }) {
         m.request = asked.startTime;
         m.response = asked.responseEnd;
       }
+      // The page's own marks: its small module up (and warmed up, when it waited for the answer).
+      const mark = (name) => performance.getEntriesByName(`scrollback:${name}`)[0]?.startTime;
       const rel = (t) => (t === undefined ? undefined : t - t0);
       return {
-        screen: rel(at.screen), opening: rel(at.opening), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),
+        screen: rel(at.screen), opening: rel(at.opening), screenModule: rel(mark('screen-module')), screenWarm: rel(mark('screen-warm')), cached: rel(at.cached), worker: rel(m.start), module: rel(m.module),
         store: rel(m.open), request: rel(m.request), response: rel(m.response),
         verified: rel(at.verified), live: rel(at.live),
       };

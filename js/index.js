@@ -67,24 +67,20 @@ function askEarly({ server, token }, id) {
  * The page's small module (`scrollback_screen.js`: the crate's fold and view alone, a third of
  * the worker's module), fetched and compiled now, beside the early request, so that the opening
  * session's first screen is folded here as soon as the answer is in, not when the worker's
- * module, the store and the session are up. While the `answer` is still on its way once the
- * module is up, the module warms up (its folds run once over a small session of its own, so the
- * engine has compiled them when the answer comes). Resolves to its exports, or null where it
- * cannot load (the worker's view then comes first, as it would anyway).
+ * module, the store and the session are up. Once up, it warms up: its folds run once over a
+ * small session of its own, so that the engine compiles them (V8 compiles a function on its
+ * first call) while the answer is most likely still on its way. Resolves to its exports, or
+ * null where it cannot load (the worker's view then comes first, as it would anyway).
  */
-function loadScreenModule(answer) {
-  let answered = false;
-  answer.then(() => { answered = true; }, () => {});
+function loadScreenModule() {
   const wasm = fetch(new URL('./scrollback_screen_bg.wasm', import.meta.url));
   wasm.catch(() => {});
   return import('./scrollback_screen.js')
     .then(async (glue) => {
       await glue.default({ module_or_path: wasm });
       performance.mark('scrollback:screen-module');
-      if (!answered) {
-        glue.warmUp();
-        performance.mark('scrollback:screen-warm');
-      }
+      glue.warmUp();
+      performance.mark('scrollback:screen-warm');
       return glue;
     })
     .catch(() => null);
@@ -163,7 +159,7 @@ export class Scrollback {
     // `onOpeningScreen`, once both the answer and the module are in; the worker takes the same
     // answer for the session's open.
     const folding = early && onOpeningScreen
-      ? Promise.all([early.answer, loadScreenModule(early.answer)])
+      ? Promise.all([early.answer, loadScreenModule()])
       : null;
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);

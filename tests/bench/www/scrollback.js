@@ -109,7 +109,7 @@ export async function open({ id, server, storage, show }) {
         m.request = asked.startTime;
         m.response = asked.responseEnd;
       }
-      // The page's own marks: its small module up (and warmed up, when it waited for the answer).
+      // The page's own marks: its small module up, and warmed up (its folds compiled).
       const mark = (name) => performance.getEntriesByName(`scrollback:${name}`)[0]?.startTime;
       const rel = (t) => (t === undefined ? undefined : t - t0);
       return {

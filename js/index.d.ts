@@ -270,11 +270,11 @@ export interface SessionState {
   /** The seq of the newest line shown (the stream's cursor). */
   cursor: number;
   /**
-   * That line, as the server sent it (null before anything is shown): a saved screen keeps it,
-   * so that the next reopen's check can tell the screen is still the server's before it folds
-   * newer lines onto it.
+   * A fingerprint of that line's exact text (16 hex digits; null before anything is shown): a
+   * saved screen keeps it, so that the next reopen's check can tell the screen is still the
+   * server's before newer lines are folded onto it.
    */
-  cursorLine: string | null;
+  cursorFingerprint: string | null;
   /** Whether the stream is connected. */
   live: boolean;
   /**

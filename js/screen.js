@@ -15,7 +15,7 @@ const SCREEN_ROWS = 60;
 const SCREEN_CHARS = 256 * 1024;
 // The fields a screen keeps besides its rows; the rest describe a connection, not the session.
 const FIELDS = ['id', 'status', 'model', 'permissionMode', 'contextTokens', 'queued',
-  'waitingCommands', 'compactingSince', 'moreHistory', 'oldest', 'cursor', 'cursorLine'];
+  'waitingCommands', 'compactingSince', 'moreHistory', 'oldest', 'cursor', 'cursorFingerprint'];
 
 /** localStorage, or null where a page has none (or may not use it). */
 function storage() {

@@ -57,14 +57,14 @@ const SAMPLE_PAGE: &str = r#"[
 {"seq":12,"ts":1.5,"event":{"type":"error","message":"e"}},
 {"seq":13,"ts":1.5,"event":{"type":"other"}}]"#;
 
-/// A saved screen of a row of each kind, at seq 3.
+/// A saved screen of a row of each kind, at seq 3 (the fingerprint of the answer's first line).
 const SAMPLE_SCREEN: &str = r#"{"id":"warm-up","rows":[
 {"kind":"user","seq":1,"ts":1.5,"text":"a","queuedId":"q"},
 {"kind":"tool","seq":2,"ts":1.5,"id":"t","name":"n","input":{},"result":{"seq":2,"ts":1.5,"output":"o","isError":false}},
 {"kind":"assistant","seq":3,"ts":1.5,"lastSeq":3,"text":"b","messageId":"m"}],
 "status":"idle","model":"m","permissionMode":"p","contextTokens":1,"queued":[],"waitingCommands":[],
 "compactingSince":null,"moreHistory":false,"cursor":3,
-"cursorLine":"{\"seq\":3,\"ts\":1.5,\"event\":{\"type\":\"assistantText\",\"text\":\"b\",\"messageId\":\"m\"}}"}"#;
+"cursorFingerprint":"aee2900e1b1a94e7"}"#;
 
 /// Its check's answer: the line at its cursor and two more.
 const SAMPLE_ANSWER: &str = r#"{"state":"caughtUp","summary":{"id":"warm-up","title":"","status":"idle","model":"m","permissionMode":"p","seq":5},"lines":[

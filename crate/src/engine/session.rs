@@ -257,7 +257,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             v.verified &= ready;
             v.oldest = None;
             v.cursor = 0;
-            v.cursor_line = None;
+            v.cursor_fingerprint = None;
             v.more_history = true;
             v.ready = ready;
         });
@@ -646,10 +646,11 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             *self.summary.borrow_mut() = Some(answer.summary.clone());
         }
         let taken = answer.take_after(&tail);
+        let passed = taken.is_some();
         self.update(Change::State, |v| {
             v.banner = None;
-            v.verified = taken.is_some();
-            match taken.is_some() {
+            v.verified = passed;
+            match passed {
                 true => v.counters.probes_passed += 1,
                 false => v.counters.probes_failed += 1,
             }

@@ -58,9 +58,9 @@ pub struct View {
     pub oldest: Option<u64>,
     /// The seq of the newest line shown: the stream's cursor (0 before anything is shown).
     pub cursor: u64,
-    /// The newest line shown, as the server sent it: what a screen the page saved is checked
-    /// against before newer lines are folded onto it ([`View::resumed`]).
-    pub cursor_line: Option<String>,
+    /// The fingerprint of the newest line shown ([`Line::fingerprint`]): what a screen the page
+    /// saved is checked by before newer lines are folded onto it ([`View::resumed`]).
+    pub cursor_fingerprint: Option<String>,
     /// Whether the stream is connected.
     pub live: bool,
     /// Why the session stopped, when a retry cannot help (the session is gone, the token is
@@ -85,7 +85,7 @@ impl View {
             verified: false,
             oldest: None,
             cursor: 0,
-            cursor_line: None,
+            cursor_fingerprint: None,
             live: false,
             error: None,
             writer: false,
@@ -95,7 +95,7 @@ impl View {
 }
 
 /// A screen as the page saves it (`js/screen.js`): the newest rows a view showed, the fields
-/// that describe the session (other fields are ignored), and the line at its cursor.
+/// that describe the session (other fields are ignored), and its cursor's fingerprint.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SavedScreen {
@@ -110,8 +110,8 @@ pub struct SavedScreen {
     pub more_history: bool,
     /// The seq of the newest line shown.
     pub cursor: u64,
-    /// That line, as the server sent it ([`View::cursor_line`]).
-    pub cursor_line: String,
+    /// That line's fingerprint ([`View::cursor_fingerprint`]).
+    pub cursor_fingerprint: String,
 }
 
 /// Why a session stopped (see [`View::error`]).
@@ -172,8 +172,8 @@ pub struct Fields<'a> {
     pub oldest: Option<u64>,
     /// [`View::cursor`].
     pub cursor: u64,
-    /// [`View::cursor_line`].
-    pub cursor_line: &'a Option<String>,
+    /// [`View::cursor_fingerprint`].
+    pub cursor_fingerprint: &'a Option<String>,
     /// [`View::live`].
     pub live: bool,
     /// [`View::error`].
@@ -202,7 +202,7 @@ impl View {
             self.more_history = first.seq() > 1;
         }
         self.cursor = last.seq();
-        self.cursor_line = Some(last.raw().to_owned());
+        self.cursor_fingerprint = Some(last.fingerprint());
     }
 
     /// A first visit's first screen, before the session opens: the newest `lines` as the
@@ -224,13 +224,14 @@ impl View {
     /// folded on, as the session's view will show them once it has checked its cache the same
     /// way: `ready`, neither verified nor live, the summary's status, model and permission mode
     /// applied. `None` when the answer brings nothing new, or when the saved screen is not the
-    /// server's (the line at its cursor is not the answer's first: a replaced file) or not
-    /// this fold's.
+    /// server's (the answer's first line is not, byte for byte, the line at its cursor: a
+    /// replaced file) or not this fold's.
     pub fn resumed(screen: SavedScreen, answer: CatchUpAnswer) -> Option<View> {
-        let tail = Line::parse(&screen.cursor_line).ok()?;
-        if tail.seq() != screen.cursor {
-            return None;
-        }
+        let tail = answer
+            .lines
+            .first()
+            .filter(|l| l.seq() == screen.cursor && l.fingerprint() == screen.cursor_fingerprint)?
+            .clone();
         let summary = answer.summary.clone();
         let (after, gap) = answer.take_after(&tail)?;
         if after.is_empty() {
@@ -265,7 +266,7 @@ impl View {
             verified: self.verified,
             oldest: self.oldest,
             cursor: self.cursor,
-            cursor_line: &self.cursor_line,
+            cursor_fingerprint: &self.cursor_fingerprint,
             live: self.live,
             error: &self.error,
             writer: self.writer,

@@ -173,6 +173,17 @@ impl Line {
         &self.raw
     }
 
+    /// A fingerprint of the exact text ([`Line::raw`]): 16 hex digits of its 64-bit FNV-1a
+    /// hash, the same on every platform and build. A client that keeps only this of a line can
+    /// tell whether a line the server sends later is the same one, byte for byte (a page's saved
+    /// screen keeps it for its cursor's line).
+    pub fn fingerprint(&self) -> String {
+        let hash = self.raw.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        format!("{hash:016x}")
+    }
+
     /// The line's sequence number, 1 or more.
     pub fn seq(&self) -> u64 {
         self.seq
@@ -267,6 +278,18 @@ pub fn page_json<'a>(lines: impl IntoIterator<Item = &'a Line>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_is_of_the_exact_text_and_never_changes() {
+        let raw =
+            r#"{"seq":3,"ts":1.5,"event":{"type":"assistantText","text":"b","messageId":"m"}}"#;
+        let line = Line::parse(raw).unwrap();
+        // Kept in browsers' storage across versions: the value itself must not change.
+        assert_eq!(line.fingerprint(), "aee2900e1b1a94e7");
+        let respelled = Line::parse(&raw.replace(':', ": ")).unwrap();
+        assert_eq!(respelled, line, "parsed equal");
+        assert_ne!(respelled.fingerprint(), line.fingerprint(), "other bytes");
+    }
 
     #[test]
     fn the_seq_of_a_head_agrees_with_the_parse() {

@@ -3,12 +3,14 @@
 
 use std::path::Path;
 
-const FILES: [&str; 5] = [
+const FILES: [&str; 7] = [
     "index.js",
     "screen.js",
     "worker.js",
     "scrollback.js",
     "scrollback_bg.wasm",
+    "scrollback_screen.js",
+    "scrollback_screen_bg.wasm",
 ];
 
 fn main() {

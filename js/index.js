@@ -165,10 +165,12 @@ export class Scrollback {
     const sb = new Scrollback(worker);
     sb.#server = options.server;
     if (folding) {
+      // The mark says when it was settled, handed over or not (for timelines and tests).
       sb.#opening = { id: opening, show: onOpeningScreen };
       folding
         .then(([answer, glue]) => sb.#openingScreen(foldOpening(glue, opening, early, answer)))
-        .catch(() => { sb.#opening = null; });
+        .catch(() => { sb.#opening = null; })
+        .finally(() => performance.mark('scrollback:opening-screen'));
     }
     early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
     try {

@@ -220,6 +220,18 @@ test('a first visit on a session\'s address draws its newest rows before the vie
     window.Worker = class extends PageWorker {
       constructor(...args) {
         super(...args);
+        // The page's fold races the worker's start (whichever is first on this machine): the
+        // worker gets its messages, in order, once the fold has settled, so that its view
+        // cannot have rows first.
+        const post = this.postMessage.bind(this);
+        const held = [];
+        const release = () => {
+          if (!performance.getEntriesByName('scrollback:opening-screen').length) return setTimeout(release, 5);
+          for (const args of held.splice(0)) post(...args);
+          this.postMessage = post;
+        };
+        this.postMessage = (...args) => { held.push(args); };
+        release();
         this.addEventListener('message', ({ data }) => {
           // A view's patch, or the answer to openSession (the view's first patch).
           const json = typeof data?.patch === 'string' ? data.patch : data?.value;

@@ -434,6 +434,9 @@ it('the opening screen (`onOpeningScreen`, folded in the page) comes before the 
       onOpeningScreen: (state) => seen.push({ from: 'opening', state }),
     });
     window.sb = sb;
+    // The page's fold races the worker's open (whichever is first on this machine): the view is
+    // opened once the fold has settled, so that a view with rows never hides an opening screen.
+    while (!performance.getEntriesByName('scrollback:opening-screen').length) await new Promise((r) => setTimeout(r, 5));
     const viewReady = (state) => { if (state.ready && !seen.some((s) => s.from === 'view')) seen.push({ from: 'view', state }); };
     const view = await sb.openSession('opener', { onChange: viewReady });
     viewReady(view.state); // (rows shown before openSession answered come with its answer)

@@ -7,7 +7,9 @@
 use proptest::prelude::*;
 use scrollback::chunks::Cache;
 use scrollback::protocol::Line;
+use scrollback::search::doc::docs_of;
 use scrollback::search::segment::{self, SEGMENT};
+use scrollback::search::tokens::terms;
 use scrollback::search::{Hit, INDEX};
 use scrollback::store::{FsStore, MemoryStore, Store};
 use std::sync::Arc;
@@ -484,6 +486,24 @@ proptest! {
             let incremental = answers(&cache).await;
             let found: usize = incremental.iter().map(Vec::len).sum();
             prop_assert!(found > 0 || lines.len() < 12, "the index holds the rows");
+            // Every phrase finds exactly the rows whose words hold it (the postings' follower
+            // signatures narrow the candidates; they never drop one).
+            let rows = docs_of(&lines);
+            for (q, hits) in queries().iter().zip(&incremental) {
+                let Some(phrase) = q.strip_prefix('"').and_then(|q| q.strip_suffix('"')) else {
+                    continue;
+                };
+                let phrase = terms(phrase);
+                let mut want: Vec<u64> = rows
+                    .iter()
+                    .filter(|d| terms(&d.text).windows(2).any(|w| w == phrase.as_slice()))
+                    .map(|d| d.seq)
+                    .collect();
+                let mut got: Vec<u64> = hits.iter().map(|h| h.seq).collect();
+                want.sort_unstable();
+                got.sort_unstable();
+                prop_assert_eq!(got, want, "phrase {}", q);
+            }
             // A worker that starts reads the segment built part way, and the blob past it.
             let started = Cache::new(store.clone(), "example.com", 443).await;
             started.session("p").unwrap().open().await; // the row still streaming, if any

@@ -67,7 +67,10 @@
 //! A query reads, per session and word, one dictionary block and one run of postings (one
 //! run for a prefix too: the postings are in the dictionary's order), scores from the postings
 //! and the column, and reads only its hits' lines from the blob (their snippets; a phrase's
-//! candidates, best first, to check it). The memo lives on the
+//! candidates, best first, to check it). A posting carries a one-byte signature of the words
+//! that follow its term in the document (a bit of 8 per word, from a hash), so a phrase `a b`
+//! reads the text only of documents where `a`'s signature has `b`'s bit: about one in eight
+//! of the documents holding both words but not the phrase. The memo lives on the
 //! [`Cache`](crate::chunks::Cache). A query asks the store only about the sessions whose
 //! blob this worker changed since the last query ([`live`]: the writers say so), and about
 //! every session on the first query and at most every [`reader::RECHECK_MS`] after (what a

@@ -1,9 +1,10 @@
 //! One session's documents in memory, with an inverted index over their words: a term
-//! dictionary (hashed), each term's postings (document, frequency), and the terms in sorted
-//! order for prefixes (sorted before a query; terms added since are scanned).
+//! dictionary (hashed), each term's postings (document, frequency, the words that follow it),
+//! and the terms in sorted order for prefixes (sorted before a query; terms added since are
+//! scanned).
 
 use super::doc::Doc;
-use super::tokens::for_each_term;
+use super::tokens::{follower_bit, for_each_term};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -16,8 +17,8 @@ pub(super) struct Indexed {
     pub words: u64,
     dict: HashMap<String, u32>,
     names: Vec<String>,
-    /// By term id: (document, term frequency), documents ascending.
-    lists: Vec<Vec<(u32, u32)>>,
+    /// By term id: its postings, documents ascending.
+    lists: Vec<Vec<Posting>>,
     /// Term ids sorted by term (the first `sorted.len()` ids; later ones are not yet).
     sorted: Vec<u32>,
 }
@@ -28,7 +29,8 @@ impl Indexed {
     pub fn add(&mut self, doc: Doc) -> usize {
         let before = self.names.len();
         let id = self.docs.len() as u32;
-        let mut ids: Vec<u32> = Vec::with_capacity(64);
+        // Each word's term and its own follower bit (the word before it takes it).
+        let mut ids: Vec<(u32, u8)> = Vec::with_capacity(64);
         for_each_term(&doc.text, |term| {
             let t = match self.dict.get(term) {
                 Some(&t) => t,
@@ -40,12 +42,21 @@ impl Indexed {
                     t
                 }
             };
-            ids.push(t);
+            ids.push((t, follower_bit(term)));
         });
         let n = ids.len() as u32;
-        ids.sort_unstable();
-        for run in ids.chunk_by(|a, b| a == b) {
-            self.lists[run[0] as usize].push((id, run.len() as u32));
+        // Each word with the bit of the word after it (none after the last).
+        for i in 0..ids.len() {
+            ids[i].1 = ids.get(i + 1).map_or(0, |&(_, bit)| bit);
+        }
+        ids.sort_unstable_by_key(|&(t, _)| t);
+        for run in ids.chunk_by(|a, b| a.0 == b.0) {
+            let next = run.iter().fold(0, |m, &(_, bit)| m | bit);
+            self.lists[run[0].0 as usize].push(Posting {
+                doc: id,
+                tf: run.len() as u32,
+                next,
+            });
         }
         self.words += u64::from(n);
         self.docs.push((doc, n));
@@ -63,7 +74,7 @@ impl Indexed {
         for_each_term(&doc.text, |term| ids.extend(self.dict.get(term).copied()));
         for t in ids {
             let list = &mut self.lists[t as usize];
-            if list.last().is_some_and(|&(d, _)| d == id) {
+            if list.last().is_some_and(|p| p.doc == id) {
                 list.pop();
             }
         }
@@ -87,15 +98,15 @@ impl Indexed {
 
     /// Every term in sorted order with its postings (call [`Indexed::prepare`] first): what a
     /// built segment is written from.
-    pub fn sorted_terms(&self) -> impl Iterator<Item = (&str, &[(u32, u32)])> {
+    pub fn sorted_terms(&self) -> impl Iterator<Item = (&str, &[Posting])> {
         self.sorted
             .iter()
             .map(|&t| (self.names[t as usize].as_str(), &self.lists[t as usize][..]))
     }
 
     /// The documents holding `term` (or, as a prefix, any word starting with it, with the
-    /// summed frequency), sorted by document.
-    pub fn postings(&self, term: &str, prefix: bool) -> Cow<'_, [(u32, u32)]> {
+    /// summed frequency and the followers of each), sorted by document.
+    pub fn postings(&self, term: &str, prefix: bool) -> Cow<'_, [Posting]> {
         if !prefix {
             return match self.dict.get(term) {
                 Some(&t) => Cow::Borrowed(&self.lists[t as usize]),
@@ -111,12 +122,32 @@ impl Indexed {
         let unsorted: Vec<u32> = (self.sorted.len() as u32..self.names.len() as u32)
             .filter(|t| name(t).starts_with(term))
             .collect();
-        let mut out: Vec<(u32, u32)> = ranged
+        let mut out: Vec<Posting> = ranged
             .chain(unsorted.iter())
             .flat_map(|t| self.lists[*t as usize].iter().copied())
             .collect();
-        merge_by_doc(&mut out, |p| p.0, |kept, later| kept.1 += later.1);
+        merge_by_doc(&mut out, |p| p.doc, Posting::absorb);
         Cow::Owned(out)
+    }
+}
+
+/// One document holding a term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Posting {
+    /// The document's id.
+    pub doc: u32,
+    /// How often the term is in it.
+    pub tf: u32,
+    /// The words that follow it there, as a signature: the [`follower_bit`] of each OR-ed
+    /// (a phrase `a b` can hold only where `a`'s signature has `b`'s bit; the text decides).
+    pub next: u8,
+}
+
+impl Posting {
+    /// Counts `later` (another term's posting in the same document, for a prefix) in.
+    pub fn absorb(&mut self, later: &Posting) {
+        self.tf += later.tf;
+        self.next |= later.next;
     }
 }
 

@@ -6,7 +6,7 @@ use super::live::Live;
 use super::postings::Indexed;
 use super::query::Query;
 use super::segment::{Post, Segment, SEGMENT};
-use super::tokens::words;
+use super::tokens::{follower_bit, words};
 use super::writer::INDEX;
 use crate::chunks::names::{decode, encode};
 use crate::store::{Store, StoreError};
@@ -283,14 +283,15 @@ async fn posts<S: Store>(
     };
     let base = loaded.base();
     let index = &loaded.index;
-    out.extend(index.postings(term, prefix).iter().map(|&(d, tf)| {
-        let (doc, len) = &index.docs[d as usize];
+    out.extend(index.postings(term, prefix).iter().map(|p| {
+        let (doc, len) = &index.docs[p.doc as usize];
         Post {
-            doc: base + d,
-            tf,
+            doc: base + p.doc,
+            tf: p.tf,
             len: *len,
             seq: doc.seq,
             ts: doc.ts,
+            next: p.next,
         }
     }));
     Some(out)
@@ -308,9 +309,9 @@ async fn text_of<S: Store>(store: &S, dir: &str, loaded: &Loaded, doc: u32) -> O
     }
 }
 
-/// The frequency of document `d` in `m` (sorted by document), if it is there.
-fn tf_of(m: &[Post], d: u32) -> Option<u32> {
-    m.binary_search_by_key(&d, |p| p.doc).ok().map(|i| m[i].tf)
+/// Document `d`'s posting in `m` (sorted by document), if it is there.
+fn post_of(m: &[Post], d: u32) -> Option<&Post> {
+    m.binary_search_by_key(&d, |p| p.doc).ok().map(|i| &m[i])
 }
 
 /// Searches the sessions under `dir` (a server's folder): all of them, or those in `sessions`.
@@ -418,6 +419,17 @@ async fn rank<S: Store>(
         .map(|(_, _, l)| l.segment.as_ref().map_or(0, |s| s.words) + l.index.words)
         .sum();
     let avg = words as f64 / docs.max(1) as f64;
+    // Each adjacent pair of a phrase, as the unit of its first word and the follower bit of
+    // its second: a document whose posting of the first lacks the bit cannot hold the phrase.
+    let pairs: Vec<(usize, u8)> = query
+        .phrases
+        .iter()
+        .flat_map(|p| p.windows(2))
+        .filter_map(|w| {
+            let unit = units.iter().position(|&u| u == (w[0].as_str(), false))?;
+            Some((unit, follower_bit(&w[1])))
+        })
+        .collect();
     let reads = loaded.iter().map(|(folder, _, l)| {
         let units = &units;
         async move {
@@ -452,6 +464,7 @@ async fn rank<S: Store>(
 
     // (score, session index, the document's posting)
     let mut found: Vec<(f64, usize, Post)> = Vec::new();
+    let (mut lo, mut hi) = (f64::MAX, f64::MIN);
     for (s, matches) in per_session.iter().enumerate() {
         let Some(smallest) = matches.iter().min_by_key(|m| m.len()) else {
             continue;
@@ -460,20 +473,22 @@ async fn rank<S: Store>(
             let norm = K1 * (1.0 - B + B * f64::from(post.len) / avg.max(1.0));
             let mut score = 0.0;
             for (m, idf) in matches.iter().zip(&idf) {
-                let Some(tf) = tf_of(m, post.doc) else {
+                let Some(p) = post_of(m, post.doc) else {
                     continue 'docs;
                 };
-                let tf = f64::from(tf);
+                let tf = f64::from(p.tf);
                 score += idf * tf * (K1 + 1.0) / (tf + norm);
             }
-            found.push((score, s, *post));
+            // The recency range spans every document with the words, as the texts would.
+            (lo, hi) = (lo.min(post.ts), hi.max(post.ts));
+            let lacks = |&(u, bit): &(usize, u8)| {
+                post_of(&matches[u], post.doc).is_none_or(|p| p.next & bit == 0)
+            };
+            if !pairs.iter().any(lacks) {
+                found.push((score, s, *post));
+            }
         }
     }
-    let (lo, hi) = found
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), (_, _, p)| {
-            (lo.min(p.ts), hi.max(p.ts))
-        });
     for (score, _, p) in &mut found {
         if hi > lo {
             *score *= 1.0 + RECENCY * (p.ts - lo) / (hi - lo);

@@ -21,7 +21,9 @@
 //! - the block index: each dictionary block's first term and its range;
 //! - the dictionary: blocks of 64 terms in sorted order, each term with the range of its
 //!   postings (the postings are in the same order, so a prefix's postings are one read);
-//! - the postings: per document holding the term, its id (a delta) and the term's frequency.
+//! - the postings: per document holding the term, its id (a delta), the term's frequency and
+//!   the signature of the words that follow it there (one byte: a phrase's candidates are
+//!   narrowed before their texts are read).
 //!
 //! Every line of the blob has its document (one that does not read is an empty one). A query
 //! reads the header once per worker (with the dictionary, for most sessions), then per word
@@ -44,7 +46,9 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-const MAGIC: &[u8; 4] = b"SBI1";
+/// `SBI2`: postings carry their followers' signature (an `SBI1` segment does not read, so it
+/// is removed and built again).
+const MAGIC: &[u8; 4] = b"SBI2";
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.
@@ -71,6 +75,8 @@ pub(super) struct Post {
     pub seq: u64,
     /// Its row's timestamp.
     pub ts: f64,
+    /// The signature of the words that follow the term in it ([`Posting::next`](super::postings::Posting::next)).
+    pub next: u8,
 }
 
 /// What the document column holds of one document.
@@ -223,10 +229,11 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
         }
         let start = post.len() as u64;
         let mut prev = 0;
-        for &(d, tf) in list {
-            put_varint(&mut post, u64::from(d - prev));
-            put_varint(&mut post, u64::from(tf));
-            prev = d;
+        for p in list {
+            put_varint(&mut post, u64::from(p.doc - prev));
+            put_varint(&mut post, u64::from(p.tf));
+            post.push(p.next);
+            prev = p.doc;
         }
         put_varint(&mut dict, term.len() as u64);
         dict.extend_from_slice(term.as_bytes());
@@ -478,11 +485,19 @@ impl Segment {
                     len: meta.len,
                     seq: meta.seq,
                     ts: meta.ts,
+                    next: *c.take(1)?.first()?,
                 });
             }
         }
         if prefix {
-            merge_by_doc(&mut out, |p| p.doc, |kept, later| kept.tf += later.tf);
+            merge_by_doc(
+                &mut out,
+                |p| p.doc,
+                |kept, later| {
+                    kept.tf += later.tf;
+                    kept.next |= later.next;
+                },
+            );
         }
         Some(out)
     }

@@ -290,6 +290,34 @@ async fn a_segment_answers_as_the_blob<S: Store>(store: Arc<S>) {
     assert!(fresh().await.search("the", 10, None).await.is_empty());
 }
 
+async fn a_query_during_the_warm_up_does_not_wait_for_it<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    for n in 0..20 {
+        fill(&cache, &format!("s{n}"), &conversation()).await;
+        build(&cache, &format!("s{n}")).await;
+    }
+    let want = cache.search("fox", 40, None).await;
+    assert_eq!(want.len(), 20);
+    // A worker that starts warms up, and a query comes as soon as the warm-up has begun: it
+    // is answered between two of the warm-up's turns (before, it waited for every session
+    // to be loaded whole), and as it is once the warm-up is done.
+    let started = Cache::new(store.clone(), "example.com", 443).await;
+    let order = std::cell::RefCell::new(Vec::new());
+    let warm = async {
+        started.warm_search().await;
+        order.borrow_mut().push("warmed up");
+    };
+    let query = async {
+        let hits = started.search("fox", 40, None).await;
+        order.borrow_mut().push("answered");
+        hits
+    };
+    let ((), hits) = futures::join!(warm, query);
+    assert_eq!(hits, want);
+    assert_eq!(*order.borrow(), ["answered", "warmed up"]);
+    assert_eq!(started.search("fox", 40, None).await, want);
+}
+
 async fn idle_builds_only_what_is_worth_it<S: Store>(store: Arc<S>) {
     let cache = cache(&store).await;
     fill(&cache, "small", &conversation()).await;
@@ -405,6 +433,7 @@ both_stores!(
     ranks_and_scopes_sessions,
     a_damaged_index_is_rebuilt,
     a_segment_answers_as_the_blob,
+    a_query_during_the_warm_up_does_not_wait_for_it,
     idle_builds_only_what_is_worth_it
 );
 

@@ -158,7 +158,7 @@ impl<S: Store> Cache<S> {
     /// session's segment header and what lies past it, so the first search does not wait.
     pub async fn warm_search(&self) {
         self.build_search().await;
-        crate::search::reader::warm(&*self.store, &self.dir, &self.search, &self.live).await;
+        crate::search::reader::warm(&*self.store, &self.dir, &self.search).await;
     }
 
     /// Builds the search segment ([`crate::search::segment`]) of every cached session whose

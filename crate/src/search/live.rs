@@ -59,6 +59,12 @@ impl Live {
         });
     }
 
+    /// The sessions with an open row.
+    pub fn streaming(&self) -> Vec<String> {
+        self.with(|s| s.open.iter().map(|(k, _)| k.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// Session `key`'s open row, if any.
     pub fn open(&self, key: &str) -> Option<Doc> {
         self.with(|s| {

@@ -248,24 +248,80 @@ fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
     loaded.size += cut as u64 + 1;
 }
 
+/// Sessions the warm-up loads per turn of the memo's lock: a query that comes meanwhile waits
+/// for one turn, not for the whole warm-up.
+const WARM_TURN: usize = 8;
+
 /// Loads every session's index ahead of the first query (the worker calls it in idle time
 /// after it opens), so that query does not wait for the loading: each segment whole, in
-/// memory, from now on (queries then read only their hits' lines from the store).
-pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo, live: &Live) {
+/// memory, from now on (queries then read only their hits' lines from the store). A few
+/// sessions at a time, releasing the memo between them: a query typed meanwhile loads lazily
+/// what is not loaded yet, and the turns after it hold what it read.
+pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
+    let listed_at = crate::store::now_millis().max(1);
+    let Ok(entries) = store.list(dir).await else {
+        return;
+    };
+    let keys: Vec<String> = entries
+        .into_iter()
+        .filter(|e| e.is_dir && decode(&e.name).is_some())
+        .map(|e| e.name)
+        .collect();
+    for turn in keys.chunks(WARM_TURN) {
+        let mut loads = memo.0.lock().await;
+        let work = turn.iter().filter_map(|key| {
+            let id = decode(key)?;
+            let known = loads.sessions.remove(key);
+            Some(async move {
+                let folder = format!("{dir}/{key}");
+                let loaded = match known {
+                    // Loaded by a query (which keeps it fresh): hold what it read lazily.
+                    Some((_, mut loaded)) => {
+                        if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
+                            segment.hold(store, &folder).await;
+                        }
+                        loaded
+                    }
+                    None => {
+                        let mut loaded = Loaded::default();
+                        if !refresh(store, &folder, &mut loaded, true).await {
+                            return None;
+                        }
+                        loaded.index.prepare();
+                        loaded
+                    }
+                };
+                Some((key.clone(), (id, loaded)))
+            })
+        });
+        let done = futures::future::join_all(work.collect::<Vec<_>>()).await;
+        loads.sessions.extend(done.into_iter().flatten());
+        drop(loads);
+        yield_now().await;
+    }
     let mut loads = memo.0.lock().await;
     loads.warm = true;
-    if loads.checked != 0 {
-        // Loaded already by a query (queries keep it fresh): hold what it read lazily.
-        for (key, (_, loaded)) in loads.sessions.iter_mut() {
-            let folder = format!("{dir}/{key}");
-            if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
-                segment.hold(store, &folder).await;
-            }
-        }
-        return;
+    if loads.checked == 0 {
+        // Every session listed was loaded since the listing (no query came to list them):
+        // what changed after it is in `Live` (this worker's writers) or is seen at the next
+        // recheck (another tab's).
+        loads.checked = listed_at;
     }
-    live.take_changes(); // the full load below reads whatever they were
-    load(store, dir, &mut loads, &HashSet::new(), true).await;
+}
+
+/// Lets the tasks woken meanwhile run before this one goes on: a query waiting for the memo
+/// takes it between two turns of the warm-up (the lock's own fairness is timed, and not on
+/// wasm, where the warm-up would take it again first).
+async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// The postings of one query unit in one session: from its segment, then from memory (whose
@@ -333,6 +389,13 @@ pub(crate) async fn search<S: Store>(
     let stale = crate::store::now_millis().saturating_sub(loads.checked) >= RECHECK_MS;
     let unknown = changed.iter().any(|k| !loads.sessions.contains_key(k));
     load(store, dir, &mut loads, &changed, relist || stale || unknown).await;
+    // A session whose only row is still streaming has no blob yet: its row is searched all
+    // the same (from its writer's memory, below).
+    for key in live.streaming() {
+        if let (false, Some(id)) = (loads.sessions.contains_key(&key), decode(&key)) {
+            loads.sessions.insert(key, (id, Loaded::default()));
+        }
+    }
     let wanted: Option<Vec<String>> =
         sessions.map(|ids| ids.iter().filter_map(|id| encode(id).ok()).collect());
     let mut loaded: Vec<(String, &String, &mut Loaded)> = loads

@@ -17,7 +17,8 @@
 //    query after the worker starts (a new Scrollback, the page reloaded) is reported apart from
 //    the later ones (median of 5). The first query is measured twice: right after the start
 //    (it reads the segments' headers itself) and after `warmSearch()` (what the worker does by
-//    itself in idle time after it opens), with how long that warm-up took from the open.
+//    itself in idle time after it opens), with how long that warm-up took from the open; and a
+//    query typed during a warm-up (60% of the way through one as long as the last).
 // Prints a table and writes tests/out/search-bench.json.
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -177,6 +178,21 @@ async function benchStorage(browser, server, storage) {
     out.warm[kind] = { ...(await timeQuery(page, queries(kind)['1 word'])), warmSeconds: (Date.now() - t) / 1000 };
     log(storage, `first query after the warm-up (${out.warm[kind].warmSeconds} s from the open), ${kind} word: ${out.warm[kind].ms.toFixed(1)} ms`);
   }
+  // A query typed while the worker warms up, 60% of the way through a warm-up as long as the
+  // last one above (it loads the segments after checking which to build): answered between two
+  // of the warm-up's turns, not after all of them.
+  await page.reload();
+  await openScrollback(page, storage);
+  const into = Math.round(0.6 * out.warm.medium.warmSeconds * 1000);
+  out.during = await page.evaluate(async ({ q, into }) => {
+    const t0 = performance.now();
+    const warmed = window.sb.warmSearch().then(() => performance.now() - t0);
+    await new Promise((r) => setTimeout(r, into));
+    const t = performance.now();
+    const hits = await window.sb.search(q, { limit: 20 });
+    return { ms: performance.now() - t, hits: hits.length, at: t - t0, warmedAt: await warmed };
+  }, { q: queries('medium')['1 word'], into });
+  log(storage, `query ${out.during.at.toFixed(0)} ms into the warm-up, medium word: ${out.during.ms.toFixed(1)} ms (warm-up done at ${out.during.warmedAt.toFixed(0)} ms)`);
   out.later = {};
   for (const kind of Object.keys(FREQUENCIES)) {
     out.later[kind] = {};
@@ -211,6 +227,7 @@ function table(results) {
   for (const kind of Object.keys(FREQUENCIES)) {
     rows.push([`first query after the idle warm-up, ${kind} word (ms; warm-up s)`, ...results.map((r) => `${f(r.warm[kind].ms)} (${f(r.warm[kind].warmSeconds)} s)`)]);
   }
+  rows.push(['a query typed during the warm-up, medium word (ms; typed at, warm-up done at)', ...results.map((r) => `${f(r.during.ms)} (${f(r.during.at / 1000, 2)} s, ${f(r.during.warmedAt / 1000, 2)} s)`)]);
   for (const kind of Object.keys(FREQUENCIES)) {
     for (const shape of Object.keys(queries(kind))) {
       rows.push([`later: ${kind}, ${shape} (ms, hits)`, ...results.map((r) => `${f(r.later[kind][shape].ms)} (${r.later[kind][shape].hits})`)]);

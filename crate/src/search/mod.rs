@@ -78,7 +78,8 @@
 //! — is reloaded). The worker warms up in idle time shortly after it opens
 //! ([`crate::chunks::Cache::warm_search`]): builds the segments that are behind, then loads
 //! every session with its segment held in memory, so later queries read nothing but their
-//! hits' lines. A reply still streaming is searched from its writer's memory ([`live`]).
+//! hits' lines; a few sessions per turn of the memo, so a query typed meanwhile waits for one
+//! turn and loads only the sessions the warm-up has not reached. A reply still streaming is searched from its writer's memory ([`live`]).
 //!
 //! # Crates considered
 //!

@@ -106,6 +106,8 @@ struct Loads {
     checked: u64,
     /// The worker warmed up: segments are held in memory as they are loaded.
     warm: bool,
+    /// Sessions a warm-up listed and has not loaded yet: a query meanwhile loads them itself.
+    pending: HashSet<String>,
 }
 
 impl std::fmt::Debug for Memo {
@@ -256,7 +258,8 @@ const WARM_TURN: usize = 8;
 /// after it opens), so that query does not wait for the loading: each segment whole, in
 /// memory, from now on (queries then read only their hits' lines from the store). A few
 /// sessions at a time, releasing the memo between them: a query typed meanwhile loads lazily
-/// what is not loaded yet, and the turns after it hold what it read.
+/// only what the warm-up has not reached (what it loaded is as fresh as a recheck asks), and
+/// the turns after it hold what that query read.
 pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
     let listed_at = crate::store::now_millis().max(1);
     let Ok(entries) = store.list(dir).await else {
@@ -267,27 +270,38 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
         .filter(|e| e.is_dir && decode(&e.name).is_some())
         .map(|e| e.name)
         .collect();
+    {
+        let mut loads = memo.0.lock().await;
+        let unloaded = keys.iter().filter(|k| !loads.sessions.contains_key(*k));
+        loads.pending = unloaded.cloned().collect();
+        if loads.checked == 0 {
+            // What changes after the listing is in `Live` (this worker's writers) or is seen
+            // at the next recheck (another tab's).
+            loads.checked = listed_at;
+        }
+    }
     for turn in keys.chunks(WARM_TURN) {
         let mut loads = memo.0.lock().await;
         let work = turn.iter().filter_map(|key| {
             let id = decode(key)?;
+            let fresh = loads.pending.remove(key);
             let known = loads.sessions.remove(key);
             Some(async move {
                 let folder = format!("{dir}/{key}");
-                let loaded = match known {
-                    // Loaded by a query (which keeps it fresh): hold what it read lazily.
-                    Some((_, mut loaded)) => {
-                        if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
-                            segment.hold(store, &folder).await;
-                        }
-                        loaded
-                    }
-                    None => {
+                let loaded = match (fresh, known) {
+                    (true, _) | (false, None) => {
                         let mut loaded = Loaded::default();
                         if !refresh(store, &folder, &mut loaded, true).await {
                             return None;
                         }
                         loaded.index.prepare();
+                        loaded
+                    }
+                    // Loaded by a query (which keeps it fresh): hold what it read lazily.
+                    (false, Some((_, mut loaded))) => {
+                        if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
+                            segment.hold(store, &folder).await;
+                        }
                         loaded
                     }
                 };
@@ -301,12 +315,7 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
     }
     let mut loads = memo.0.lock().await;
     loads.warm = true;
-    if loads.checked == 0 {
-        // Every session listed was loaded since the listing (no query came to list them):
-        // what changed after it is in `Live` (this worker's writers) or is seen at the next
-        // recheck (another tab's).
-        loads.checked = listed_at;
-    }
+    loads.pending.clear();
 }
 
 /// Lets the tasks woken meanwhile run before this one goes on: a query waiting for the memo
@@ -385,9 +394,11 @@ pub(crate) async fn search<S: Store>(
         return Vec::new();
     }
     let mut loads = memo.0.lock().await;
-    let (changed, relist) = live.take_changes();
+    let (mut changed, relist) = live.take_changes();
     let stale = crate::store::now_millis().saturating_sub(loads.checked) >= RECHECK_MS;
     let unknown = changed.iter().any(|k| !loads.sessions.contains_key(k));
+    // A warm-up under way has listed them; it holds them once they are loaded.
+    changed.extend(std::mem::take(&mut loads.pending));
     load(store, dir, &mut loads, &changed, relist || stale || unknown).await;
     // A session whose only row is still streaming has no blob yet: its row is searched all
     // the same (from its writer's memory, below).

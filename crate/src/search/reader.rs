@@ -124,6 +124,15 @@ impl Memo {
     }
 }
 
+/// The session folders under `dir` (a server's folder); `None` when it cannot be listed.
+async fn session_folders<S: Store>(store: &S, dir: &str) -> Option<Vec<String>> {
+    let entries = store.list(dir).await.ok()?;
+    let keys = entries
+        .into_iter()
+        .filter(|e| e.is_dir && decode(&e.name).is_some());
+    Some(keys.map(|e| e.name).collect())
+}
+
 /// Brings the memo up to the store: every session (listed again) when `full`, else only those
 /// in `changed`, all at once. A session whose blob is gone leaves the memo.
 async fn load<S: Store>(
@@ -134,15 +143,10 @@ async fn load<S: Store>(
     full: bool,
 ) {
     let keys: Vec<String> = if full {
-        let Ok(entries) = store.list(dir).await else {
+        let Some(listed) = session_folders(store, dir).await else {
             loads.sessions.clear();
             return;
         };
-        let listed: Vec<String> = entries
-            .into_iter()
-            .filter(|e| e.is_dir && decode(&e.name).is_some())
-            .map(|e| e.name)
-            .collect();
         loads.sessions.retain(|k, _| listed.contains(k));
         loads.checked = crate::store::now_millis().max(1);
         listed
@@ -262,14 +266,9 @@ const WARM_TURN: usize = 8;
 /// the turns after it hold what that query read.
 pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
     let listed_at = crate::store::now_millis().max(1);
-    let Ok(entries) = store.list(dir).await else {
+    let Some(keys) = session_folders(store, dir).await else {
         return;
     };
-    let keys: Vec<String> = entries
-        .into_iter()
-        .filter(|e| e.is_dir && decode(&e.name).is_some())
-        .map(|e| e.name)
-        .collect();
     {
         let mut loads = memo.0.lock().await;
         let unloaded = keys.iter().filter(|k| !loads.sessions.contains_key(*k));

@@ -283,24 +283,24 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
         let mut loads = memo.0.lock().await;
         let work = turn.iter().filter_map(|key| {
             let id = decode(key)?;
-            let fresh = loads.pending.remove(key);
+            loads.pending.remove(key);
             let known = loads.sessions.remove(key);
             Some(async move {
                 let folder = format!("{dir}/{key}");
-                let loaded = match (fresh, known) {
-                    (true, _) | (false, None) => {
+                let loaded = match known {
+                    // Loaded by a query (which keeps it fresh): hold what it read lazily.
+                    Some((_, mut loaded)) => {
+                        if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
+                            segment.hold(store, &folder).await;
+                        }
+                        loaded
+                    }
+                    None => {
                         let mut loaded = Loaded::default();
                         if !refresh(store, &folder, &mut loaded, true).await {
                             return None;
                         }
                         loaded.index.prepare();
-                        loaded
-                    }
-                    // Loaded by a query (which keeps it fresh): hold what it read lazily.
-                    (false, Some((_, mut loaded))) => {
-                        if let Some(segment) = loaded.segment.as_mut().filter(|s| !s.held()) {
-                            segment.hold(store, &folder).await;
-                        }
                         loaded
                     }
                 };

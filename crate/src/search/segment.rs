@@ -36,7 +36,7 @@
 //! ([`stale`]). It is written under another name and renamed into place.
 
 use super::doc::Doc;
-use super::postings::{merge_by_doc, Indexed};
+use super::postings::{merge_by_doc, Indexed, Posting};
 use super::writer::INDEX;
 use crate::store::{Store, StoreResult};
 use std::borrow::Cow;
@@ -75,7 +75,7 @@ pub(super) struct Post {
     pub seq: u64,
     /// Its row's timestamp.
     pub ts: f64,
-    /// The signature of the words that follow the term in it ([`Posting::next`](super::postings::Posting::next)).
+    /// The signature of the words that follow the term in it ([`Posting::next`]).
     pub next: u8,
 }
 
@@ -469,7 +469,7 @@ impl Segment {
             return None;
         }
         let bytes = self.range(store, &path, lo_abs, hi_abs).await?;
-        let mut out = Vec::new();
+        let mut found = Vec::new();
         for (a, b) in ranges {
             let at = |x: u64| usize::try_from(x.checked_sub(lo)?).ok();
             let list = bytes.get(at(a)?..at(b)?)?;
@@ -477,29 +477,30 @@ impl Segment {
             let mut doc = 0u64;
             while !c.done() {
                 doc = doc.checked_add(c.varint()?)?;
-                let d = u32::try_from(doc).ok()?;
-                let meta = self.column.get(d as usize)?;
-                out.push(Post {
-                    doc: d,
+                found.push(Posting {
+                    doc: u32::try_from(doc).ok()?,
                     tf: u32::try_from(c.varint()?).ok()?,
-                    len: meta.len,
-                    seq: meta.seq,
-                    ts: meta.ts,
                     next: *c.take(1)?.first()?,
                 });
             }
         }
         if prefix {
-            merge_by_doc(
-                &mut out,
-                |p| p.doc,
-                |kept, later| {
-                    kept.tf += later.tf;
-                    kept.next |= later.next;
-                },
-            );
+            merge_by_doc(&mut found, |p| p.doc, Posting::absorb);
         }
-        Some(out)
+        found
+            .into_iter()
+            .map(|p| {
+                let meta = self.column.get(p.doc as usize)?;
+                Some(Post {
+                    doc: p.doc,
+                    tf: p.tf,
+                    len: meta.len,
+                    seq: meta.seq,
+                    ts: meta.ts,
+                    next: p.next,
+                })
+            })
+            .collect()
     }
 
     /// Reads the whole segment into memory (the worker's warm-up does, so that later queries

@@ -59,6 +59,36 @@ async fn another_connection_sees_appends_after_flush() {
     );
 }
 
+/// Live appends commit a few lines at a time, each commit rewriting the blob's last partial
+/// segment record from what the commits before left (not read again): every byte lands where
+/// it belongs across record boundaries, a truncate between commits included, as another
+/// connection reads it.
+#[wasm_bindgen_test]
+async fn small_commits_across_records_keep_every_byte() {
+    let name = unique("test-idb-commits");
+    let writer = IdbStore::open_named(&name).await.unwrap();
+    let reader = IdbStore::open_named(&name).await.unwrap();
+    let path = "s/1-open.raw.jsonl";
+    let mut model = Vec::new();
+    for i in 0u32..240 {
+        let line = format!("{i:05} {}\n", "x".repeat((i as usize * 37) % 700));
+        writer.append(path, line.as_bytes()).await.unwrap();
+        model.extend_from_slice(line.as_bytes());
+        if i % 3 == 0 {
+            scrollback::testing::sleep(6).await; // the delay timer commits what is buffered
+        }
+        if i == 150 {
+            // A truncate between commits: the appends after it continue from the cut.
+            let cut = model.len() - 1000;
+            writer.truncate(path, cut as u64).await.unwrap();
+            model.truncate(cut);
+        }
+    }
+    assert!(model.len() > 3 * 16 * 1024, "crosses several records");
+    writer.flush().await.unwrap();
+    assert_eq!(reader.read(path, 0, usize::MAX).await.unwrap(), model);
+}
+
 #[wasm_bindgen_test]
 async fn database_deleted_between_operations_reads_as_empty() {
     let name = unique("test-idb-wiped");

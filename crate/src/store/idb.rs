@@ -3,8 +3,9 @@
 //! Two object stores. `meta` maps a blob's path (the same names as OPFS) to `[id, size,
 //! modified]`; `seg` maps `[id, index]` to the blob's bytes `index * SEGMENT ..` as fixed-size
 //! segment records, never one growing record. So an append rewrites at most the last partial
-//! segment plus the new bytes, and a ranged read fetches only the segments it covers: both
-//! cost O(bytes), not O(blob). The size and stamp in `meta` change in the same transaction as
+//! segment plus the new bytes (the partial record's bytes kept from the commit before, not
+//! read again), and a ranged read fetches only the segments it covers: both cost O(bytes),
+//! not O(blob). The size and stamp in `meta` change in the same transaction as
 //! the segments; a rename moves only the `meta` record (segments are keyed by id), so readers
 //! see the old name or the new one; a folder's `meta` records go by one key range.
 //!
@@ -70,6 +71,26 @@ struct Tail {
     base: u64,
     buf: Vec<u8>,
     scheduled: bool,
+    /// The bytes of the partial segment record that ends at `base` (as the commits before
+    /// left it), when known: the next commit rewrites that record without reading it first.
+    partial: Option<Vec<u8>>,
+}
+
+impl Tail {
+    /// Takes the buffered bytes for a commit at `base`, with the partial record they extend
+    /// (if known), and moves `base` and `partial` past them for the commit after.
+    fn take(&mut self) -> (u64, Vec<u8>, Option<Vec<u8>>) {
+        let bytes = std::mem::take(&mut self.buf);
+        let base = self.base;
+        let partial = self.partial.take();
+        self.base += bytes.len() as u64;
+        let keep = (self.base % SEGMENT) as usize;
+        self.partial = match keep <= bytes.len() {
+            true => Some(bytes[bytes.len() - keep..].to_vec()),
+            false => partial.as_ref().map(|p| [p.as_slice(), &bytes].concat()),
+        };
+        (base, bytes, partial)
+    }
 }
 
 /// A blob's `meta` record.
@@ -189,15 +210,12 @@ impl Inner {
         };
         // Taken only now that the transaction exists: transactions run in the order they are
         // created, so buffers are committed in the order they were taken.
-        let (base, bytes) = {
+        let (base, bytes, partial) = {
             let mut tails = self.tails.borrow_mut();
             let Some(t) = tails.get_mut(path) else {
                 return Ok(());
             };
-            let bytes = std::mem::take(&mut t.buf);
-            let base = t.base;
-            t.base += bytes.len() as u64;
-            (base, bytes)
+            t.take()
         };
         if bytes.is_empty() {
             return Ok(());
@@ -221,13 +239,17 @@ impl Inner {
             let first = base / SEGMENT;
             let head = (base % SEGMENT) as usize;
             let mut data = Vec::with_capacity(head + bytes.len());
-            if head > 0 {
-                let old = request(path, tx.seg.get(&key(id, first as f64))).await?;
-                let old = old.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
-                if (old.length() as usize) < head {
-                    return Err(damaged(path));
+            match partial.filter(|p| p.len() == head && rec.is_some()) {
+                Some(p) => data.extend_from_slice(&p),
+                None if head > 0 => {
+                    let old = request(path, tx.seg.get(&key(id, first as f64))).await?;
+                    let old = old.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
+                    if (old.length() as usize) < head {
+                        return Err(damaged(path));
+                    }
+                    data.extend_from_slice(&old.subarray(0, head as u32).to_vec());
                 }
-                data.extend_from_slice(&old.subarray(0, head as u32).to_vec());
+                None => {}
             }
             data.extend_from_slice(&bytes);
             put_segments(&tx.seg, path, id, first, &data)?;
@@ -273,7 +295,10 @@ impl Inner {
     /// to run may change them).
     async fn settle(&self) {
         self.flush_all().await;
-        self.tails.borrow_mut().retain(|_, t| !t.buf.is_empty());
+        self.tails.borrow_mut().retain(|_, t| {
+            t.partial = None; // the operation may rewrite the blob's bytes
+            !t.buf.is_empty()
+        });
     }
 }
 
@@ -571,6 +596,7 @@ impl Store for IdbStore {
                     base: size,
                     buf: Vec::new(),
                     scheduled: false,
+                    partial: None,
                 });
         }
         self.spend(bytes.len())?;

@@ -5,7 +5,7 @@
 // context keeps OPFS and IndexedDB in memory, where an OPFS write costs a round trip to the
 // browser process, about 15x an on-disk one here):
 // 1. the sandbox sessions are cached as a reader does: opened, then paged back to their start;
-// 2. the append rate with the index and without it: BENCH_APPEND_MB (default 4) of generated
+// 2. the append rate with the index and without it: BENCH_APPEND_MB (default 16) of generated
 //    lines appended one per append (as streamed events arrive), alternating sessions with and
 //    without the index;
 // 3. the generated set: BENCH_SEARCH_MB (default 200) over 50 sessions, appended in runs of
@@ -31,7 +31,7 @@ import { ROOT, startServer } from '../lib/server.mjs';
 
 const MB = Number(process.env.BENCH_SEARCH_MB ?? 200);
 const SESSIONS = Number(process.env.BENCH_SEARCH_SESSIONS ?? 50);
-const APPEND_MB = Number(process.env.BENCH_APPEND_MB ?? 4);
+const APPEND_MB = Number(process.env.BENCH_APPEND_MB ?? 16);
 const STORAGES = process.env.BENCH_STORAGES?.split(',') ?? ['opfs', 'indexeddb'];
 const OUT = path.join(ROOT, 'tests/out');
 const log = (...a) => console.error('[bench:search]', ...a);

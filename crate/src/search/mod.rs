@@ -106,10 +106,11 @@
 //! # Not done yet
 //!
 //! The first query of a worker that just started reads every session's segment header and
-//! blob tail, and per word its postings (three store reads per session: 180-470 ms at 64
-//! sessions, where each read costs 1-1.5 ms however small and the reads do not overlap much;
-//! reading less per session costs a read more per word, and reading whole segments costs more
-//! bytes: both measured slower). One index per server (one dictionary, one read per word) would
+//! blob tail, and per word a dictionary block and its postings (four store reads per session
+//! for one word: 240-560 ms at 64 sessions, where a read costs about 0.8 ms however small in
+//! both browser stores and concurrent reads barely overlap, while the query's own work is 8 ms
+//! natively; reading less per session costs a read more per word, and reading whole segments
+//! costs more bytes: both measured slower). One index per server (one dictionary, one read per word) would
 //! leave one read per session, of its blob's tail, to see what it gained. A
 //! session whose cache holds only chunks older than the suffix (never served) is indexed only
 //! as those pages were stored.

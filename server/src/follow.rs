@@ -48,14 +48,23 @@ pub struct Watchers {
 }
 
 struct Shared {
-    /// Followed session folders; an entry lives while a stream holds its [`Watched`].
-    folders: Mutex<HashMap<PathBuf, Weak<Watched>>>,
+    /// Followed session folders; an entry lives while a stream holds its [`Watched`]. The
+    /// notifier's thread moves an entry's counter through its own hold on the sender, never by
+    /// taking a hold on the [`Watched`]: the last hold let go there would unwatch the folder on
+    /// the very thread that has to answer the unwatch, under these locks (a deadlock).
+    folders: Mutex<HashMap<PathBuf, Folder>>,
     /// The one notifier (`None` when the platform gave none: every folder is polled). Locked
     /// around every change to what is watched, so a watch and an unwatch never cross.
     notifier: Mutex<Option<RecommendedWatcher>>,
     polled: AtomicBool,
     streams: AtomicU64,
     looks: AtomicU64,
+}
+
+/// A followed folder in the registry: its [`Watched`] (while a stream holds it) and its counter.
+struct Folder {
+    watched: Weak<Watched>,
+    tx: Arc<watch::Sender<u64>>,
 }
 
 impl Default for Watchers {
@@ -103,18 +112,22 @@ impl Watchers {
         let folder = path.parent().unwrap_or(path).to_path_buf();
         let mut notifier = lock(&self.shared.notifier);
         let mut folders = lock(&self.shared.folders);
-        if let Some(found) = folders.get(&folder).and_then(Weak::upgrade) {
+        if let Some(found) = folders.get(&folder).and_then(|f| f.watched.upgrade()) {
             return found;
         }
-        let (tx, _) = watch::channel(0u64);
+        let tx = Arc::new(watch::channel(0u64).0);
         let watched = Arc::new(Watched {
             folder: folder.clone(),
             path: path.to_path_buf(),
-            tx,
+            tx: tx.clone(),
             shared: Arc::downgrade(&self.shared),
             poller: Mutex::new(None),
         });
-        folders.insert(folder.clone(), Arc::downgrade(&watched));
+        let entry = Folder {
+            watched: Arc::downgrade(&watched),
+            tx,
+        };
+        folders.insert(folder.clone(), entry);
         drop(folders);
         let notified = notifier
             .as_mut()
@@ -131,7 +144,7 @@ impl Watchers {
     pub fn json(&self) -> serde_json::Value {
         let watched = lock(&self.shared.folders)
             .values()
-            .filter(|w| w.strong_count() > 0)
+            .filter(|f| f.watched.strong_count() > 0)
             .count();
         let mode = if self.shared.polled.load(Ordering::Relaxed) {
             "poll"
@@ -152,12 +165,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Moves the counters of the folders `paths` are in (the notifier's thread).
     fn changed(&self, paths: &[PathBuf]) {
         let folders = lock(&self.folders);
         for path in paths {
             for folder in [Some(path.as_path()), path.parent()].into_iter().flatten() {
-                if let Some(watched) = folders.get(folder).and_then(Weak::upgrade) {
-                    watched.bump();
+                if let Some(f) = folders.get(folder) {
+                    bump(&f.tx);
                 }
             }
         }
@@ -168,14 +182,19 @@ impl Shared {
 pub struct Watched {
     folder: PathBuf,
     path: PathBuf,
-    tx: watch::Sender<u64>,
+    tx: Arc<watch::Sender<u64>>,
     shared: Weak<Shared>,
     poller: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
+/// Moves a folder's change counter: its streams wake.
+fn bump(tx: &watch::Sender<u64>) {
+    tx.send_modify(|n| *n = n.wrapping_add(1));
+}
+
 impl Watched {
     fn bump(&self) {
-        self.tx.send_modify(|n| *n = n.wrapping_add(1));
+        bump(&self.tx);
     }
 
     /// A receiver that wakes on the next change.
@@ -197,7 +216,7 @@ impl Drop for Watched {
         // Another stream may have started following the folder since this one was let go.
         if folders
             .get(&self.folder)
-            .is_some_and(|w| w.strong_count() == 0)
+            .is_some_and(|f| f.watched.strong_count() == 0)
         {
             folders.remove(&self.folder);
             drop(folders);

@@ -30,7 +30,7 @@ use tower_http::timeout::TimeoutBody;
 const RESERVED_FDS: u64 = 600;
 
 /// The most connections this process can hold and still open the files it serves: raises the
-/// soft descriptor limit to the hard one, then keeps [`RESERVED_FDS`] (or half) for files.
+/// soft descriptor limit to the hard one, then keeps `RESERVED_FDS` (or half) for files.
 pub fn descriptor_cap() -> usize {
     #[cfg(unix)]
     {

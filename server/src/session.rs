@@ -39,7 +39,7 @@ pub fn transcript_path(data: &Path, id: &str) -> PathBuf {
 /// An entry is kept with the file's identity, length and modification time. A file that only
 /// grew is brought up to date by reading just the new lines; a replaced or changed one is read
 /// again (backwards from the end for status and settings, forwards from the start for the title):
-/// see [`read_into`], which holds at most [`SUMMARY_LINE_BYTES`] of any line.
+/// see `read_into`, which holds at most [`SUMMARY_LINE_BYTES`] of any line.
 #[derive(Default)]
 pub struct Summaries {
     cache: Mutex<HashMap<String, Cached>>,

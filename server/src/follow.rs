@@ -193,10 +193,6 @@ fn bump(tx: &watch::Sender<u64>) {
 }
 
 impl Watched {
-    fn bump(&self) {
-        bump(&self.tx);
-    }
-
     /// A receiver that wakes on the next change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.tx.subscribe()
@@ -238,7 +234,7 @@ async fn poll(watched: Weak<Watched>) {
             .map(|m| (FileId::of(&m), m.len(), m.modified().ok()));
         if now != last {
             last = now;
-            w.bump();
+            bump(&w.tx);
         }
     }
 }

@@ -239,7 +239,7 @@ impl Inner {
             let first = base / SEGMENT;
             let head = (base % SEGMENT) as usize;
             let mut data = Vec::with_capacity(head + bytes.len());
-            match partial.filter(|p| p.len() == head && rec.is_some()) {
+            match partial.filter(|p| p.len() == head) {
                 Some(p) => data.extend_from_slice(&p),
                 None if head > 0 => {
                     let old = request(path, tx.seg.get(&key(id, first as f64))).await?;

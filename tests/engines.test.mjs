@@ -514,3 +514,41 @@ it('the opening screen (`onOpeningScreen`, folded in the page) comes before the 
   assert.deepEqual(missing, { screens: 0, error: 'gone' });
   await closeAll();
 });
+
+it('a small module that never arrives holds neither the session nor its opening: the worker\'s module waits for it a moment, then loads', async () => {
+  await copySession('stalled', 'fix-build');
+  await reload();
+  const r = await browser.run(async ({ server }) => {
+    // The page's small module is asked and never answered (a stalled download); the rest of
+    // the page's requests go through.
+    const fetched = [];
+    const pageFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      fetched.push(url.replace(/^.*\//, ''));
+      return url.endsWith('/scrollback_screen_bg.wasm') ? new Promise(() => {}) : pageFetch(input, init);
+    };
+    const { Scrollback } = await import('/pkg/index.js');
+    let screens = 0;
+    const deadline = Date.now() + 60_000;
+    const late = new Promise((_, reject) => { setTimeout(() => reject(new Error('not open after 60 s')), 60_000); });
+    const sb = await Promise.race([late,
+      Scrollback.open({ server, storage: 'auto', opening: 'stalled', onOpeningScreen: () => { screens += 1; } })]);
+    window.sb = sb;
+    const view = await Promise.race([late, sb.openSession('stalled')]);
+    window.view = view;
+    while (!(view.state.ready && view.state.live)) {
+      if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    globalThis.fetch = pageFetch;
+    return { screens, rows: view.state.rows.length, fetched };
+  }, { server: server.url });
+  assert.ok(r.fetched.includes('scrollback_screen_bg.wasm'), `the small module was asked: ${r.fetched}`);
+  assert.ok(r.rows > 0, 'the view draws its rows');
+  assert.equal(r.screens, 0, 'no opening screen without the small module');
+  const windows = server.log().split('\n')
+    .filter((l) => l.includes('/sessions/stalled/transcript') && !l.includes('before=')).length;
+  assert.equal(windows, 1, 'one newest window: the page\'s, taken by the engine');
+  await closeAll();
+});

@@ -19,7 +19,7 @@
 //!
 //! [`CATCH_UP_BYTES`]: crate::CATCH_UP_BYTES
 
-use crate::{parse_page, Line, LineError, SessionSummary, MAX_LIMIT, OPENING_WINDOW};
+use crate::{Line, LineError, SessionSummary, MAX_LIMIT, OPENING_WINDOW};
 use serde::{Deserialize, Serialize};
 
 /// What the server found at and after the client's cursor.
@@ -142,15 +142,19 @@ pub fn parse_catch_up(body: &str) -> Result<CatchUpAnswer, LineError> {
     struct Body<'a> {
         state: CatchUpState,
         summary: SessionSummary,
+        // Each line's text, read in the same pass as the body (not the array's text, read
+        // again as a page): a catch-up of 300 lines is ~260 kB.
         #[serde(borrow)]
-        lines: &'a serde_json::value::RawValue,
+        lines: Vec<&'a serde_json::value::RawValue>,
     }
     let parsed: Body<'_> =
         serde_json::from_str(body).map_err(|e| LineError::NotJson(e.to_string()))?;
     Ok(CatchUpAnswer {
         state: parsed.state,
         summary: parsed.summary,
-        lines: parse_page(parsed.lines.get())?,
+        lines: (parsed.lines.into_iter())
+            .map(|e| Line::parse(e.get()))
+            .collect::<Result<_, _>>()?,
     })
 }
 

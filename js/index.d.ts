@@ -35,7 +35,8 @@ export interface ScrollbackOptions {
    * replaced file gives none). Like a last screen, `ready` but neither `verified` nor `live`;
    * draw it, and let the view's first state replace it. Not called when a view of the session
    * already shows rows, when there is nothing new to show (a session with no line, a reopen
-   * with nothing new), or when the request failed.
+   * with nothing new), or when the request failed. The worker's own module is fetched once the
+   * small one is up (or failed, or after a second at most): it is needed first.
    */
   onOpeningScreen?: (state: SessionState) => void;
 }

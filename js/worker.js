@@ -29,6 +29,7 @@ const ready = module
   .then((m) => init({ module_or_path: m ?? new URL('./scrollback_bg.wasm', import.meta.url) }))
   .then(() => performance.mark('scrollback:module'));
 let client = null;
+let closing = false; // `close` has begun: a session opened meanwhile is closed, not kept
 let chatStore = null; // `Scrollback.chats`: the chat store alone, no client
 const chatHandles = new Map(); // handle id -> the page's Chats object's wasm Chats
 const views = new Map(); // view id -> { session, timer, last, dirty }
@@ -74,10 +75,18 @@ function flush(viewId, take = false) {
   return undefined;
 }
 
-/** An answer to a call on a view, with the view's patch (see `onView`). */
-class WithPatch {
-  constructor(value, view, patch) {
-    Object.assign(this, { value, view, patch });
+/**
+ * An answer to a call on a view (see `onView`): its patch is taken when the answer is posted,
+ * in the same turn, so that no other patch of the view can be posted between the two.
+ */
+class OnView {
+  constructor(value, view) {
+    Object.assign(this, { value, view });
+  }
+
+  message(id) {
+    const patch = flush(this.view, true);
+    return patch === undefined ? { id, value: this.value } : { id, value: this.value, view: this.view, patch };
   }
 }
 
@@ -98,8 +107,7 @@ async function onView(viewId, work) {
     flush(viewId);
     throw err;
   }
-  const patch = flush(viewId, true);
-  return patch === undefined ? value : new WithPatch(value, viewId, patch);
+  return new OnView(value, viewId);
 }
 
 function closeView(viewId) {
@@ -154,6 +162,12 @@ const ops = {
   sessions: () => need().sessions(),
   async openSession(viewId, id, anchor) {
     const session = await need().openSession(id, anchor, () => changed(viewId));
+    if (closing) {
+      // Closed while it opened: its run must not outlive the close (which waits for it).
+      session.close();
+      session.free();
+      throw new Error('Scrollback is closed');
+    }
     views.set(viewId, { session, timer: null, last: 0, dirty: false });
     return session.changesJson();
   },
@@ -197,17 +211,18 @@ const ops = {
    * WebKit can leave the database unable to run another transaction: bug 324094.)
    */
   async close() {
+    closing = true;
     for (const viewId of [...views.keys()]) closeView(viewId);
     for (const handle of [...chatHandles.keys()]) freeChats(handle);
     await Promise.allSettled([...running]);
-    const [closing, chats] = [client, chatStore];
+    const [ending, chats] = [client, chatStore];
     client = null;
     chatStore = null;
     try {
-      await closing?.close();
+      await ending?.close();
       await chats?.flush();
     } finally {
-      closing?.free();
+      ending?.free();
       chats?.free();
     }
   },
@@ -231,7 +246,7 @@ self.onmessage = async ({ data }) => {
     call = Promise.resolve(run(...args));
     running.add(call);
     const value = await call;
-    self.postMessage(value instanceof WithPatch ? { id, ...value } : { id, value });
+    self.postMessage(value instanceof OnView ? value.message(id) : { id, value });
   } catch (err) {
     const error = err instanceof Error
       ? {

@@ -36,7 +36,8 @@ export interface ScrollbackOptions {
    * draw it, and let the view's first state replace it. Not called when a view of the session
    * already shows rows, when there is nothing new to show (a session with no line, a reopen
    * with nothing new), or when the request failed. The worker's own module is fetched once the
-   * small one is up (or failed, or after a second at most): it is needed first.
+   * small one is up (or failed, or after a second at most): it is needed first. An error it
+   * throws is reported (`reportError`) and the session opens as usual.
    */
   onOpeningScreen?: (state: SessionState) => void;
 }
@@ -81,7 +82,7 @@ export interface OpenSessionOptions {
    * Called with the new state and what changed: at once when nothing was delivered since the
    * last animation frame, else at the next frame, so at most once a frame while changes keep
    * coming. The state is a new object whenever anything changed; its `rows` array is a new one
-   * when rows changed.
+   * when rows changed. An error it throws is reported (`reportError`) and stops nothing else.
    */
   onChange?: (state: SessionState, change: SessionChange) => void;
   /** A seq saved at the reader's position: history is loaded back to it. */
@@ -258,7 +259,10 @@ export interface SessionState {
   waitingCommands: WaitingCommand[];
   /** When a running compaction started (seconds), if one is running. */
   compactingSince: number | null;
-  /** A connection problem to show (e.g. reconnecting), or null. */
+  /**
+   * A connection problem to show (e.g. reconnecting), or null. Also set, with `live` false, when
+   * the package's worker failed: the view then hears nothing more.
+   */
   banner: string | null;
   /** Whether older history exists above the first row. */
   moreHistory: boolean;
@@ -310,9 +314,11 @@ export interface SessionError {
  * What a call rejects with when the cache, the storage or the server fails: an `Error` named
  * `ScrollbackError`. When the call reached for the server, `kind` is the error's class and,
  * when the server answered, `status` its HTTP status (401 for a wrong token, 404 for a session
- * the server does not have); a storage error has neither. Every rejection is one of three:
- * a `TypeError` (a bad argument or option: `name` and `message` only), a `ScrollbackError`, or
- * a {@link ChatError} (a chat operation).
+ * the server does not have); a storage error has neither. Every rejection is one of four:
+ * a `TypeError` (a bad argument or option: `name` and `message` only), a `ScrollbackError`,
+ * a {@link ChatError} (a chat operation), or a plain `Error` when the object is closed or its
+ * worker failed ("Scrollback is closed", "this session view is closed", "these chats are
+ * closed", "the Scrollback worker failed: ..."). Calls that return a promise never throw.
  */
 export interface ScrollbackError extends Error {
   name: 'ScrollbackError';
@@ -434,9 +440,11 @@ export declare class Scrollback {
   counters(): Promise<Counters>;
   /**
    * The worker's start-up marks, as this page's `performance.now()` times: `start` (the worker
-   * began), `module` (the wasm module was compiled and ready), `open` (the store was open).
+   * began), `module` (the wasm module was compiled and ready), `open` (the store was open),
+   * and, once it made one, `request` and `response` (its first request to the server was sent,
+   * and its answer had arrived).
    */
-  marks(): Promise<{ start: number; module?: number; open?: number }>;
+  marks(): Promise<{ start: number; module?: number; open?: number; request?: number; response?: number }>;
   /**
    * The windowed chat files and prompt backfill, in the same worker and storage. Each call is a
    * handle with its own options and backfill cache; bad options reject its calls (TypeError).

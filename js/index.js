@@ -15,6 +15,15 @@ const frame = typeof requestAnimationFrame === 'function'
   : (fn) => setTimeout(fn, 16);
 
 /**
+ * An error thrown by the app's own callback (`onChange`, `onOpeningScreen`): reported as an
+ * uncaught error would be, without stopping what called it (the other views' changes).
+ */
+function report(err) {
+  if (typeof reportError === 'function') reportError(err);
+  else console.error(err);
+}
+
+/**
  * An error from the worker, rebuilt as a real `Error` with its name and message, its `kind`
  * (a chat's check, or the class of a server error) and, when the server answered, its HTTP
  * `status`.
@@ -227,6 +236,12 @@ export class Scrollback {
     this.#failure = err;
     for (const { reject } of this.#calls.values()) reject(err);
     this.#calls.clear();
+    // The views still open will hear nothing more: they say so, not live, with the reason.
+    for (const view of this.#views.values()) {
+      view._apply(JSON.stringify({ state: { live: false, banner: err.message } }));
+      this.#dirty.add(view);
+    }
+    if (this.#dirty.size) queueMicrotask(() => this.#deliver());
   }
 
   #receive(data) {
@@ -266,7 +281,11 @@ export class Scrollback {
     } catch {
       return;
     }
-    opening.show(state);
+    try {
+      opening.show(state);
+    } catch (err) {
+      report(err);
+    }
   }
 
   #deliver() {
@@ -277,7 +296,13 @@ export class Scrollback {
     }
     const views = [...this.#dirty];
     this.#dirty.clear();
-    for (const view of views) view._deliver();
+    for (const view of views) {
+      try {
+        view._deliver();
+      } catch (err) {
+        report(err);
+      }
+    }
   }
 
   #call(op, ...args) {
@@ -286,7 +311,13 @@ export class Scrollback {
     const id = this.#nextCall++;
     return new Promise((resolve, reject) => {
       this.#calls.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, op, args });
+      try {
+        this.#worker.postMessage({ id, op, args });
+      } catch (err) {
+        // An argument that cannot be posted (a DataCloneError): the call rejects with it.
+        this.#calls.delete(id);
+        throw err;
+      }
     });
   }
 
@@ -351,7 +382,8 @@ export class Scrollback {
    * @param {import('./index.js').SearchOptions} [options]
    * @returns {Promise<import('./index.js').SearchHit[]>}
    */
-  search(query, { limit = 20, sessions } = {}) {
+  async search(query, options) {
+    const { limit = 20, sessions } = options ?? {};
     if (typeof query !== 'string') throw new TypeError('search needs a query (a string)');
     if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number');
     if (sessions !== undefined && !(Array.isArray(sessions) && sessions.every((s) => typeof s === 'string'))) {
@@ -431,7 +463,7 @@ export class Scrollback {
     ready.catch(() => {}); // each call on the handle reports it
     return new Chats(ready, (op, ...args) => this.#call(op, handle, ...args), () => {
       if (this.#worker && !this.#failure) this.#worker.postMessage({ id: 0, op: 'freeChats', args: [handle] });
-      closed();
+      return closed();
     });
   }
 
@@ -488,7 +520,12 @@ export class Scrollback {
     this.#worker = null;
     this.#failure = new Error('Scrollback is closed');
     let timer;
-    const late = new Promise((r) => { timer = setTimeout(r, CLOSE_WAIT_MS); });
+    const late = new Promise((r) => {
+      timer = setTimeout(() => {
+        console.warn(`Scrollback: the worker did not finish closing within ${CLOSE_WAIT_MS} ms; it was ended`);
+        r();
+      }, CLOSE_WAIT_MS);
+    });
     this.#closing = Promise.race([finished, late]).then(() => {
       clearTimeout(timer);
       worker.terminate();
@@ -785,7 +822,8 @@ export class Chats {
    * @param {import('./index.js').TailOptions} [options]
    * @returns {Promise<import('./index.js').ChatTail>}
    */
-  tail(name, { maxLines, allowNotFound } = {}) {
+  tail(name, options) {
+    const { maxLines, allowNotFound } = options ?? {};
     return this.#op('chatTail', name, { maxLines: maxLines ?? null, allowNotFound: !!allowNotFound });
   }
 

@@ -63,7 +63,8 @@ function renderRow(row) {
     case 'queued': note(`queued: ${row.text}`); break;
     case 'compacting': note(row.active ? 'compacting context…' : 'compaction done'); break;
     case 'error': who('error'); li.append(el('div', 'text', row.message)); break;
-    default: who(`unknown event · ${row.type ?? row.kind}`); li.append(el('pre', 'output', short(row.event ?? row))); break;
+    case 'malformed': who(`malformed ${row.eventType} event · ${row.reason}`); li.append(el('pre', 'output', short(row.event))); break;
+    default: who(`unknown event · ${row.eventType ?? row.kind}`); li.append(el('pre', 'output', short(row.event ?? row))); break;
   }
   return li;
 }
@@ -73,6 +74,7 @@ function renderRow(row) {
 let sb;              // the Scrollback client
 let view = null;     // the open session's view
 let current = null;  // its id
+let opens = 0;       // openSession calls made: only the newest one's view is kept
 let loadingOlder = false;
 let pendingAnchor = null; // a seq to bring back into view (after a reload, or a search hit)
 let anchorBlock = 'start'; // where it is brought: the top after a reload, the middle for a hit
@@ -270,15 +272,18 @@ async function openSession(id, summary, anchor = null) {
     renderState(state, change);
   };
   markCurrent();
+  const mine = ++opens;
   try {
     const opened = await sb.openSession(id, {
       anchor: anchor ?? undefined,
       onChange: (state, change) => { if (view === opened) draw(state, change); },
     });
-    if (current !== id) { opened.close(); return; }
+    // Another session (or this one again) was opened meanwhile: that one is shown.
+    if (opens !== mine || current !== id) { opened.close(); return; }
     view = opened;
     draw(view.state);
   } catch (err) {
+    if (opens !== mine) return;
     ui.banner.hidden = false;
     ui.banner.textContent = `Could not open this session: ${err.message}`;
   }

@@ -50,7 +50,7 @@ async function followSession() {
   app.sb = await Scrollback.open({ server: app.config.server, storage: 'indexeddb' });
   const [first] = await app.sb.sessions();
   $('session-id').textContent = first.id;
-  await new Promise((resolve) => {
+  await new Promise((resolve, reject) => {
     const onChange = (state) => {
       drawRows(state);
       if (state.ready && state.verified) resolve();
@@ -58,7 +58,7 @@ async function followSession() {
     app.sb.openSession(first.id, { onChange }).then((view) => {
       app.view = view;
       onChange(view.state);
-    });
+    }, reject);
   });
 }
 

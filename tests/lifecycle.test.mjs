@@ -1,0 +1,145 @@
+// The page's API when the app leaves early or its own code throws, in headless Chromium against
+// the real server: `close()` while a session is still opening ends the worker cleanly (not by
+// its time limit) and leaves the session free for the next open; an `onChange` or
+// `onOpeningScreen` that throws is reported as an uncaught error would be and stops nothing
+// else; a chat store's `close()` resolves once its worker is gone; bad arguments reject
+// (a promise-returning call never throws at the caller).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pageAt, sharedServer } from './lib/setup.mjs';
+
+const shared = sharedServer();
+
+/** A page of the server that records its uncaught errors and console warnings. */
+async function page(t) {
+  const { page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const seen = { warnings: [], errors: [] };
+  page.on('console', (m) => { if (m.type() === 'warning') seen.warnings.push(m.text()); });
+  page.on('pageerror', (e) => seen.errors.push(e.message));
+  return { page, seen };
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`${storage}: close() while a session is still opening ends the worker cleanly, and the session opens again`, async (t) => {
+    const { page: p, seen } = await page(t);
+    const out = await p.evaluate(async (storage) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      const live = async (sb) => {
+        const view = await sb.openSession('fix-build');
+        while (!(view.state.live && view.state.verified)) await new Promise((r) => setTimeout(r, 20));
+        return view.state.rows.length;
+      };
+      // Cached first, so that opening it again reads the store.
+      const cached = await Scrollback.open({ server: location.origin, storage });
+      await live(cached);
+      await cached.close();
+
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      const ids = (await sb.sessions()).map((s) => s.id);
+      // Posted to the worker right before the close: some are still being read from the store
+      // when the close comes in.
+      const opening = ids.map((id) => sb.openSession(id).then(() => 'opened', (e) => e.message));
+      await sb.close();
+      const first = await Promise.all(opening);
+      const again = await Scrollback.open({ server: location.origin, storage });
+      const rows = await live(again);
+      await again.close();
+      return { first, rows };
+    }, storage);
+    for (const r of out.first) assert.ok(r === 'opened' || r === 'Scrollback is closed', r);
+    assert.ok(out.rows > 0, 'the session opened again, live, with its rows');
+    assert.deepEqual(seen.warnings.filter((w) => /did not finish closing/.test(w)), [],
+      'the worker finished its close (a session left open would keep it waiting until it is ended)');
+    assert.deepEqual(seen.errors, []);
+  });
+}
+
+test('a worker that fails: every open view says so; an onChange that throws is reported and keeps no other view from hearing it', async (t) => {
+  const { page: p, seen } = await page(t);
+  const out = await p.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    // A stand-in worker (this test is about the page, not the engine) that opens two views,
+    // then fails on the next call, as a worker whose engine panicked does.
+    const script = `onmessage = ({ data: { id, op } }) => {
+      if (op === 'openSession') postMessage({ id, value: JSON.stringify({ reset: true, rows: [], state: { ready: true, live: true, banner: null } }) });
+      if (op === 'counters') throw new Error('the engine panicked');
+    };`;
+    const worker = new Worker(URL.createObjectURL(new Blob([script], { type: 'text/javascript' })));
+    const sb = new Scrollback(worker);
+    let heard = null;
+    // Opened first, so told first.
+    await sb.openSession('a', { onChange: () => { throw new Error('a bug in the app'); } });
+    const good = await sb.openSession('b', { onChange: (state) => { heard = state; } });
+    const failed = await sb.counters().then(() => null, (e) => e.message);
+    // Told at once (a microtask after the failure); a few frames at most.
+    for (let i = 0; heard === null && i < 10; i += 1) await new Promise((r) => requestAnimationFrame(r));
+    worker.terminate();
+    return { failed, heard: heard && { live: heard.live, banner: heard.banner }, state: { live: good.state.live } };
+  });
+  assert.match(out.failed, /the Scrollback worker failed: .*the engine panicked/);
+  assert.ok(out.heard, 'the good view heard of it');
+  assert.equal(out.heard.live, false, 'the view is no longer live');
+  assert.match(out.heard.banner, /the Scrollback worker failed/);
+  assert.equal(out.state.live, false);
+  assert.ok(seen.errors.some((e) => /a bug in the app/.test(e)), `reported: ${JSON.stringify(seen.errors)}`);
+});
+
+test('an onOpeningScreen that throws is reported, and the session opens', async (t) => {
+  const { page: p, seen } = await page(t);
+  const out = await p.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    let shown = 0;
+    const sb = await Scrollback.open({
+      server: location.origin,
+      storage: 'memory',
+      opening: 'fix-build',
+      onOpeningScreen: () => { shown += 1; throw new Error('a bug in the app draw'); },
+    });
+    while (!performance.getEntriesByName('scrollback:opening-screen').length) await new Promise((r) => setTimeout(r, 20));
+    const view = await sb.openSession('fix-build');
+    while (!view.state.live) await new Promise((r) => setTimeout(r, 20));
+    const rows = view.state.rows.length;
+    await sb.close();
+    return { shown, rows };
+  });
+  assert.equal(out.shown, 1, 'the opening screen was handed over');
+  assert.ok(out.rows > 0);
+  assert.ok(seen.errors.some((e) => /a bug in the app draw/.test(e)), `reported: ${JSON.stringify(seen.errors)}`);
+});
+
+test('a chat store closes once its worker is gone; bad arguments reject rather than throw', async (t) => {
+  const { page: p, seen } = await page(t);
+  const out = await p.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    let ended = 0;
+    const terminate = Worker.prototype.terminate;
+    Worker.prototype.terminate = function () { ended += 1; return terminate.call(this); };
+    const rejected = async (call) => {
+      let promise;
+      try { promise = call(); } catch (e) { return `threw: ${e.name}`; }
+      try { await promise; return 'resolved'; } catch (e) { return `rejected: ${e.name}`; }
+    };
+    const chats = await Scrollback.chats({ storage: 'indexeddb' });
+    const r = {
+      tailNull: await chats.tail('notes', null).then((t) => t.lines.length, (e) => e.message),
+      tailNumber: await rejected(() => chats.tail(5)),
+    };
+    const closing = chats.close();
+    await closing;
+    r.endedWhenClosed = ended;
+
+    const sb = await Scrollback.open({ server: location.origin, storage: 'memory' });
+    r.searchNumber = await rejected(() => sb.search(5));
+    r.searchLimit = await rejected(() => sb.search('x', { limit: -1 }));
+    r.searchNull = await sb.search('anything', null).then((hits) => Array.isArray(hits), (e) => e.message);
+    await sb.close();
+    return r;
+  });
+  assert.equal(out.endedWhenClosed, 1, 'close() resolved after the chat worker was ended');
+  assert.match(out.tailNull, /^chat not found: /, 'tail(name, null) is tail(name)');
+  assert.equal(out.tailNumber, 'rejected: TypeError');
+  assert.equal(out.searchNumber, 'rejected: TypeError');
+  assert.equal(out.searchLimit, 'rejected: TypeError');
+  assert.equal(out.searchNull, true, 'search(query, null) is search(query)');
+  assert.deepEqual(seen.errors, []);
+});

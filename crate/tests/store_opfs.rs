@@ -167,3 +167,22 @@ async fn writer_lock_is_exclusive_and_handed_on() {
     assert!(lock.name().ends_with(&key));
     assert!(WriterLock::try_acquire(&key).await.unwrap().is_none());
 }
+
+#[wasm_bindgen_test]
+async fn a_waiter_given_up_before_its_turn_never_holds_the_lock() {
+    let key = unique("h_1/given-up");
+    let first = WriterLock::try_acquire(&key).await.unwrap().expect("free");
+    {
+        // A reader waiting for the role, its request queued, then closed (dropped) before the
+        // holder lets go.
+        let mut waiter = Box::pin(WriterLock::acquire(&key));
+        assert!(futures::poll!(waiter.as_mut()).is_pending());
+        scrollback::testing::sleep(10).await;
+        assert!(futures::poll!(waiter.as_mut()).is_pending());
+    }
+    first.release().await;
+    // The next tab to ask gets the role: nobody holds it. (A request left queued was granted
+    // the lock and held it until its worker ended.)
+    let next = WriterLock::try_acquire(&key).await.unwrap();
+    assert!(next.is_some(), "the lock is free once its holder let go");
+}

@@ -77,6 +77,24 @@ impl Drop for WriterLock {
     }
 }
 
+/// A lock request still waiting for its answer. Dropped before the answer (the session was
+/// closed, or its reader gave up waiting for the role), it takes the request out of the
+/// browser's queue, and gives back at once a lock granted anyway: a request nobody waits for
+/// must never hold the role, or no tab would write the session again until this worker ends.
+struct Asking {
+    abort: web_sys::AbortController,
+    release: Option<Function>,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            self.abort.abort();
+            let _ = release.call0(&JsValue::NULL);
+        }
+    }
+}
+
 async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock>> {
     let locks =
         lock_manager().ok_or_else(|| StoreError::Io("Web Locks are not available here".into()))?;
@@ -86,7 +104,9 @@ async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock
     let held = Promise::new(&mut |resolve, _| release = Some(resolve));
     let mut answer = None;
     let granted = Promise::new(&mut |resolve, _| answer = Some(resolve));
-    let (release, answer) = (release.expect("set"), answer.expect("set"));
+    let answer = answer.expect("set");
+    let abort = web_sys::AbortController::new().map_err(|e| super::browser::js_error(&name, &e))?;
+    let mut asking = Asking { abort, release };
     let tell = answer.clone();
     let callback = Closure::once_into_js(move |lock: JsValue| -> JsValue {
         let got = !lock.is_null() && !lock.is_undefined();
@@ -99,6 +119,9 @@ async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock
     });
     let opts = LockOptions::new();
     opts.set_if_available(if_available);
+    if !if_available {
+        opts.set_signal(&asking.abort.signal());
+    }
     let finished = locks.request_with_options(&name, &opts, callback.unchecked_ref());
     // A request that fails outright never calls back: answer "not granted".
     let refused = Closure::once_into_js(move |_: JsValue| {
@@ -110,6 +133,7 @@ async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock
     let got = JsFuture::from(granted)
         .await
         .map_err(|e| super::browser::js_error(&name, &e))?;
+    let release = asking.release.take().expect("taken once");
     if got.as_bool() == Some(true) {
         Ok(Some(WriterLock {
             name,

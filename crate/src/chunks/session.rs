@@ -137,6 +137,9 @@ struct Io<S> {
     writing: bool,
     /// Another tab holds the writer role: read only, and leave every repair to it.
     reader: bool,
+    /// A reader purged its cache (its view's Reload, or damage it read): it cannot remove the
+    /// writer's chunks, so it stops reading them, and opens cold, until it writes itself.
+    blind: bool,
     hint: Option<Hint>,
     tail: Option<Tail>,
     /// The block a backward walk read last ([`HELD`] bytes): valid as long as the hint is, since
@@ -166,6 +169,7 @@ impl<S: Store> SessionCache<S> {
                 dir,
                 writing: true,
                 reader: false,
+                blind: false,
                 hint: None,
                 tail: None,
                 held: RefCell::new(None),
@@ -217,6 +221,7 @@ impl<S: Store> SessionCache<S> {
     pub fn set_reader(&mut self, reader: bool) {
         self.io.reader = reader;
         self.io.writing = !reader;
+        self.io.blind &= reader;
         self.state = None;
         self.io.hint = None;
         self.io.held.take();
@@ -594,7 +599,10 @@ impl<'a, S: Store> Opened<'a, S> {
         self.io.tail = None;
         *self.state = State::default();
         if self.io.reader {
-            return; // the writer's to do
+            // Removing is the writer's to do; reading them again would show what was thrown
+            // away.
+            self.io.blind = true;
+            return;
         }
         if let Err(e) = self.io.store.remove(&self.io.dir).await {
             self.io.stop_writing(&e);
@@ -710,11 +718,20 @@ impl<'a, S: Store> Opened<'a, S> {
 impl<S: Store> Io<S> {
     /// Lists and repairs the chunks, and reads the cursor.
     async fn load(&mut self) -> Result<State, Fail> {
+        if self.blind {
+            return Ok(State::default());
+        }
         let mut chunks = Vec::new();
         let mut open = None;
+        let mut empty = Vec::new();
         for entry in self.store.list(&self.dir).await? {
             match parse_chunk_name(&entry.name) {
                 _ if entry.is_dir => {}
+                // A closed chunk holds a line at least: an empty one is a write that never
+                // finished (OPFS creates the blob, then fills it: a full disk, a tab closed in
+                // between). Not served, so its range is a gap, fetched again, never a seam
+                // that a walk crosses into the chunk below; the writer removes it.
+                Some((_, Some(_), _)) if entry.size == 0 => empty.push(entry.name),
                 Some((first, Some(end), kind)) => chunks.push(Chunk {
                     first,
                     end,
@@ -724,6 +741,11 @@ impl<S: Store> Io<S> {
                 Some((first, None, _)) if open.is_none() => open = Some((first, entry.size)),
                 Some(_) => return Err(Fail::Damaged("two open chunks".into())),
                 None => {} // not a chunk (the touch blob, or a stranger): never served
+            }
+        }
+        if !self.reader {
+            for name in empty {
+                self.store.remove(&format!("{}/{name}", self.dir)).await?;
             }
         }
         if let Some((first, size)) = open {

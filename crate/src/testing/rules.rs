@@ -257,6 +257,68 @@ pub async fn only_the_suffix_is_served_and_gaps_bound_fetches<S: Store>(store: A
     );
 }
 
+/// A closed chunk left empty (OPFS creates a blob before filling it: a full disk or a tab closed
+/// in between leaves it so) is a gap, fetched again, never a seam the chunk below is read
+/// across; the writer removes it.
+pub async fn an_empty_chunk_is_a_gap_not_a_seam<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "empty").await;
+    let t = transcript(300);
+    let mut s = appended(&cache, "s", &t[200..]).await; // [201, 301)
+    assert!(s.store_page(&t[100..200], 201, false).await); // [101, 201)
+    assert!(s.store_page(&t[..100], 101, false).await); // [1, 101)
+    let middle = format!("{}/s/101-201.raw.jsonl", cache.dir());
+    store.write(&middle, b"").await.unwrap();
+
+    let mut reopened = cache.session("s").unwrap();
+    assert_eq!(reopened.suffix().await, Some((201, 301)));
+    assert_eq!(
+        reopened.page(201, 10, false).await,
+        None,
+        "lines 101-200 are not cached: asked of the server, not skipped"
+    );
+    assert_eq!(reopened.gap_after(201).await, Some(100));
+    let all = reopened.newest(10_000).await.unwrap();
+    assert_eq!(raws(&all), raws(&t[200..]));
+    assert_eq!(
+        files(&*store, &cache, "s").await,
+        ["1-101.raw.jsonl", "201-open.raw.jsonl"]
+    );
+    // The gap is filled again as any gap is.
+    assert!(reopened.store_page(&t[100..200], 201, false).await);
+    assert_eq!(reopened.suffix().await, Some((1, 301)));
+    let page = reopened.page(201, 10, false).await.unwrap();
+    assert_eq!(raws(&page.lines), raws(&t[190..200]));
+}
+
+/// A reader's purge (its view's Reload, or damage it read) cannot remove the writer's chunks,
+/// and does not read them again either: it opens cold, until it is made the writer.
+pub async fn a_readers_purge_opens_it_cold<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "reader").await;
+    let t = transcript(50);
+    let mut writer = appended(&cache, "s", &t).await;
+    let mut reader = cache.session("s").unwrap();
+    reader.set_reader(true);
+    assert_eq!(raws(&reader.newest(5).await.unwrap()), raws(&t[45..]));
+    reader.purge().await;
+    reader.open_untouched().await; // the reopen that follows a reload
+    assert_eq!(
+        reader.newest(5).await,
+        None,
+        "a miss: its rows come from the server"
+    );
+    assert_eq!(reader.cursor().await, None);
+    assert_eq!(reader.page(40, 5, false).await, None);
+    assert_eq!(
+        files(&*store, &cache, "s").await,
+        ["1-open.raw.jsonl"],
+        "the writer's chunks stay"
+    );
+    assert_eq!(raws(&writer.newest(5).await.unwrap()), raws(&t[45..]));
+    // Made the writer (its holder went away): the disk is read again, and checked as any open.
+    reader.set_reader(false);
+    assert_eq!(raws(&reader.newest(5).await.unwrap()), raws(&t[45..]));
+}
+
 /// A page that overlaps a chunk is never stored; nor a coalesced page as the newest chunk, a
 /// raw page that does not end right below its `before`, or lines out of order.
 pub async fn an_overlapping_page_is_refused<S: Store>(store: Arc<S>) {

@@ -147,6 +147,32 @@ async fn two_unlocked_writers_double_nothing() {
 }
 
 #[wasm_bindgen_test]
+async fn a_failed_commit_is_reported_by_the_next_rename() {
+    // A chunk is closed by a rename: if its last buffered appends failed to commit, the rename
+    // must fail too, or the chunk would be named for lines it does not hold.
+    let name = unique("test-idb-rename");
+    let a = IdbStore::open_named(&name).await.unwrap();
+    let b = IdbStore::open_named(&name).await.unwrap();
+    assert_eq!(a.append("s/1-open", b"one\n").await.unwrap(), 4);
+    // Its delayed commit done (seen from the other connection), `a` knows the blob as 4 bytes.
+    while b.stat("s/1-open").await.unwrap().map(|m| m.size) != Some(4) {
+        scrollback::testing::sleep(1).await;
+    }
+    b.write("s/1-open", b"another writer\n").await.unwrap();
+    assert_eq!(a.append("s/1-open", b"two\n").await.unwrap(), 8); // buffered
+    let renamed = a.rename("s/1-open", "s/1-3").await;
+    assert!(
+        renamed.is_err(),
+        "the failed commit is reported: {renamed:?}"
+    );
+    assert_eq!(a.stat("s/1-3").await.unwrap(), None, "nothing renamed");
+    assert_eq!(
+        a.read("s/1-open", 0, 100).await.unwrap(),
+        b"another writer\n"
+    );
+}
+
+#[wasm_bindgen_test]
 async fn writer_lock_works_on_a_page() {
     let key = unique("h_1/page-session");
     let lock = WriterLock::try_acquire(&key).await.unwrap().expect("free");

@@ -657,6 +657,11 @@ impl Store for IdbStore {
         segments(from)?;
         segments(to)?;
         self.inner.settle().await;
+        // Appends to `from` that failed to commit: the blob does not hold what its writer
+        // appended, so it is not moved under a name that says it does (a chunk's close).
+        if let Some(e) = self.inner.failures.borrow_mut().remove(from) {
+            return Err(e);
+        }
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, from).await?;
         let old = request(from, tx.meta.get(&from.into()));
         let dest = request(to, tx.meta.get(&to.into()));

@@ -455,6 +455,10 @@ impl<S: Store> ChatFile<'_, S> {
             body.push(b'\n');
         }
 
+        // Marked under way (and without a backup) before the backup is overwritten: a backup
+        // cut off midway (a full disk, a crash) is then never taken for the last write's undo,
+        // which would cut the chat and put back a part of it.
+        signature::begin_write(store, &self.sig, &checked.state).await?;
         if exists {
             let from = if rewrite { 0 } else { at };
             let record = serde_json::to_string(&BackupRecord { cut: from }).expect("serializes");
@@ -463,7 +467,6 @@ impl<S: Store> ChatFile<'_, S> {
                 .await?;
             copy(store, path, from, size, &self.bak).await?;
         }
-        signature::begin_write(store, &self.sig, &checked.state).await?;
         let new_offset = if rewrite {
             store
                 .write(&self.tmp, format!("{header}\n").as_bytes())

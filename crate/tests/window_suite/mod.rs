@@ -36,6 +36,7 @@ macro_rules! window_cases {
             integrity_mismatch_is_refused_unless_forced_and_force_skips_nothing_else,
             a_changed_header_rewrites_the_file_and_shifts_the_cursor,
             a_backup_undoes_the_last_write,
+            a_backup_cut_off_is_never_restored,
             writes_to_one_chat_are_serialized,
             bad_arguments_are_refused_and_change_nothing,
             an_unterminated_last_line_is_kept_whole,
@@ -735,6 +736,75 @@ pub async fn a_backup_undoes_the_last_write<S: Store>(store: S) {
         chat.restore_backup().await,
         Err(WindowError::NotFound(_))
     ));
+}
+
+/// A store whose appends to a chat's backup fail while `failing` is set (a full disk while the
+/// backup is copied).
+pub struct FailingBackup<'a, S> {
+    store: &'a S,
+    failing: std::cell::Cell<bool>,
+}
+
+impl<S: Store> Store for FailingBackup<'_, S> {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        self.store.list(dir).await
+    }
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+        self.store.stat(path).await
+    }
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        self.store.read(path, offset, len).await
+    }
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        self.store.write(path, bytes).await
+    }
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        if self.failing.get() && path.ends_with(".bak") {
+            return Err(scrollback::store::StoreError::QuotaExceeded);
+        }
+        self.store.append(path, bytes).await
+    }
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        self.store.truncate(path, len).await
+    }
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        self.store.rename(from, to).await
+    }
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        self.store.remove(path).await
+    }
+}
+
+/// A write whose backup could not be copied fails and changes nothing, and leaves no undo: the
+/// backup of the write before is gone, and a half-copied one is never restored.
+pub async fn a_backup_cut_off_is_never_restored<S: Store>(store: S) {
+    let chats = Chats::new(FailingBackup {
+        store: &store,
+        failing: std::cell::Cell::new(false),
+    });
+    let chat = chat_of(&chats, 30).await;
+    let t = chat.tail(10, false).await.unwrap();
+    let op = PatchOp::RewriteFromIndex {
+        start_index: 2,
+        lines: vec![msg(99)],
+    };
+    let c = chat.patch(t.cursor, HEADER, &op, opts()).await.unwrap();
+    let patched = bytes(chats.store(), PATH).await;
+    // A header change backs up the whole file: its copy fails.
+    chats.store().failing.set(true);
+    let other = HEADER.replace("x", "yy");
+    assert!(chat.save(c, &other, &[], opts()).await.is_err());
+    chats.store().failing.set(false);
+    assert_eq!(
+        bytes(chats.store(), PATH).await,
+        patched,
+        "the failed save changed nothing"
+    );
+    assert!(
+        matches!(chat.restore_backup().await, Err(WindowError::NotFound(_))),
+        "no undo from a backup cut off"
+    );
+    assert_eq!(bytes(chats.store(), PATH).await, patched);
 }
 
 /// A store that yields to the executor before every operation, so two tasks interleave.

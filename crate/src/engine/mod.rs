@@ -165,6 +165,8 @@ impl<S: Store, T: Transport> Engine<S, T> {
             let Ok(mut session) = self.cache.session(&id) else {
                 continue;
             };
+            // Read only: another tab may be writing it (no repair, no touch, no index).
+            session.set_reader(true);
             let Some(cursor) = session.cursor().await else {
                 continue;
             };

@@ -156,3 +156,58 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
         b.close().await;
     });
 }
+
+/// Listing the cache without the network (a start offline) reads each session as a reader:
+/// another tab may be writing it, so nothing is repaired, touched or indexed.
+#[test]
+fn an_offline_list_writes_nothing_of_a_session_another_tab_writes() {
+    local(async {
+        let store = Arc::new(MemoryStore::new());
+        let cache = Cache::new(store.clone(), "127.0.0.1", 9).await;
+        let mut writer = cache.session("s").unwrap();
+        for line in scrollback::testing::transcript(20) {
+            writer.append(&line).await;
+        }
+        let dir = format!("{}/{}", cache.dir(), encode("s").unwrap());
+        let open = format!("{dir}/1-open.raw.jsonl");
+        // The writer's next line, half written.
+        store.append(&open, br#"{"seq":21,"#).await.unwrap();
+        let files = |store: Arc<MemoryStore>| {
+            let dir = dir.clone();
+            async move {
+                let mut all: Vec<(String, u64)> = store
+                    .list(&dir)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|e| (e.name, e.size))
+                    .collect();
+                all.sort();
+                all
+            }
+        };
+        let before = files(store.clone()).await;
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+        let bytes = text(store.read(&open, 0, usize::MAX).await.unwrap());
+
+        let engine = Engine::new(
+            cache,
+            HttpTransport::new("http://127.0.0.1:9", None).unwrap(),
+            Config::default(),
+        );
+        let listed = engine.cached_sessions().await;
+        assert_eq!(
+            listed
+                .iter()
+                .map(|s| (s.id.as_str(), s.seq))
+                .collect::<Vec<_>>(),
+            [("s", 20)]
+        );
+        assert_eq!(
+            text(store.read(&open, 0, usize::MAX).await.unwrap()),
+            bytes,
+            "the torn line is the writer's to repair"
+        );
+        assert_eq!(files(store).await, before, "nothing touched or indexed");
+    });
+}

@@ -53,9 +53,25 @@ struct Cached {
     meta_modified: Option<SystemTime>,
     /// End of the complete lines read.
     end: u64,
+    /// The bytes just before `end` (at most [`TAIL_BYTES`]): a file that grew is taken as
+    /// appended to only while it still holds them (a file rewritten in place and longer is
+    /// read again).
+    tail: Vec<u8>,
     summary: SessionSummary,
     /// Whether the title came from the transcript (it may still be found in new lines).
     titled: bool,
+}
+
+/// How many bytes before the end of what was read are kept to recognize an append.
+const TAIL_BYTES: u64 = 64;
+
+/// The bytes of `file` in `[end - TAIL_BYTES, end)`.
+fn tail_before(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
+    let from = end.saturating_sub(TAIL_BYTES);
+    let mut buf = vec![0; (end - from) as usize];
+    file.seek(io::SeekFrom::Start(from))?;
+    file.read_exact(&mut buf)?;
+    Ok(buf)
 }
 
 /// The longest title, in characters, before it is shortened with `…`.
@@ -247,10 +263,15 @@ impl Summaries {
         let unchanged = |c: &Cached| c.file == file_id && c.meta_modified == meta_modified;
         let entry = match cached {
             Some(c) if unchanged(&c) && c.len == len && c.modified == modified => c,
-            Some(mut c) if unchanged(&c) && c.len < len => {
+            Some(mut c)
+                if unchanged(&c)
+                    && c.len < len
+                    && tail_before(&mut file, c.end).is_ok_and(|t| t == c.tail) =>
+            {
                 // Appended to: read only what is new.
                 let end = reader::complete_end(&mut file, len)?;
                 read_into(&path, &mut file, c.end, end, &mut c.summary, &mut c.titled)?;
+                c.tail = tail_before(&mut file, end)?;
                 c.end = end;
                 c.len = len;
                 c.modified = modified;
@@ -270,6 +291,7 @@ impl Summaries {
                     modified,
                     meta_modified,
                     end,
+                    tail: tail_before(&mut file, end)?,
                     summary,
                     titled,
                 }
@@ -307,6 +329,46 @@ mod tests {
         for good in ["long", "a.b_c-D9", "..a", &"x".repeat(128)] {
             assert!(check_id(good).is_ok(), "{good:?} refused");
         }
+    }
+
+    #[test]
+    fn a_file_rewritten_in_place_and_longer_is_read_again() {
+        let data = std::env::temp_dir().join(format!("scrollback-summary-{}", std::process::id()));
+        std::fs::create_dir_all(data.join("s")).unwrap();
+        let line = |seq: u64, status: &str| {
+            format!(r#"{{"seq":{seq},"ts":1,"event":{{"type":"status","status":"{status}"}}}}"#)
+        };
+        let path = transcript_path(&data, "s");
+        std::fs::write(
+            &path,
+            format!("{}\n{}\n", line(1, "idle"), line(2, "working")),
+        )
+        .unwrap();
+        let summaries = Summaries::default();
+        let seq_status = |s: &Summaries| {
+            let (summary, _) = s.summary(&data, "s").unwrap().unwrap();
+            (summary.seq, summary.status)
+        };
+        assert_eq!(seq_status(&summaries), (2, "working".to_string()));
+        // The same file (same inode), written again from its start: three other lines.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let text = [line(1, "idle"), line(2, "idle"), line(3, "waiting")].join("\n") + "\n";
+        std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+        drop(file);
+        assert_eq!(seq_status(&summaries), (3, "waiting".to_string()));
+        // Appended to: read from where it was.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, format!("{}\n", line(4, "idle")).as_bytes()).unwrap();
+        drop(file);
+        assert_eq!(seq_status(&summaries), (4, "idle".to_string()));
+        std::fs::remove_dir_all(&data).unwrap();
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub struct Config {
     /// Milliseconds a request body may pause between two pieces before the request fails.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub body_timeout_ms: u64,
+    /// Milliseconds a client may leave unread what it was sent (its receive window full)
+    /// before its connection is closed, with what was queued for it: a stalled reader holds
+    /// no memory for long. (An idle stream sends a keep-alive every 15 s; a client that reads
+    /// it is never stalled.)
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub stall_timeout_ms: u64,
     /// The most transcript `PUT`s received at once; one more gets 503 with `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_puts: usize,
@@ -76,6 +82,7 @@ impl Config {
             max_connections: None,
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
+            stall_timeout_ms: 60_000,
             max_puts: 4,
             pace_ms: 30,
         }

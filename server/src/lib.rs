@@ -104,14 +104,21 @@ impl App {
     }
 
     /// Runs `attempt` (an append) again while it finds a torn last line, for at most
-    /// [`TORN_WAIT`]; then its `WouldBlock` stands.
-    pub async fn append_waiting<T>(
+    /// [`TORN_WAIT`]; then its `WouldBlock` stands. Each attempt runs on the blocking pool: an
+    /// append reads the file's last line and waits for the session's writer lock, which must
+    /// never hold up the runtime's threads (a long last line, concurrent posts, a slow disk).
+    pub async fn append_waiting<T: Send + 'static>(
         &self,
-        mut attempt: impl FnMut() -> io::Result<T>,
+        attempt: impl Fn() -> io::Result<T> + Send + Sync + 'static,
     ) -> io::Result<T> {
+        let attempt = Arc::new(attempt);
         let deadline = tokio::time::Instant::now() + TORN_WAIT;
         loop {
-            match attempt() {
+            let run = attempt.clone();
+            let done = tokio::task::spawn_blocking(move || run())
+                .await
+                .unwrap_or_else(|e| Err(io::Error::other(e)));
+            match done {
                 Err(e)
                     if e.kind() == io::ErrorKind::WouldBlock
                         && tokio::time::Instant::now() < deadline =>
@@ -175,8 +182,11 @@ pub async fn spawn(config: Config) -> io::Result<Server> {
         &config.allow_host,
         &config.allow_origin,
     ));
-    let header_timeout = Duration::from_millis(config.header_timeout_ms.max(1));
-    let body_timeout = Duration::from_millis(config.body_timeout_ms.max(1));
+    let timeouts = listen::Timeouts {
+        header: Duration::from_millis(config.header_timeout_ms.max(1)),
+        body: Duration::from_millis(config.body_timeout_ms.max(1)),
+        stall: Duration::from_millis(config.stall_timeout_ms.max(1)),
+    };
     tokio::spawn(memory::release().run(on_shutdown.clone()));
     let app = Arc::new(App {
         puts: Arc::new(Semaphore::new(config.max_puts.max(1))),
@@ -195,8 +205,7 @@ pub async fn spawn(config: Config) -> io::Result<Server> {
         listener,
         router,
         connections,
-        header_timeout,
-        body_timeout,
+        timeouts,
         on_shutdown,
     ));
     Ok(Server {

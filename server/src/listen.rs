@@ -1,8 +1,10 @@
 //! Accepting connections: a cap on open connections derived from the process's descriptor
 //! limit, timeouts on reading request heads and on pauses within bodies, and room for a new client when the cap is reached
 //! (the oldest connection with no request in progress, such as a half-sent head or an idle
-//! keep-alive, is closed for it). When a request ends, [`crate::memory::Release`] is told, to
-//! hand what it freed back to the system.
+//! keep-alive, is closed for it). A connection whose client has read nothing of what it was
+//! sent for the stall timeout is closed, with what was queued for it (a stream's catch-up, a
+//! file). When a request ends, [`crate::memory::Release`] is told, to hand what it freed back
+//! to the system.
 
 use crate::memory;
 use axum::body::{Body, Bytes};
@@ -17,9 +19,10 @@ use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify, Semaphore};
 use tower::ServiceExt;
@@ -70,11 +73,21 @@ pub struct Connections {
     open: Mutex<BTreeMap<u64, Conn>>,
     next: AtomicU64,
     max: usize,
+    /// Connections closed because their client stopped reading.
+    stalled: AtomicU64,
 }
 
 struct Conn {
     busy: Arc<AtomicUsize>,
     close: Arc<Notify>,
+    /// Since when (see [`now_ms`]) a write has waited for the client to read; 0 when none.
+    blocked: Arc<AtomicU64>,
+}
+
+/// Milliseconds on a clock the connections share, from 1 (0 means "not blocked").
+fn now_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 impl Connections {
@@ -84,6 +97,7 @@ impl Connections {
             open: Mutex::default(),
             next: AtomicU64::new(0),
             max: max.max(1),
+            stalled: AtomicU64::new(0),
         }
     }
 
@@ -91,20 +105,52 @@ impl Connections {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `{"open": n, "max": n}`.
+    /// `{"open": n, "max": n, "stalled": n}` (`stalled`: closed so far because their client
+    /// stopped reading).
     pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({ "open": self.lock().len(), "max": self.max })
+        serde_json::json!({
+            "open": self.lock().len(),
+            "max": self.max,
+            "stalled": self.stalled.load(Ordering::Relaxed),
+        })
     }
 
-    fn add(&self) -> (u64, Arc<AtomicUsize>, Arc<Notify>) {
+    fn add(&self) -> (u64, Arc<AtomicUsize>, Arc<Notify>, Arc<AtomicU64>) {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Conn {
             busy: Arc::default(),
             close: Arc::default(),
+            blocked: Arc::default(),
         };
-        let out = (key, conn.busy.clone(), conn.close.clone());
+        let out = (
+            key,
+            conn.busy.clone(),
+            conn.close.clone(),
+            conn.blocked.clone(),
+        );
         self.lock().insert(key, conn);
         out
+    }
+
+    /// Closes every connection whose writes have waited for its client longer than `stall`.
+    fn close_stalled(&self, stall: Duration) {
+        let now = now_ms();
+        let limit = stall.as_millis() as u64;
+        let mut open = self.lock();
+        let stalled: Vec<u64> = open
+            .iter()
+            .filter(|(_, c)| {
+                let since = c.blocked.load(Ordering::Acquire);
+                since != 0 && now.saturating_sub(since) > limit
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for key in stalled {
+            if let Some(conn) = open.remove(&key) {
+                conn.close.notify_one();
+                self.stalled.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Closes the oldest connection with no request in progress; `false` when there is none.
@@ -136,18 +182,38 @@ async fn accept(listener: &TcpListener) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
+/// How long each side of a connection may keep the other waiting.
+#[derive(Clone, Copy)]
+pub struct Timeouts {
+    /// For a request's head to arrive.
+    pub header: Duration,
+    /// For the next piece of a request's body.
+    pub body: Duration,
+    /// For the client to read some of what it was sent: past it, the connection is closed.
+    pub stall: Duration,
+}
+
 /// Serves `router` on `listener` until `stop` turns `true`, telling [`memory::release`] when
 /// each request ends (its response sent or dropped).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     conns: Arc<Connections>,
-    header_timeout: Duration,
-    body_timeout: Duration,
+    timeouts: Timeouts,
     mut stop: watch::Receiver<bool>,
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(conns.max));
+    let sweeper = {
+        let conns = conns.clone();
+        tokio::spawn(async move {
+            let every = (timeouts.stall / 4).max(Duration::from_millis(50));
+            loop {
+                tokio::time::sleep(every).await;
+                conns.close_stalled(timeouts.stall);
+            }
+        })
+    };
     loop {
         let stream = tokio::select! {
             accepted = accept(&listener) => match accepted {
@@ -173,13 +239,13 @@ pub async fn serve(
                 }
             }
         };
-        let (key, busy, close) = conns.add();
+        let (key, busy, close, blocked) = conns.add();
         let router = router.clone();
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             let guard = Busy::new(busy.clone());
             let router = router.clone();
             async move {
-                let req = req.map(|body| Body::new(TimeoutBody::new(body_timeout, body)));
+                let req = req.map(|body| Body::new(TimeoutBody::new(timeouts.body, body)));
                 let response = router.oneshot(req).await?;
                 Ok::<_, Infallible>(response.map(|body| {
                     Body::new(Guarded {
@@ -192,7 +258,8 @@ pub async fn serve(
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(header_timeout);
+            .header_read_timeout(timeouts.header);
+        let stream = Watched { stream, blocked };
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         let conns = conns.clone();
         tokio::spawn(async move {
@@ -205,8 +272,74 @@ pub async fn serve(
         });
     }
     drop(listener);
+    sweeper.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
     Ok(())
+}
+
+/// A connection's socket that notes since when a write has been waiting for the client to
+/// read (its receive window full): [`Connections::close_stalled`] closes it past the stall
+/// timeout.
+struct Watched {
+    stream: TcpStream,
+    blocked: Arc<AtomicU64>,
+}
+
+impl Watched {
+    fn note<T>(&self, polled: &Poll<io::Result<T>>) {
+        match polled {
+            Poll::Pending => {
+                let _ =
+                    self.blocked
+                        .compare_exchange(0, now_ms(), Ordering::AcqRel, Ordering::Acquire);
+            }
+            Poll::Ready(_) => self.blocked.store(0, Ordering::Release),
+        }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.note(&polled);
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.note(&polled);
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// A request in progress on a connection, until its response body is done or dropped.

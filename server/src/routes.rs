@@ -156,12 +156,13 @@ async fn message(
         return Err(ApiError::bad("bad `text`: must not be empty"));
     }
     existing(&app, &id)?;
+    let (writer, at) = (app.clone(), id.clone());
     let line: Line = if app.config.sandbox {
-        app.append_waiting(|| sandbox::agent::post(&app, &id, post.text.clone()))
+        app.append_waiting(move || sandbox::agent::post(&writer, &at, post.text.clone()))
             .await?
     } else {
         let event = json!({"type": "userMessage", "text": post.text});
-        app.append_waiting(|| app.append(&id, event.clone()))
+        app.append_waiting(move || writer.append(&at, event.clone()))
             .await?
     };
     Ok(json_body(line.raw().to_owned()))

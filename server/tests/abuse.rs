@@ -172,6 +172,50 @@ async fn half_sent_request_heads_are_closed_after_the_head_timeout() {
 }
 
 #[tokio::test]
+async fn a_client_that_stops_reading_is_closed_after_the_stall_timeout() {
+    let f = Fixture::with(|c| c.stall_timeout_ms = 500).await;
+    f.write("s", &big_lines(1, 300, 3_000));
+    f.write("t", &transcript(10));
+    // A stream that is caught up and idle owes its client nothing: never stalled.
+    let mut idle = f.events("t", "after=10").await;
+    // One that reads nothing (a small receive window, soon full).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(f.server.addr()).await.unwrap();
+    let head = format!(
+        "GET /sessions/s/events?after=300 HTTP/1.1\r\nHost: {}\r\n\r\n",
+        f.server.addr()
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    // Lines keep coming until the server's socket buffer is full too (on loopback it holds
+    // a megabyte or more) and its writes wait: then, past the stall timeout, it is closed.
+    let end = tokio::time::Instant::now() + DEADLINE;
+    let mut seq = 300;
+    loop {
+        let stats: Value = f.get("/stats").await.json().await.unwrap();
+        if stats["connections"]["stalled"] == 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < end, "never closed: {stats}");
+        f.append("s", &big_lines(seq + 1, seq + 100, 3_000));
+        seq += 100;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        read_until_closed(&mut stalled).await.is_some(),
+        "the stalled connection is closed"
+    );
+    // The idle stream is still open, and live.
+    f.append(
+        "t",
+        &line(11, json!({"type": "status", "status": "working"})),
+    );
+    assert_eq!(idle.next().await.id, "11");
+    let stats = f.get("/stats").await.json::<Value>().await.unwrap();
+    assert_eq!(stats["connections"]["stalled"], 1, "{stats}");
+}
+
+#[tokio::test]
 async fn at_the_connection_cap_an_idle_connection_makes_room_for_a_new_client() {
     let f = Fixture::with(|c| c.max_connections = Some(4)).await;
     let stats: Value = f.get("/stats").await.json().await.unwrap();

@@ -7,10 +7,12 @@
 //! newest seq it now holds.
 //!
 //! What the server can tell, it says in `state`:
-//! - `caughtUp`: `lines` is the cursor's line and every line after it, oldest first;
-//! - `behind`: the lines after the cursor pass [`CATCH_UP_BYTES`]: `lines` is the cursor's line
-//!   and then the newest `limit` lines (the client keeps its cache, with a gap it pages with
-//!   `after`);
+//! - `caughtUp`: `lines` is the cursor's line and every line after it, oldest first (past
+//!   [`CATCH_UP_BYTES`] too when the newest window reaches the line after the cursor: a line
+//!   longer than the bound is sent whole);
+//! - `behind`: the lines after the cursor pass [`CATCH_UP_BYTES`] and the newest window skips
+//!   some: `lines` is the cursor's line and then the newest `limit` lines (the client keeps its
+//!   cache, with a gap it pages with `after`);
 //! - `ahead`: the file has no line at the cursor (it was replaced by a shorter one): `lines` is
 //!   the newest `limit` lines.
 //!

@@ -8,9 +8,11 @@ use std::io;
 use std::path::Path;
 
 /// The catch-up for a client holding the transcript at `path` up to `query.cursor`: the state
-/// and the lines, oldest first (see `scrollback_protocol::CatchUpState`).
+/// and the lines, oldest first (see `scrollback_protocol::CatchUpState`). Past the byte bound the
+/// answer is `behind` only when the newest window skips a line: one that reaches the cursor (a
+/// line longer than the bound, a few long lines) is every line after it, caught up.
 pub fn catch_up(path: &Path, query: &CatchUpQuery) -> io::Result<(CatchUpState, Vec<Line>)> {
-    let Opened { mut file, end, .. } = open(path)?;
+    let Opened { mut file, end } = open(path)?;
     let cursor = query.cursor;
     let mut lines = Vec::new();
     let (mut bytes, mut found, mut behind) = (0usize, false, false);
@@ -35,24 +37,34 @@ pub fn catch_up(path: &Path, query: &CatchUpQuery) -> io::Result<(CatchUpState, 
         lines.reverse();
         return Ok((CatchUpState::CaughtUp, lines));
     }
-    let newest = |before: Option<u64>, limit: usize| {
+    let newest = |before: Option<u64>, after: Option<u64>, limit: usize| {
         let q = TranscriptQuery {
             before,
+            after,
             limit: Some(limit),
             ..TranscriptQuery::default()
         };
         window(path, &q)
     };
     if behind {
-        // The cursor's line (found by bisecting), then the newest window.
-        let at = newest(Some(cursor + 1), 1)?;
+        // The cursor's line (found by bisecting), then the newest window above it (never a
+        // line at or before the cursor). A window that reaches the line after the cursor (a
+        // few long lines passed the bound) skips nothing: that is caught up.
+        let at = newest(Some(cursor + 1), None, 1)?;
         if let [line] = at.as_slice() {
             if line.seq() == cursor {
+                let window = newest(None, Some(cursor), query.limit)?;
+                let gap = window.first().is_some_and(|l| l.seq() > cursor + 1);
+                let state = if gap {
+                    CatchUpState::Behind
+                } else {
+                    CatchUpState::CaughtUp
+                };
                 let mut out = at;
-                out.extend(newest(None, query.limit)?);
-                return Ok((CatchUpState::Behind, out));
+                out.extend(window);
+                return Ok((state, out));
             }
         }
     }
-    Ok((CatchUpState::Ahead, newest(None, query.limit)?))
+    Ok((CatchUpState::Ahead, newest(None, None, query.limit)?))
 }

@@ -5,20 +5,21 @@
 //! cannot be had), shared by all the streams of that session through a [`watch`] counter. On a
 //! change each stream reads the complete new lines, at most [`STEP_BYTES`] at a time and only
 //! while its client takes what was sent (the stream is polled only while its response is being
-//! sent), so what one stream holds is bounded whatever the file does. A stream whose client has
-//! fallen more than [`CATCH_UP_BYTES`] behind the file is reset (`reason: "behind"`): a reset
-//! frame and the newest window, from which the client pages the gap.
+//! sent), so what one stream holds is bounded whatever the file does (but for one line, which
+//! is sent whole however long). A stream whose client has fallen more than [`CATCH_UP_BYTES`]
+//! of lines behind the file is reset (`reason: "behind"`): a reset frame and the newest window,
+//! from which the client pages the gap.
 //!
 //! A file replaced under the same name (another inode), cut shorter, or rewritten in place (the
 //! bytes before the end read so far changed, or its modification time changed while its length
 //! did not) is the new content: a reset frame (`replaced`) and the new file's newest lines. A
-//! deleted file ends the stream. A torn last line waits for its newline.
+//! deleted file ends the stream. A torn last line waits for its newline, however long it grows.
 
-use crate::transcript::{reader, CatchUp, FileId, Tail};
+use crate::transcript::{reader, window_in, CatchUp, FileId, Reason, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use scrollback_protocol::{Line, CATCH_UP_BYTES, RESET_EVENT};
+use scrollback_protocol::{Line, TranscriptQuery, CATCH_UP_BYTES, RESET_EVENT};
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::fs::File;
@@ -31,10 +32,10 @@ use tokio::sync::watch;
 
 /// How often a followed file is checked when change notification is not available.
 pub const POLL: Duration = Duration::from_millis(50);
-/// The most bytes of new lines one stream reads at once (a longer line is read whole, within
-/// [`CATCH_UP_BYTES`]).
+/// The most bytes of new lines one stream reads at once (a longer line is read whole).
 pub const STEP_BYTES: u64 = 256 << 10;
-/// The most lines a reset's window holds (and never more than [`CATCH_UP_BYTES`] of them).
+/// The most lines a reset's window holds (within [`CATCH_UP_BYTES`] of them, but always the
+/// newest line, however long).
 pub const RESET_LINES: usize = 200;
 /// How many bytes before the end read so far are compared to detect a rewrite in place.
 const TAIL_CHECK: u64 = 256;
@@ -119,6 +120,7 @@ impl Watchers {
         let watched = Arc::new(Watched {
             folder: folder.clone(),
             path: path.to_path_buf(),
+            watching: Mutex::new(None),
             tx: tx.clone(),
             shared: Arc::downgrade(&self.shared),
             poller: Mutex::new(None),
@@ -129,14 +131,8 @@ impl Watchers {
         };
         folders.insert(folder.clone(), entry);
         drop(folders);
-        let notified = notifier
-            .as_mut()
-            .is_some_and(|n| n.watch(&folder, RecursiveMode::NonRecursive).is_ok());
-        if !notified {
-            self.shared.polled.store(true, Ordering::Relaxed);
-            let poller = tokio::spawn(poll(Arc::downgrade(&watched)));
-            *lock(&watched.poller) = Some(poller);
-        }
+        let id = std::fs::metadata(&folder).ok().map(|m| FileId::of(&m));
+        watched.watch_folder(&mut notifier, id);
         watched
     }
 
@@ -182,6 +178,10 @@ impl Shared {
 pub struct Watched {
     folder: PathBuf,
     path: PathBuf,
+    /// The identity of the folder being watched (`None` if it was gone then): a notification
+    /// follows the folder it was given, not its name, so one replaced under the name must be
+    /// watched again.
+    watching: Mutex<Option<FileId>>,
     tx: Arc<watch::Sender<u64>>,
     shared: Weak<Shared>,
     poller: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -196,6 +196,50 @@ impl Watched {
     /// A receiver that wakes on the next change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.tx.subscribe()
+    }
+
+    /// Watches the folder now at the path if it is not the one being watched (another folder
+    /// was renamed over it, or swapped in with `RENAME_EXCHANGE`), then wakes every stream: a
+    /// change may have come before the new watch. Every stream calls it before each look (a new
+    /// one looks once at its start), so none, old or new, stays deaf to the new folder.
+    fn follow_folder(self: &Arc<Self>) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let mut notifier = lock(&shared.notifier);
+        // A folder gone is a session deleted: its streams end when they look.
+        let Ok(meta) = std::fs::metadata(&self.folder) else {
+            return;
+        };
+        let id = Some(FileId::of(&meta));
+        if *lock(&self.watching) != id {
+            self.watch_folder(&mut notifier, id);
+            bump(&self.tx);
+        }
+    }
+
+    /// Watches the folder at the path, `id` (taken before, so a folder swapped in meanwhile is
+    /// seen as another): the old watch goes, then change notification, or a poll of the
+    /// transcript where notification cannot be had. Called under the notifier's lock.
+    fn watch_folder(
+        self: &Arc<Self>,
+        notifier: &mut Option<RecommendedWatcher>,
+        id: Option<FileId>,
+    ) {
+        *lock(&self.watching) = id;
+        let notified = notifier.as_mut().is_some_and(|n| {
+            let _ = n.unwatch(&self.folder);
+            n.watch(&self.folder, RecursiveMode::NonRecursive).is_ok()
+        });
+        if !notified {
+            if let Some(shared) = self.shared.upgrade() {
+                shared.polled.store(true, Ordering::Relaxed);
+            }
+            let mut poller = lock(&self.poller);
+            if poller.is_none() {
+                *poller = Some(tokio::spawn(poll(Arc::downgrade(self))));
+            }
+        }
     }
 }
 
@@ -261,10 +305,12 @@ pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)>
     // Nothing above `after`: up to date, or ahead when no line has `after` either.
     let ahead =
         after > 0 && from == end && reader::offset_of_seq(path, &mut file, end, after)? == end;
-    let catch_up = if !ahead && end - from <= CATCH_UP_BYTES as u64 {
-        CatchUp::Lines(lines_between(path, &mut file, from, end)?)
+    let catch_up = if ahead {
+        CatchUp::Reset(Reason::Ahead, newest_window(path, &mut file, end)?)
+    } else if behind(&mut file, from, end)? {
+        CatchUp::Reset(Reason::Behind, newest_window(path, &mut file, end)?)
     } else {
-        CatchUp::Reset(newest_window(path, &mut file, end)?)
+        CatchUp::Lines(lines_between(path, &mut file, from, end)?)
     };
     let tail = Tail {
         catch_up,
@@ -274,17 +320,17 @@ pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)>
     Ok((tail, tail_bytes(&mut file, end)?))
 }
 
-/// The newest lines (at most [`RESET_LINES`], within [`CATCH_UP_BYTES`]) as a reset.
-pub fn newest(path: &Path) -> io::Result<Tail> {
-    Ok(newest_from_end(path)?.0)
+/// The newest window as a reset for `reason`.
+pub fn newest(path: &Path, reason: Reason) -> io::Result<Tail> {
+    Ok(newest_from_end(path, reason)?.0)
 }
 
-fn newest_from_end(path: &Path) -> io::Result<(Tail, Vec<u8>)> {
+fn newest_from_end(path: &Path, reason: Reason) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
     let tail = Tail {
-        catch_up: CatchUp::Reset(newest_window(path, &mut file, end)?),
+        catch_up: CatchUp::Reset(reason, newest_window(path, &mut file, end)?),
         end,
         file: FileId::of(&meta),
     };
@@ -302,12 +348,23 @@ fn lines_between(path: &Path, file: &mut File, from: u64, end: u64) -> io::Resul
     Ok(lines)
 }
 
+/// Whether a client holding the file up to `from` (a line start) is behind its complete lines,
+/// which end at `end`: what follows `from` passes [`CATCH_UP_BYTES`] and is more than one line.
+/// One line is sent whole however long it is (the newest window holds it too): a reset to it
+/// would skip nothing.
+fn behind(file: &mut File, from: u64, end: u64) -> io::Result<bool> {
+    Ok(end - from > CATCH_UP_BYTES as u64 && line_start_after(file, from + 1, end)? < end)
+}
+
+/// The newest window: the newest lines (at most [`RESET_LINES`]) within [`CATCH_UP_BYTES`] of
+/// line text, and always the newest line, however long: `/transcript`'s byte budget.
 fn newest_window(path: &Path, file: &mut File, end: u64) -> io::Result<Vec<Line>> {
-    let start = line_start_after(file, end.saturating_sub(CATCH_UP_BYTES as u64), end)?;
-    let mut lines = lines_between(path, file, start, end)?;
-    let cut = lines.len().saturating_sub(RESET_LINES);
-    lines.drain(..cut);
-    Ok(lines)
+    let query = TranscriptQuery {
+        limit: Some(RESET_LINES),
+        bytes: Some(CATCH_UP_BYTES),
+        ..TranscriptQuery::default()
+    };
+    window_in(path, file, end, &query)
 }
 
 /// The first line start at or after `at` (scanning, not holding, the bytes before it).
@@ -335,8 +392,9 @@ fn line_start_after(file: &mut File, at: u64, end: u64) -> io::Result<u64> {
 // Following.
 
 /// The `data:` of a reset frame: why, and the seq the window that follows starts at.
-fn reset_event(reason: &str, lines: &[Line]) -> Event {
+fn reset_event(reason: Reason, lines: &[Line]) -> Event {
     let first = lines.first().map_or(0, Line::seq);
+    let reason = reason.as_str();
     Event::default()
         .event(RESET_EVENT)
         .data(format!(r#"{{"reason":"{reason}","first":{first}}}"#))
@@ -353,6 +411,9 @@ struct Seen {
     tail: Option<Vec<u8>>,
     /// The modification time, taken when the file's length was exactly `end`.
     modified: Option<SystemTime>,
+    /// How far the file is known to hold no newline past `end` (a torn line being written):
+    /// the next look searches for its end only in what came after.
+    unended: u64,
 }
 
 struct Follow {
@@ -384,7 +445,7 @@ impl Drop for OpenStream {
 enum Change {
     Same(Seen),
     Grew(Vec<Line>, u64, Seen, bool),
-    Reset(Tail, Vec<u8>, &'static str),
+    Reset(Tail, Vec<u8>),
     Gone,
 }
 
@@ -398,8 +459,8 @@ fn tail_bytes(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
 
 /// What happened to the file since the last look (blocking: run off the async threads).
 fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
-    let reset = |reason| match newest_from_end(path) {
-        Ok((tail, bytes)) => Change::Reset(tail, bytes, reason),
+    let reset = |reason| match newest_from_end(path, reason) {
+        Ok((tail, bytes)) => Change::Reset(tail, bytes),
         Err(_) => Change::Gone,
     };
     let Ok(mut file) = File::open(path) else {
@@ -410,14 +471,14 @@ fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
     };
     let len = meta.len();
     if FileId::of(&meta) != id || len < end {
-        return reset("replaced");
+        return reset(Reason::Replaced);
     }
     // Rewritten in place: what was read is no longer there.
     let Ok(tail) = tail_bytes(&mut file, end) else {
-        return reset("replaced");
+        return reset(Reason::Replaced);
     };
     if seen.tail.as_ref().is_some_and(|t| *t != tail) {
-        return reset("replaced");
+        return reset(Reason::Replaced);
     }
     let seen = Seen {
         tail: Some(tail),
@@ -426,52 +487,79 @@ fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
     if len == end {
         let modified = meta.modified().ok();
         return match seen.modified {
-            Some(m) if modified != Some(m) => reset("replaced"),
+            Some(m) if modified != Some(m) => reset(Reason::Replaced),
             _ => Change::Same(Seen { modified, ..seen }),
         };
     }
-    if len - end > CATCH_UP_BYTES as u64 {
-        return reset("behind");
+    // Only complete lines are news: a torn last line (a writer mid-line) is no change yet,
+    // however long it grows, and what was searched for its end is not searched again (a file
+    // cut shorter than that is).
+    let searched = if seen.unended <= len {
+        seen.unended.max(end)
+    } else {
+        end
+    };
+    let complete = match reader::complete_end_above(&mut file, searched, len) {
+        Ok(Some(complete)) => complete,
+        Ok(None) => {
+            return Change::Same(Seen {
+                modified: None,
+                unended: len,
+                ..seen
+            })
+        }
+        Err(_) => return reset(Reason::Replaced),
+    };
+    match behind(&mut file, end, complete) {
+        Ok(false) => {}
+        Ok(true) => return reset(Reason::Behind),
+        Err(_) => return reset(Reason::Replaced),
     }
     let mut lines = Vec::new();
     let mut at = end;
     while at < end + STEP_BYTES {
-        let Ok(Some((bytes, next))) = reader::line_at(&mut file, at, len) else {
+        let Ok(Some((bytes, next))) = reader::line_at(&mut file, at, complete) else {
             break;
         };
         lines.extend(reader::parse(path, at, &bytes));
         at = next;
     }
     if at == end {
-        // Only a torn line so far.
+        // Nothing could be read (the file changed meanwhile): the next change looks again.
         return Change::Same(Seen {
             modified: None,
             ..seen
         });
     }
     let Ok(tail) = tail_bytes(&mut file, at) else {
-        return reset("replaced");
+        return reset(Reason::Replaced);
     };
-    let more = at < len;
+    let more = at < complete;
     // Read to the length the modification time goes with: a later change of it alone is a
     // rewrite.
-    let modified = if more { None } else { meta.modified().ok() };
+    let modified = if at == len {
+        meta.modified().ok()
+    } else {
+        None
+    };
     Change::Grew(
         lines,
         at,
         Seen {
             tail: Some(tail),
             modified,
+            // Past the last newline, nothing was: what remains is a torn line.
+            unended: if more { 0 } else { len },
         },
         more,
     )
 }
 
 impl Follow {
-    fn queue(&mut self, catch_up: CatchUp, reason: &str) {
+    fn queue(&mut self, catch_up: CatchUp) {
         let lines = match catch_up {
             CatchUp::Lines(lines) => lines,
-            CatchUp::Reset(lines) => {
+            CatchUp::Reset(reason, lines) => {
                 self.pending.push_back(reset_event(reason, &lines));
                 // After a reset the client holds only the window: seqs start over from it.
                 self.last_seq = 0;
@@ -501,9 +589,13 @@ impl Follow {
                 shared.looks.fetch_add(1, Ordering::Relaxed);
             }
             let (path, id, end, seen) = (self.path.clone(), self.id, self.end, self.seen.clone());
-            let change = tokio::task::spawn_blocking(move || look(&path, id, end, seen))
-                .await
-                .ok()?;
+            let watched = self.watched_folder.clone();
+            let change = tokio::task::spawn_blocking(move || {
+                watched.follow_folder();
+                look(&path, id, end, seen)
+            })
+            .await
+            .ok()?;
             self.more = false;
             match change {
                 Change::Same(seen) => self.seen = seen,
@@ -512,21 +604,21 @@ impl Follow {
                     self.end = end;
                     self.seen = seen;
                     self.more = more;
-                    self.queue(CatchUp::Lines(lines), "");
+                    self.queue(CatchUp::Lines(lines));
                 }
-                Change::Reset(tail, bytes, reason) => self.restart(tail, bytes, reason),
+                Change::Reset(tail, bytes) => self.restart(tail, bytes),
             }
         }
     }
 
-    fn restart(&mut self, tail: Tail, bytes: Vec<u8>, reason: &str) {
+    fn restart(&mut self, tail: Tail, bytes: Vec<u8>) {
         self.id = tail.file;
         self.end = tail.end;
         self.seen = Seen {
             tail: Some(bytes),
-            modified: None,
+            ..Seen::default()
         };
-        self.queue(tail.catch_up, reason);
+        self.queue(tail.catch_up);
     }
 }
 
@@ -553,7 +645,7 @@ pub fn events(
         end: tail.end,
         seen: Seen {
             tail: Some(end_bytes),
-            modified: None,
+            ..Seen::default()
         },
         last_seq: after,
         more: false,
@@ -563,11 +655,7 @@ pub fn events(
         watched_folder: watched,
         _open: OpenStream(shared),
     };
-    let reason = match &tail.catch_up {
-        CatchUp::Reset(lines) if lines.last().is_none_or(|l| l.seq() < after) => "ahead",
-        _ => "behind",
-    };
-    follow.queue(tail.catch_up, reason);
+    follow.queue(tail.catch_up);
     stream::unfold(follow, Follow::next).map(Ok)
 }
 

@@ -1,8 +1,13 @@
 //! Reading stays bounded by what the page needs, however long a line or a row (issue rows 3 and
 //! 8): a 60 MB line is not read for a page that does not hold it, and a row longer than the
 //! byte budget is cut and sent as a partial row that pages and folds back; the session list
-//! holds a bounded part of any line, however long.
+//! holds a bounded part of any line, however long. A line longer than the catch-up bound is
+//! still sent whole by every route (over real HTTP), and one being written is no change until
+//! it ends.
 
+mod server_support;
+
+use scrollback::protocol::{parse_catch_up, CatchUpState, RESET_EVENT};
 use scrollback_protocol::{coalesce, last_seq, Line, TranscriptQuery};
 use scrollback_server::session::{Summaries, SUMMARY_LINE_BYTES};
 use scrollback_server::transcript::window_in;
@@ -10,6 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::time::Duration;
 
 /// The system allocator, counting per thread the bytes allocated and not yet freed, and the
 /// most at once: what a call made on this thread held.
@@ -273,4 +279,159 @@ fn the_session_list_reads_heads_of_long_lines_and_holds_a_bounded_part_of_them()
         serde_json::json!({"type": "status", "status": "idle"}),
     ));
     check(7, "idle");
+}
+
+/// The number of looks streams have made at their files so far (`/stats`).
+async fn looks(f: &server_support::Fixture) -> u64 {
+    let stats: serde_json::Value = f.get("/stats").await.json().await.unwrap();
+    stats["streams"]["looks"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn a_long_line_being_written_is_no_change_until_its_newline() {
+    let f = server_support::Fixture::new().await;
+    f.write("s", &server_support::transcript(1_100));
+    let mut sse = f.events("s", "after=1100").await;
+    // Another process writes a 3 MiB line in 64 KiB pieces; the stream looks at each piece
+    // before the next is written (its torn tail passes the catch-up bound half way).
+    let long = line(
+        1_101,
+        serde_json::json!({"type": "toolResult", "output": "x".repeat(3 << 20)}),
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(f.transcript_path("s"))
+        .unwrap();
+    let (head, newline) = long.as_bytes().split_at(long.len() - 1);
+    for piece in head.chunks(64 << 10) {
+        let before = looks(&f).await;
+        file.write_all(piece).unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while looks(&f).await <= before {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the stream never looked"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    file.write_all(newline).unwrap();
+    // No reset while it was torn: the next event is the line, whole, then what follows it.
+    let event = sse.next().await;
+    assert_eq!(
+        (event.event.as_str(), event.id.as_str()),
+        ("message", "1101")
+    );
+    assert_eq!(event.data, long.trim_end());
+    f.append(
+        "s",
+        &line(
+            1_102,
+            serde_json::json!({"type": "status", "status": "idle"}),
+        ),
+    );
+    let event = sse.next().await;
+    assert_eq!(
+        (event.event.as_str(), event.id.as_str()),
+        ("message", "1102")
+    );
+}
+
+#[tokio::test]
+async fn a_line_longer_than_the_catch_up_bound_is_sent_whole_by_every_route() {
+    let f = server_support::Fixture::new().await;
+    // seqs 1 and 2 short, seq 3 a 1.5 MiB tool result.
+    let long = line(
+        3,
+        serde_json::json!({"type": "toolResult", "output": "x".repeat(3 << 19)}),
+    );
+    let text = server_support::transcript(2) + &long;
+    let put = f.put("/sessions/big/transcript", text.clone()).await;
+    assert!(put.status().is_success(), "{}", put.status());
+    let all = server_support::lines(&text);
+    let raws = |lines: &[Line]| lines.iter().map(|l| l.raw().to_owned()).collect::<Vec<_>>();
+
+    // `/transcript`: the newest window holds it.
+    assert_eq!(raws(&f.page("big", "").await), raws(&all));
+    // `/catchup` after seq 2: nothing is skipped, so caught up with the cursor's line and it.
+    let body = f
+        .get("/sessions/big/catchup?cursor=2")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let answer = parse_catch_up(&body).unwrap();
+    assert_eq!(answer.state, CatchUpState::CaughtUp);
+    assert_eq!(raws(&answer.lines), raws(&all[1..]));
+    // `/events` after seq 2: the line, no reset.
+    let mut sse = f.events("big", "after=2").await;
+    let event = sse.next().await;
+    assert_eq!((event.event.as_str(), event.id.as_str()), ("message", "3"));
+    assert_eq!(event.data, long.trim_end());
+    // After seq 1 the lines pass the bound and seq 2 does not fit the window: behind, and the
+    // window is the long line. Past the newest: ahead, with the same window.
+    for (after, reason) in [(1, "behind"), (9, "ahead")] {
+        let mut reset = f.events("big", &format!("after={after}")).await;
+        let frame = reset.next().await;
+        assert_eq!(frame.event, RESET_EVENT, "after={after}");
+        let data: serde_json::Value = serde_json::from_str(&frame.data).unwrap();
+        assert_eq!(data, serde_json::json!({"reason": reason, "first": 3}));
+        let event = reset.next().await;
+        assert_eq!(
+            (event.id.as_str(), event.data.as_str()),
+            ("3", long.trim_end())
+        );
+    }
+
+    // Live: a posted message longer than the bound reaches the open stream as its line.
+    let text = "y".repeat(1_200_000);
+    let response = f
+        .post_json("/sessions/big/messages", &serde_json::json!({"text": text}))
+        .await;
+    assert_eq!(response.status(), 200);
+    let posted = response.text().await.unwrap();
+    let event = sse.next().await;
+    assert_eq!((event.event.as_str(), event.id.as_str()), ("message", "4"));
+    assert_eq!(event.data, posted);
+}
+
+#[tokio::test]
+async fn a_catch_up_past_the_bound_never_repeats_a_line_at_or_before_the_cursor() {
+    let f = server_support::Fixture::new().await;
+    // 20 short lines, three of 512 KiB, one short.
+    let mut text = server_support::transcript(20);
+    for seq in 21..=23 {
+        let output = format!("{seq} {}", "z".repeat(512 << 10));
+        text.push_str(&line(
+            seq,
+            serde_json::json!({"type": "toolResult", "output": output}),
+        ));
+    }
+    text.push_str(&line(
+        24,
+        serde_json::json!({"type": "status", "status": "idle"}),
+    ));
+    f.write("s", &text);
+    let all = server_support::lines(&text);
+    // (query, state, seqs): the window reaching down to the cursor skips nothing (caught up);
+    // a window of 2 skips seqs 21 and 22 (behind).
+    let want: [(&str, CatchUpState, Vec<u64>); 3] = [
+        ("cursor=20", CatchUpState::CaughtUp, (20..=24).collect()),
+        ("cursor=5", CatchUpState::CaughtUp, (5..=24).collect()),
+        ("cursor=20&limit=2", CatchUpState::Behind, vec![20, 23, 24]),
+    ];
+    for (query, state, seqs) in want {
+        let body = f
+            .get(&format!("/sessions/s/catchup?{query}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        let answer = parse_catch_up(&body).unwrap();
+        assert_eq!(answer.state, state, "{query}");
+        assert_eq!(server_support::seqs(&answer.lines), seqs, "{query}");
+        for l in &answer.lines {
+            assert_eq!(l.raw(), all[l.seq() as usize - 1].raw(), "{query}");
+        }
+    }
 }

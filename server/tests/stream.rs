@@ -91,13 +91,13 @@ async fn further_behind_than_the_catch_up_bytes_gets_a_reset_then_the_newest_win
         })
         .collect();
     f.write("s", &text);
-    // The window: the newest lines whose bytes (with their newlines) fit in CATCH_UP_BYTES.
+    // The window: the newest lines whose text fits in CATCH_UP_BYTES.
     let (mut first, mut bytes) = (301, 0);
     for l in text.lines().rev() {
-        if bytes + l.len() + 1 > CATCH_UP_BYTES {
+        if bytes + l.len() > CATCH_UP_BYTES {
             break;
         }
-        bytes += l.len() + 1;
+        bytes += l.len();
         first -= 1;
     }
     assert!(first > 100 && first < 200, "{first}");

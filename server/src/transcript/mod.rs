@@ -1,13 +1,14 @@
-//! The server's reading of a transcript file: windows (`/transcript`), the stream's catch-up
-//! (`/events`), the newest line, and appending. Pure functions over a path, callable in-process
-//! (a model test calls them directly). Every read starts at the end of the file and goes back in
-//! blocks only as far as the answer needs: the cost of a page does not grow with the file.
+//! The server's reading of a transcript file: windows (`/transcript`), the reopen's catch-up
+//! (`/catchup`), what a stream's catch-up sends (`/events`, read by `follow`), the newest line,
+//! and appending. Pure functions over a path, callable in-process (a model test calls them
+//! directly). Every read starts at the end of the file and goes back in blocks only as far as
+//! the answer needs: the cost of a page does not grow with the file.
 
 pub mod catch_up;
 pub mod reader;
 
 use reader::BackLines;
-use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery, CATCH_UP_LIMIT, MAX_LIMIT};
+use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery, MAX_LIMIT};
 use serde_json::{Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
@@ -42,7 +43,6 @@ impl FileId {
 /// An open transcript and the end of its complete lines at the time it was opened.
 struct Opened {
     file: File,
-    id: FileId,
     end: u64,
 }
 
@@ -50,11 +50,7 @@ fn open(path: &Path) -> io::Result<Opened> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
-    Ok(Opened {
-        file,
-        id: FileId::of(&meta),
-        end,
-    })
+    Ok(Opened { file, end })
 }
 
 /// Lines walked newest-first from `start`, unreadable ones skipped.
@@ -88,7 +84,7 @@ fn for_each_back(
 /// Nothing past the page is read: the walk stops at the `limit`-th event, and a line that
 /// cannot fit the budget is not read to its end.
 pub fn window(path: &Path, query: &TranscriptQuery) -> io::Result<Vec<Line>> {
-    let Opened { mut file, end, .. } = open(path)?;
+    let Opened { mut file, end } = open(path)?;
     window_in(path, &mut file, end, query)
 }
 
@@ -219,14 +215,36 @@ impl Page {
     }
 }
 
-/// What `/events?after=N` sends before following the file.
+/// What `/events?after=N` sends before following the file, and what a stream sends when it
+/// starts over.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CatchUp {
-    /// Within [`CATCH_UP_LIMIT`] of the newest: every line above `after`, oldest first.
+    /// Every line above `after`, oldest first.
     Lines(Vec<Line>),
-    /// Further behind, or ahead of the newest line (the file was replaced by a shorter one): a
-    /// reset frame, then these, the newest [`CATCH_UP_LIMIT`] lines.
-    Reset(Vec<Line>),
+    /// A reset frame saying why, then these: the newest window.
+    Reset(Reason, Vec<Line>),
+}
+
+/// Why a stream starts over from the newest window: a reset frame's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Lines the client does not hold would be skipped: what it holds stays, with a gap.
+    Behind,
+    /// The file was replaced: nothing the client holds is this file's.
+    Replaced,
+    /// The client holds lines past the newest (a shorter file replaced the one it read).
+    Ahead,
+}
+
+impl Reason {
+    /// The name a reset frame gives.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Behind => "behind",
+            Reason::Replaced => "replaced",
+            Reason::Ahead => "ahead",
+        }
+    }
 }
 
 /// The catch-up and where following the file goes on from.
@@ -240,53 +258,9 @@ pub struct Tail {
     pub file: FileId,
 }
 
-/// The stream's catch-up for a client holding everything up to `after`.
-pub fn events_after(path: &Path, after: u64) -> io::Result<Tail> {
-    let Opened {
-        mut file, id, end, ..
-    } = open(path)?;
-    let mut lines = Vec::new();
-    // A client ahead of the newest line holds what this file never had (it was replaced by a
-    // shorter one): that is a reset too, with the newest lines.
-    let (mut ahead, mut any) = (false, false);
-    for_each_back(path, &mut file, end, |line| {
-        if !any && line.seq() < after {
-            ahead = true;
-        }
-        any = true;
-        if line.seq() <= after && !ahead {
-            return false;
-        }
-        lines.push(line);
-        lines.len() <= CATCH_UP_LIMIT
-    })?;
-    let reset = ahead || (!any && after > 0) || lines.len() > CATCH_UP_LIMIT;
-    lines.truncate(CATCH_UP_LIMIT);
-    lines.reverse();
-    let catch_up = if reset {
-        CatchUp::Reset(lines)
-    } else {
-        CatchUp::Lines(lines)
-    };
-    Ok(Tail {
-        catch_up,
-        end,
-        file: id,
-    })
-}
-
-/// The newest [`CATCH_UP_LIMIT`] lines (what a reset sends).
-pub fn newest(path: &Path) -> io::Result<Tail> {
-    let mut tail = events_after(path, 0)?;
-    if let CatchUp::Lines(lines) = tail.catch_up {
-        tail.catch_up = CatchUp::Reset(lines);
-    }
-    Ok(tail)
-}
-
 /// The newest readable line, if any.
 pub fn newest_line(path: &Path) -> io::Result<Option<Line>> {
-    let Opened { mut file, end, .. } = open(path)?;
+    let Opened { mut file, end } = open(path)?;
     let mut newest = None;
     for_each_back(path, &mut file, end, |line| {
         newest = Some(line);

@@ -84,19 +84,30 @@ impl<'f, F: Read + io::Seek> BackLines<'f, F> {
 /// The end of the file's complete lines: just after its last newline (a torn last line, still
 /// being written, is left out), reading backwards only as far as that newline.
 pub fn complete_end<F: Read + io::Seek>(file: &mut F, len: u64) -> io::Result<u64> {
+    Ok(complete_end_above(file, 0, len)?.unwrap_or(0))
+}
+
+/// Just after the last newline in `[floor, len)`, or `None` when there is none there: reads
+/// backwards only as far as that newline, and never below `floor` (a stream that knows the
+/// bytes before it hold none does not read them again).
+pub fn complete_end_above<F: Read + io::Seek>(
+    file: &mut F,
+    floor: u64,
+    len: u64,
+) -> io::Result<Option<u64>> {
     let mut end = len;
     let mut block = FIRST_BLOCK as u64;
-    while end > 0 {
-        let n = block.min(end);
+    while end > floor {
+        let n = block.min(end - floor);
         let at = end - n;
         let bytes = read_exact_at(file, at, n as usize)?;
         if let Some(i) = bytes.iter().rposition(|&b| b == b'\n') {
-            return Ok(at + i as u64 + 1);
+            return Ok(Some(at + i as u64 + 1));
         }
         end = at;
         block = (block * 2).min(scrollback_protocol::BLOCK as u64);
     }
-    Ok(0)
+    Ok(None)
 }
 
 /// Lines starting at or after an offset, oldest first, up to a bound; a line not ended by a

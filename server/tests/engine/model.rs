@@ -37,7 +37,7 @@ use scrollback::store::{MemoryStore, Store};
 use scrollback::transport::{
     CatchUp, EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
-use scrollback_server::transcript::{self, CatchUp as Backlog, FileId};
+use scrollback_server::transcript::{self, CatchUp as Backlog, FileId, Reason};
 use serde_json::{json, Map, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};
@@ -375,14 +375,7 @@ impl Transport for InProcess {
             last: after,
             queue: VecDeque::new(),
         };
-        // The server's reasons (`follow::events`): behind the window, or ahead of the file.
-        let reason = match &tail.catch_up {
-            Backlog::Reset(lines) if lines.last().is_none_or(|l| l.seq() < after) => {
-                ResetReason::Ahead
-            }
-            _ => ResetReason::Behind,
-        };
-        stream.queue_backlog(tail.catch_up, reason);
+        stream.queue_backlog(tail.catch_up);
         Ok(stream)
     }
 
@@ -414,10 +407,15 @@ struct InProcessStream {
 }
 
 impl InProcessStream {
-    fn queue_backlog(&mut self, backlog: Backlog, reason: ResetReason) {
+    fn queue_backlog(&mut self, backlog: Backlog) {
         let lines = match backlog {
             Backlog::Lines(lines) => lines,
-            Backlog::Reset(lines) => {
+            Backlog::Reset(reason, lines) => {
+                let reason = match reason {
+                    Reason::Behind => ResetReason::Behind,
+                    Reason::Replaced => ResetReason::Replaced,
+                    Reason::Ahead => ResetReason::Ahead,
+                };
                 self.queue.push_back(StreamItem::Reset(reason));
                 self.last = 0;
                 lines
@@ -436,10 +434,10 @@ impl InProcessStream {
     fn look(&mut self) -> std::io::Result<()> {
         let meta = std::fs::metadata(&self.path)?;
         if FileId::of(&meta) != self.file || meta.len() < self.end {
-            let tail = scrollback_server::follow::newest(&self.path)?;
+            let tail = scrollback_server::follow::newest(&self.path, Reason::Replaced)?;
             self.file = tail.file;
             self.end = tail.end;
-            self.queue_backlog(tail.catch_up, ResetReason::Replaced);
+            self.queue_backlog(tail.catch_up);
             return Ok(());
         }
         let query = TranscriptQuery {
@@ -449,7 +447,7 @@ impl InProcessStream {
         };
         let lines = transcript::window(&self.path, &query)?;
         self.end = meta.len();
-        self.queue_backlog(Backlog::Lines(lines), ResetReason::Behind);
+        self.queue_backlog(Backlog::Lines(lines));
         Ok(())
     }
 }

@@ -89,7 +89,7 @@ async fn a_wrong_token_is_refused_with_the_servers_message() {
     // The stream carries the token in its query: a wrong one cannot open it either.
     // `EventSource` hides the status; the transport learns it, so the stream's refusal is
     // classified as the native transport's is (an authentication error, not a retry).
-    let err = wrong.events("long", 0).await.unwrap_err();
+    let err = wrong.events("long", 0, None).await.unwrap_err();
     assert_eq!(
         err.status(),
         Some(401),
@@ -171,7 +171,7 @@ async fn a_hostile_id_stays_one_path_segment() {
             }
             other => panic!("{id:?} must be refused by the server as an id, got {other:?}"),
         }
-        let err = t.events(id, 0).await.unwrap_err();
+        let err = t.events(id, 0, None).await.unwrap_err();
         assert_eq!(err.status(), Some(400), "{id:?}: {err}");
         assert_eq!(Retry::classify(&err), Retry::Refused, "{id:?}");
     }
@@ -180,7 +180,7 @@ async fn a_hostile_id_stays_one_path_segment() {
     put_session(id, &numbered(3)).await;
     let page = t.transcript(id, &TranscriptQuery::default()).await.unwrap();
     assert_eq!(page.lines.len(), 3);
-    let mut stream = t.events(id, 2).await.unwrap();
+    let mut stream = t.events(id, 2, None).await.unwrap();
     assert_eq!(next_line(&mut stream).await.seq(), 3);
     drop(stream);
     t.delete(id).await.unwrap();
@@ -192,7 +192,7 @@ async fn the_stream_catches_up_then_carries_posted_messages_live() {
     let t = transport();
     let id = "transport-stream";
     put_session(id, &numbered(10)).await;
-    let mut stream = t.events(id, 7).await.unwrap();
+    let mut stream = t.events(id, 7, None).await.unwrap();
     let caught_up: Vec<u64> = [
         next_line(&mut stream).await,
         next_line(&mut stream).await,
@@ -246,7 +246,7 @@ async fn far_behind_the_stream_sends_reset_then_the_newest_window() {
         .map(|s| user_line(s, &format!("message {s} {pad}")))
         .collect();
     put_session(id, &lines).await;
-    let mut stream = t.events(id, 3).await.unwrap();
+    let mut stream = t.events(id, 3, None).await.unwrap();
     assert!(matches!(
         stream.next().await,
         Some(Ok(StreamItem::Reset(ResetReason::Behind)))
@@ -268,7 +268,10 @@ async fn far_behind_the_stream_sends_reset_then_the_newest_window() {
 
 #[wasm_bindgen_test]
 async fn a_stream_for_an_unknown_session_fails_instead_of_retrying() {
-    let err = transport().events("no-such-session", 0).await.unwrap_err();
+    let err = transport()
+        .events("no-such-session", 0, None)
+        .await
+        .unwrap_err();
     // The refused EventSource is asked once more with fetch, so the status is the server's.
     assert!(
         matches!(err, TransportError::Http { status: 404, .. }),
@@ -286,7 +289,7 @@ async fn a_deleted_session_ends_its_stream_with_an_error() {
     let t = transport();
     let id = "transport-ends";
     put_session(id, &numbered(2)).await;
-    let mut stream = t.events(id, 2).await.unwrap();
+    let mut stream = t.events(id, 2, None).await.unwrap();
     t.delete(id).await.unwrap();
     // The server ends the stream of a deleted session; the EventSource reports it as an error
     // and is closed, so the engine (not the browser) decides when and where to reconnect.
@@ -306,7 +309,7 @@ async fn an_unreachable_server_is_a_network_error_on_every_route() {
         t.sessions().await,
         Err(TransportError::Network(_))
     ));
-    let err = t.events("long", 0).await.unwrap_err();
+    let err = t.events("long", 0, None).await.unwrap_err();
     assert!(err.to_string().contains("cannot reach"), "{err}");
 }
 

@@ -3,6 +3,7 @@
 
 mod blocks;
 mod catch_up;
+mod events;
 mod line;
 mod names;
 mod query;
@@ -11,6 +12,7 @@ mod session;
 
 pub use blocks::{BackWalk, ForwardWalk, Found, Probed, Seek, SeqSeek, Step, BLOCK, FIRST_BLOCK};
 pub use catch_up::{catch_up_json, parse_catch_up, CatchUpAnswer, CatchUpQuery, CatchUpState};
+pub use events::{events_at, events_query};
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
 pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,

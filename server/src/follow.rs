@@ -290,13 +290,15 @@ async fn poll(watched: Weak<Watched>) {
 /// `after` when they are within [`CATCH_UP_BYTES`] of the file's end, otherwise (or when the
 /// client is ahead of the newest line) a reset and the newest window. Reads at most
 /// [`CATCH_UP_BYTES`] of lines, however long the file or its lines.
-pub fn catch_up(path: &Path, after: u64) -> io::Result<Tail> {
-    Ok(catch_up_from_end(path, after)?.0)
+pub fn catch_up(path: &Path, after: u64, at: Option<&str>) -> io::Result<Tail> {
+    Ok(catch_up_from_end(path, after, at)?.0)
 }
 
 /// [`catch_up`], with the bytes just before the end it read to (what a stream compares to see a
-/// rewrite in place), from the same open file.
-pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)> {
+/// rewrite in place), from the same open file. With `at` (the fingerprint of the client's line
+/// at `after`, see `scrollback_protocol::events_query`), a file whose line at `after` is another
+/// is a reset (`replaced`): it was replaced since the client checked its tail.
+pub fn catch_up_from_end(path: &Path, after: u64, at: Option<&str>) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
@@ -305,8 +307,14 @@ pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)>
     // Nothing above `after`: up to date, or ahead when no line has `after` either.
     let ahead =
         after > 0 && from == end && reader::offset_of_seq(path, &mut file, end, after)? == end;
+    let replaced = match at {
+        Some(at) if after > 0 && !ahead => !holds(path, &mut file, end, after, at)?,
+        _ => false,
+    };
     let catch_up = if ahead {
         CatchUp::Reset(Reason::Ahead, newest_window(path, &mut file, end)?)
+    } else if replaced {
+        CatchUp::Reset(Reason::Replaced, newest_window(path, &mut file, end)?)
     } else if behind(&mut file, from, end)? {
         CatchUp::Reset(Reason::Behind, newest_window(path, &mut file, end)?)
     } else {
@@ -318,6 +326,16 @@ pub fn catch_up_from_end(path: &Path, after: u64) -> io::Result<(Tail, Vec<u8>)>
         file: id,
     };
     Ok((tail, tail_bytes(&mut file, end)?))
+}
+
+/// Whether the file's line at `seq` is the one whose fingerprint is `at`.
+fn holds(path: &Path, file: &mut File, end: u64, seq: u64, at: &str) -> io::Result<bool> {
+    let offset = reader::offset_of_seq(path, file, end, seq)?;
+    Ok(match reader::line_at(file, offset, end)? {
+        Some((bytes, _)) => reader::parse(path, offset, &bytes)
+            .is_some_and(|line| line.seq() == seq && line.fingerprint() == at),
+        None => false,
+    })
 }
 
 /// The newest window as a reset for `reason`.

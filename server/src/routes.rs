@@ -107,22 +107,26 @@ async fn events(
     headers: HeaderMap,
 ) -> Reply {
     let id = session_id(id)?;
-    let query = TranscriptQuery::parse(query.as_deref().unwrap_or(""))
-        .map_err(|e| ApiError::bad(e.to_string()))?;
-    // EventSource reconnects to the same URL and says where it got to in `Last-Event-ID`.
-    let after = match headers.get("last-event-id") {
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| ApiError::bad("bad `Last-Event-ID`: must be a whole number"))?,
-        None => query.after.unwrap_or(0),
+    let raw = query.as_deref().unwrap_or("");
+    let query = TranscriptQuery::parse(raw).map_err(|e| ApiError::bad(e.to_string()))?;
+    let at = scrollback_protocol::events_at(raw).map_err(|e| ApiError::bad(e.to_string()))?;
+    // EventSource reconnects to the same URL and says where it got to in `Last-Event-ID`
+    // (where `at`, the line at `after`, says nothing).
+    let (after, at) = match headers.get("last-event-id") {
+        Some(v) => (
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| ApiError::bad("bad `Last-Event-ID`: must be a whole number"))?,
+            None,
+        ),
+        None => (query.after.unwrap_or(0), at),
     };
     let path = existing(&app, &id)?;
     // Watched before the catch-up is read, so no change falls between them.
     let watched = app.watchers.watch(&path);
     let p = path.clone();
-    let tail = blocking(move || follow::catch_up_from_end(&p, after)).await?;
+    let tail = blocking(move || follow::catch_up_from_end(&p, after, at.as_deref())).await?;
     let stream = follow::events(path, after, tail, watched, app.shutdown.clone());
     Ok(follow::response(stream).into_response())
 }

@@ -147,6 +147,43 @@ async fn a_client_ahead_of_the_file_gets_a_reset_with_the_newest_lines() {
 }
 
 #[tokio::test]
+async fn a_stream_that_names_the_line_it_holds_is_reset_when_the_file_has_another() {
+    let f = Fixture::new().await;
+    let text = transcript(30);
+    f.write("s", &text);
+    let held = lines(&text)[19].fingerprint();
+    // The line at `after` is the one the client holds: the lines after it.
+    let mut sse = f.events("s", &format!("after=20&at={held}")).await;
+    assert_eq!(ids(&sse.take(10).await), (21..=30).collect::<Vec<_>>());
+    // Replaced (since the client's check) by a longer file whose line 20 is another.
+    let other: String = (1..=40)
+        .map(|seq| {
+            line(
+                seq,
+                json!({"type": "userMessage", "text": format!("other {seq}")}),
+            )
+        })
+        .collect();
+    f.write("s", &other);
+    let mut sse = f.events("s", &format!("after=20&at={held}")).await;
+    let reset = sse.next().await;
+    assert_eq!(reset.event, RESET_EVENT);
+    let data: Value = serde_json::from_str(&reset.data).unwrap();
+    assert_eq!(
+        (data["reason"].as_str(), data["first"].as_u64()),
+        (Some("replaced"), Some(1))
+    );
+    assert_eq!(ids(&sse.take(40).await), (1..=40).collect::<Vec<_>>());
+    // Without `at`, the server cannot tell (the client checks first).
+    let mut sse = f.events("s", "after=20").await;
+    assert_eq!(sse.next().await.id, "21");
+    // Not a fingerprint: refused.
+    let bad = f.get("/sessions/s/events?after=20&at=zz").await;
+    assert_eq!(bad.status(), 400);
+    assert!(bad.text().await.unwrap().contains("bad `at`"));
+}
+
+#[tokio::test]
 async fn a_reconnecting_event_source_resumes_from_last_event_id() {
     let f = Fixture::new().await;
     f.write("s", &transcript(300));

@@ -960,8 +960,17 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 }
             }
             reconnect = true;
+            // The line held at the cursor, named, so that a file replaced since its check is
+            // caught by the stream's first frame, not spliced on.
+            let at = newest
+                .as_ref()
+                .filter(|line| line.seq() == cursor)
+                .map(Line::fingerprint);
             let connected = match self
-                .unless_asked(inbox, self.transport.events(&self.id, cursor))
+                .unless_asked(
+                    inbox,
+                    self.transport.events(&self.id, cursor, at.as_deref()),
+                )
                 .await
             {
                 Ok(connected) => connected,

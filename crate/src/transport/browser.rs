@@ -315,9 +315,14 @@ impl Transport for BrowserTransport {
         self.send(Request::post(&url), Some(body)).await.map(drop)
     }
 
-    async fn events(&self, id: &str, after: u64) -> TransportResult<BrowserStream> {
+    async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        at: Option<&str>,
+    ) -> TransportResult<BrowserStream> {
         let path = self.url(&["sessions", id, "events"])?;
-        let mut url = format!("{path}?after={after}");
+        let mut url = format!("{path}?{}", crate::protocol::events_query(after, at));
         if let Some(token) = &self.token {
             url.push_str("&token=");
             url.push_str(&String::from(js_sys::encode_uri_component(token)));

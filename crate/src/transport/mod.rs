@@ -316,9 +316,12 @@ pub trait Transport {
     async fn delete(&self, id: &str) -> TransportResult<()>;
     /// `POST /sessions/{id}/messages` with `{"text": text}`.
     async fn post_message(&self, id: &str, text: &str) -> TransportResult<()>;
-    /// `GET /sessions/{id}/events?after=N`: resolves once the server has answered (so a refused
-    /// connection is an error here, not a stream that ends at once).
-    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream>;
+    /// `GET /sessions/{id}/events?after=N&at=F` ([`crate::protocol::events_query`]; `at`, the
+    /// fingerprint of the client's line at `N`, lets the server reset with `replaced` when its
+    /// line there is another): resolves once the server has answered (so a refused connection
+    /// is an error here, not a stream that ends at once).
+    async fn events(&self, id: &str, after: u64, at: Option<&str>)
+        -> TransportResult<Self::Stream>;
     /// Waits `ms` milliseconds (the reconnect schedule, `RECONNECT_DELAY_MS`), on whatever
     /// clock the transport's runtime has.
     async fn sleep(&self, ms: u32);

@@ -167,9 +167,9 @@ impl Transport for HttpTransport {
         self.body(request).await.map(drop)
     }
 
-    async fn events(&self, id: &str, after: u64) -> TransportResult<HttpStream> {
+    async fn events(&self, id: &str, after: u64, at: Option<&str>) -> TransportResult<HttpStream> {
         let mut url = self.url(&["sessions", id, "events"]);
-        url.set_query(Some(&format!("after={after}")));
+        url.set_query(Some(&crate::protocol::events_query(after, at)));
         let request = self
             .client
             .get(url)

@@ -721,6 +721,61 @@ async fn put_other(env: &Env, id: &str, n: u64, salt: f64) {
 }
 
 #[tokio::test]
+async fn a_file_replaced_between_the_check_and_the_stream_is_caught_by_the_stream() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.base.long_session("b", 300);
+            let first = Running::open(&env.client(None).await, "b").await;
+            first.live().await;
+            first.close().await;
+
+            // The reopen's check passes (the file is the cached one); then, before its stream
+            // connects, the file is replaced by a longer one with other content.
+            let client = env.client(None).await;
+            let path = env.base.path("b");
+            *client.transport().before_events.borrow_mut() = Some(Box::new(move || {
+                let mut body = String::new();
+                for seq in 1..=500u64 {
+                    let ts = 1_900_000_000.0 + seq as f64 * 0.25;
+                    let event = json!({"type": "userMessage", "text": format!("other file {seq}")});
+                    let line = Line::new(seq, ts, event.as_object().unwrap().clone()).unwrap();
+                    body.push_str(line.raw());
+                    body.push('\n');
+                }
+                let new = path.with_extension("new");
+                std::fs::write(&new, body).unwrap();
+                std::fs::rename(&new, &path).unwrap();
+            }));
+            let again = Running::open(&client, "b").await;
+            let all = || env.base.lines("b");
+            again
+                .wait("the new file, and only it", |v| {
+                    let all = all();
+                    v.live
+                        && v.cursor == 500
+                        && v.transcript.rows()
+                            == Transcript::from_lines(&all[v.oldest.unwrap_or(1) as usize - 1..])
+                                .unwrap()
+                                .rows()
+                })
+                .await;
+            assert_eq!(
+                again.session.counters().probes_passed,
+                1,
+                "the check passed"
+            );
+            let all = all();
+            assert_shows_server(&again.session, &all);
+            again.scroll_to_start().await;
+            assert_shows_server(&again.session, &all);
+            assert_chunks_are_servers(&env, &client, "b").await;
+            again.close().await;
+        })
+        .await;
+}
+
+#[tokio::test]
 async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
     LocalSet::new()
         .run_until(async {

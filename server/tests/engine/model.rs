@@ -363,10 +363,15 @@ impl Transport for InProcess {
         ))
     }
 
-    async fn events(&self, id: &str, after: u64) -> TransportResult<InProcessStream> {
+    async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        at: Option<&str>,
+    ) -> TransportResult<InProcessStream> {
         self.check_up()?;
         let path = self.0.path(id);
-        let tail = scrollback_server::follow::catch_up(&path, after).map_err(io_error)?;
+        let tail = scrollback_server::follow::catch_up(&path, after, at).map_err(io_error)?;
         let mut stream = InProcessStream {
             world: self.0.clone(),
             path,

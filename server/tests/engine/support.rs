@@ -85,6 +85,9 @@ pub struct Recorded {
     pub queries: RefCell<Vec<String>>,
     pub sleeps: Rc<RefCell<Vec<u32>>>,
     pub fast_clock: bool,
+    /// Run once, just before the next `/events` request is sent (what changes on the server
+    /// between the check and the stream).
+    pub before_events: RefCell<Option<Box<dyn FnOnce()>>>,
 }
 
 impl Recorded {
@@ -95,6 +98,7 @@ impl Recorded {
             queries: RefCell::default(),
             sleeps: Rc::default(),
             fast_clock: false,
+            before_events: RefCell::default(),
         }
     }
 
@@ -133,8 +137,17 @@ impl Transport for Recorded {
     async fn post_message(&self, id: &str, text: &str) -> TransportResult<()> {
         self.inner.post_message(id, text).await
     }
-    async fn events(&self, id: &str, after: u64) -> TransportResult<Self::Stream> {
-        self.inner.events(id, after).await
+    async fn events(
+        &self,
+        id: &str,
+        after: u64,
+        at: Option<&str>,
+    ) -> TransportResult<Self::Stream> {
+        let hook = self.before_events.borrow_mut().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.events(id, after, at).await
     }
     async fn sleep(&self, ms: u32) {
         self.sleeps.borrow_mut().push(ms);

@@ -188,6 +188,69 @@ async fn a_damaged_index_is_rebuilt<S: Store>(store: Arc<S>) {
     assert_eq!(cache.search("the", 10, None).await, want);
 }
 
+/// A session whose cache is thrown away and filled again (a Reload, a replaced file) with a
+/// transcript that starts with the same row and grows past the old index: a worker that had
+/// loaded the old index answers from the new one, not from the old rows.
+async fn a_rebuilt_index_is_not_taken_for_the_old_one_grown<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    let old = [user(1, "hello there"), user(2, "the old aardvark")];
+    fill(&cache, "s", &old).await;
+    assert_eq!(
+        seqs(&cache.search("aardvark", 10, None).await),
+        vec![("s".into(), 2)]
+    );
+    cache.purge("s").await;
+    let new: Vec<Line> = std::iter::once(user(1, "hello there"))
+        .chain((2..=40).map(|seq| user(seq, &format!("the new zebu number {seq}"))))
+        .collect();
+    fill(&cache, "s", &new).await;
+    assert!(
+        cache.search("aardvark", 10, None).await.is_empty(),
+        "nothing of the old conversation"
+    );
+    assert_eq!(
+        seqs(&cache.search("zebu number 2 ", 10, None).await),
+        vec![("s".into(), 2)]
+    );
+    assert_eq!(cache.search("zebu", 100, None).await.len(), 39);
+}
+
+/// A write of several rows cut short (a crash: only whole rows of it kept) loses none: the
+/// next open re-folds every row after the last one written.
+async fn a_write_cut_short_loses_no_row<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    let lines: Vec<Line> = (1..=6)
+        .map(|seq| user(seq, &format!("word{seq}")))
+        .collect();
+    let mut session = cache.session("s").unwrap();
+    session.open().await;
+    session.append_all(&lines).await;
+    let path = format!("{}/s/{INDEX}", cache.dir());
+    let blob = store.read(&path, 0, usize::MAX).await.unwrap();
+    let text = String::from_utf8(blob).unwrap();
+    assert_eq!(text.lines().count(), 6, "one write of six rows");
+    // Only the first two rows reached the disk.
+    let kept: usize = text.lines().take(2).map(|l| l.len() + 1).sum();
+    store.truncate(&path, kept as u64).await.unwrap();
+    drop(session);
+    let fresh = Cache::new(store.clone(), "example.com", 443).await;
+    let mut session = fresh.session("s").unwrap();
+    session.open().await;
+    session.append(&user(7, "word7")).await;
+    for seq in 1..=7 {
+        assert_eq!(
+            seqs(&fresh.search(&format!("word{seq}"), 10, None).await),
+            vec![("s".into(), seq)],
+            "word{seq}"
+        );
+    }
+    // A limit far past what is found is not a reservation.
+    assert_eq!(
+        fresh.search("word1", u32::MAX as usize, None).await.len(),
+        1
+    );
+}
+
 /// The segment of session `id` (built as the worker's idle time builds it, whatever its size).
 async fn build<S: Store>(cache: &Cache<S>, id: &str) {
     let dir = format!("{}/{id}", cache.dir());
@@ -434,7 +497,9 @@ both_stores!(
     a_damaged_index_is_rebuilt,
     a_segment_answers_as_the_blob,
     a_query_during_the_warm_up_does_not_wait_for_it,
-    idle_builds_only_what_is_worth_it
+    idle_builds_only_what_is_worth_it,
+    a_rebuilt_index_is_not_taken_for_the_old_one_grown,
+    a_write_cut_short_loses_no_row
 );
 
 // The property: a random transcript appended in random batches, with reopens between them,

@@ -70,6 +70,9 @@ impl Hit {
 struct Loaded {
     size: u64,
     head: Vec<u8>,
+    /// The blob's last bytes before `size` (at most [`HEAD`]): what was read is still there
+    /// only if they are (a blob rebuilt from the same first row, grown past `size`, is another).
+    edge: Vec<u8>,
     segment: Option<Segment>,
     /// A segment of this session did not read: its documents come from the blob alone, in
     /// this worker, until a build replaces the segment (and forgets this).
@@ -193,17 +196,29 @@ async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: boo
             _ => *loaded = Loaded::default(),
         }
     }
-    let from = loaded.size;
-    if meta.size == from {
-        return true;
-    }
-    match store.read(&path, from, (meta.size - from) as usize).await {
-        Ok(bytes) => {
-            add_lines(loaded, &bytes);
-            true
+    // What it gained, read with the bytes before it: if those changed, the blob is another
+    // (rebuilt after a purge or a replaced file) and is read again from its start.
+    for _ in 0..2 {
+        let from = loaded.size;
+        if meta.size == from {
+            return true;
         }
-        Err(_) => false,
+        let back = loaded.edge.len() as u64;
+        let Ok(bytes) = store
+            .read(&path, from - back, (meta.size - from + back) as usize)
+            .await
+        else {
+            return false;
+        };
+        match bytes.strip_prefix(loaded.edge.as_slice()) {
+            Some(gained) => {
+                add_lines(loaded, gained);
+                return true;
+            }
+            None => *loaded = Loaded::default(),
+        }
     }
+    false
 }
 
 /// Starts `loaded` (fresh) from `segment` and the blob's lines past it, read without a stat
@@ -219,7 +234,7 @@ async fn from_segment<S: Store>(
     if whole && !segment.hold(store, dir).await {
         return None;
     }
-    let from = segment.covered - segment.edge.len() as u64;
+    let from = segment.covered.checked_sub(segment.edge.len() as u64)?;
     let bytes = match store
         .read(&format!("{dir}/{INDEX}"), from, usize::MAX)
         .await
@@ -231,6 +246,7 @@ async fn from_segment<S: Store>(
     let tail = bytes.strip_prefix(segment.edge.as_slice())?;
     loaded.size = segment.covered;
     loaded.head = segment.head.clone();
+    loaded.edge = segment.edge.clone();
     add_lines(loaded, tail);
     loaded.segment = Some(segment);
     Some(true)
@@ -251,6 +267,14 @@ fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
     if loaded.size == 0 {
         loaded.head = bytes[..bytes.len().min(HEAD)].to_vec();
     }
+    let read = &bytes[..=cut];
+    loaded.edge = match read.len().checked_sub(HEAD) {
+        Some(at) => read[at..].to_vec(),
+        None => {
+            let old = &loaded.edge[loaded.edge.len().saturating_sub(HEAD - read.len())..];
+            [old, read].concat()
+        }
+    };
     loaded.size += cut as u64 + 1;
 }
 
@@ -581,7 +605,7 @@ async fn rank<S: Store>(
     // Each candidate's text (for its snippet; for a phrase, to check it), fetched in batches,
     // best first, until `limit` hold: `limit` first, then twice as many each time (a rare
     // phrase checks every candidate: fewer rounds of reads).
-    let mut hits = Vec::with_capacity(limit);
+    let mut hits = Vec::with_capacity(limit.min(found.len()));
     let most = limit.saturating_mul(PHRASE_BATCHES).min(found.len());
     let (mut from, mut size) = (0, limit);
     while from < most && hits.len() < limit {

@@ -125,9 +125,17 @@ impl IndexWriter {
         let mut done = Vec::new();
         folder.push_all(prev, lines, &mut done);
         self.live.set_open(&self.key, folder.pending());
-        let at = folder.end();
-        for doc in &mut done {
-            doc.at = at;
+        // Each row records how far the index holds once it is written: a write cut short
+        // (a crash) keeps whole rows only, and resuming from the last one's `at` re-folds
+        // every row after it. Only the last holds the live end.
+        let live_end = folder.end();
+        let mut docs = done.iter_mut().peekable();
+        while let Some(doc) = docs.next() {
+            doc.at = if docs.peek().is_some() {
+                doc.end
+            } else {
+                live_end
+            };
         }
         self.write(store, &done).await;
     }

@@ -371,7 +371,7 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
         let mut out = Vec::with_capacity(blocks as usize);
         for _ in 0..blocks {
             let first = ix.str()?.to_string();
-            let start = dict_at + ix.varint()?;
+            let start = dict_at.checked_add(ix.varint()?)?;
             let end = start.checked_add(ix.varint()?)?;
             if end > post_at {
                 return None;
@@ -533,19 +533,23 @@ impl Segment {
         end: u64,
     ) -> Option<Cow<'_, [u8]>> {
         let held = self.body.as_ref().unwrap_or(&self.first);
-        match held.get(start as usize..end as usize) {
+        let (from, to) = (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
+        match held.get(from..to) {
             Some(bytes) => Some(Cow::Borrowed(bytes)),
             None if self.body.is_some() => None,
             None => read_exact(store, path, start, end).await.map(Cow::Owned),
         }
     }
 
-    /// Document `doc` as the blob holds it (`None`: it does not read).
+    /// Document `doc` as the blob holds it (`None`: it does not read, or it is not the row the
+    /// column says: the blob is not the one the segment was built from).
     pub async fn doc<S: Store>(&self, store: &S, dir: &str, doc: u32) -> Option<Doc> {
         let meta = self.column.get(doc as usize)?;
-        let end = meta.at + u64::from(meta.bytes);
+        let end = meta.at.checked_add(u64::from(meta.bytes))?;
         let line = read_exact(store, &format!("{dir}/{INDEX}"), meta.at, end).await?;
-        serde_json::from_slice(&line).ok()
+        serde_json::from_slice::<Doc>(&line)
+            .ok()
+            .filter(|d| d.seq == meta.seq)
     }
 }
 

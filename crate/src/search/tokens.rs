@@ -2,8 +2,10 @@
 //!
 //! A word is a maximal run of alphanumeric characters (`_`, `:`, `-` and the rest separate, so
 //! `tokio::select!` is `tokio` `select`). Each character is lowercased and a Latin letter with
-//! a diacritic becomes its base letter (`Été` is `ete`). Words longer than [`MAX_WORD`]
-//! characters are cut there (a base64 blob is not a word anyone types).
+//! a diacritic becomes its base letter (`Été` is `ete`); a combining diacritic inside a word
+//! (decomposed text, as macOS writes it: `E` + U+0301) belongs to the word and is dropped, so
+//! both spellings are the same word. Words longer than [`MAX_WORD`] characters are cut there
+//! (a base64 blob is not a word anyone types).
 
 use super::accents::BASES;
 
@@ -35,11 +37,22 @@ fn fold_into(c: char, out: &mut String) {
     }
 }
 
+/// A combining diacritical mark (U+0300 to U+036F): part of the word it follows, folded away.
+fn combining(c: char) -> bool {
+    ('\u{300}'..='\u{36f}').contains(&c)
+}
+
 /// The words of `text`, in order.
 pub fn words(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut current: Option<(usize, usize, String, usize)> = None; // start, end, term, chars
     for (i, c) in text.char_indices() {
+        if combining(c) {
+            if let Some((_, end, _, _)) = current.as_mut() {
+                *end = i + c.len_utf8();
+                continue;
+            }
+        }
         if c.is_alphanumeric() {
             let (_, end, term, n) = current.get_or_insert_with(|| (i, i, String::new(), 0));
             if *n < MAX_WORD {
@@ -63,6 +76,9 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     let mut term = String::new();
     let mut n = 0;
     for c in text.chars() {
+        if combining(c) && n > 0 {
+            continue;
+        }
         if c.is_alphanumeric() {
             if n < MAX_WORD {
                 fold_into(c, &mut term);
@@ -107,6 +123,18 @@ mod tests {
         );
         let w = &words(text)[0];
         assert_eq!(&text[w.start..w.end], "Déjà");
+        // Decomposed (a base letter, then a combining accent): the same words.
+        let decomposed = "De\u{301}ja\u{300} vu: E\u{301}TE\u{301}";
+        assert_eq!(terms(decomposed), ["deja", "vu", "ete"]);
+        let w = &words(decomposed)[2];
+        assert_eq!(
+            &decomposed[w.start..w.end],
+            "E\u{301}TE\u{301}",
+            "the marks are in it"
+        );
+        let mut seen = Vec::new();
+        for_each_term(decomposed, |t| seen.push(t.to_string()));
+        assert_eq!(seen, terms(decomposed));
     }
 
     #[test]

@@ -215,6 +215,27 @@ async fn a_rebuilt_index_is_not_taken_for_the_old_one_grown<S: Store>(store: Arc
     assert_eq!(cache.search("zebu", 100, None).await.len(), 39);
 }
 
+/// A reply still streaming (no row after it yet) is searched from its writer's memory, after
+/// its view closed too; not once its session, or the whole cache, is removed.
+async fn a_removed_session_leaves_no_streaming_row<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    let reply = [user(1, "tell me"), delta(2, "about the okapi", "m1")];
+    fill(&cache, "s", &reply).await;
+    assert_eq!(
+        seqs(&cache.search("okapi", 10, None).await),
+        vec![("s".into(), 2)]
+    );
+    cache.purge("s").await;
+    assert!(cache.search("okapi", 10, None).await.is_empty());
+    fill(&cache, "s", &reply).await;
+    assert_eq!(
+        seqs(&cache.search("okapi", 10, None).await),
+        vec![("s".into(), 2)]
+    );
+    cache.purge_all().await;
+    assert!(cache.search("okapi", 10, None).await.is_empty());
+}
+
 /// A write of several rows cut short (a crash: only whole rows of it kept) loses none: the
 /// next open re-folds every row after the last one written.
 async fn a_write_cut_short_loses_no_row<S: Store>(store: Arc<S>) {
@@ -499,7 +520,8 @@ both_stores!(
     a_query_during_the_warm_up_does_not_wait_for_it,
     idle_builds_only_what_is_worth_it,
     a_rebuilt_index_is_not_taken_for_the_old_one_grown,
-    a_write_cut_short_loses_no_row
+    a_write_cut_short_loses_no_row,
+    a_removed_session_leaves_no_streaming_row
 );
 
 // The property: a random transcript appended in random batches, with reopens between them,

@@ -230,7 +230,7 @@ impl<S: Store> Cache<S> {
 
     /// Deletes this server's whole cache (the remembered session list too).
     pub async fn purge_all(&self) {
-        self.live.relist();
+        self.live.removed_all();
         let _ = self.store.remove(&self.list).await;
         if let Err(e) = self.store.remove(&self.dir).await {
             log::info!("scrollback: could not purge the cache: {e}");

@@ -110,6 +110,15 @@ impl Live {
         self.with(|s| s.relist = true);
     }
 
+    /// Every session was removed: no open row is searched any more (a view still streaming
+    /// publishes its row again with its next delta).
+    pub fn removed_all(&self) {
+        self.with(|s| {
+            s.open.clear();
+            s.relist = true;
+        });
+    }
+
     /// What changed since the last call: the sessions, and whether to list them again.
     pub(super) fn take_changes(&self) -> (HashSet<String>, bool) {
         self.with(|s| {

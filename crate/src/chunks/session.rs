@@ -138,7 +138,8 @@ struct Io<S> {
     /// Another tab holds the writer role: read only, and leave every repair to it.
     reader: bool,
     /// A reader purged its cache (its view's Reload, or damage it read): it cannot remove the
-    /// writer's chunks, so it stops reading them, and opens cold, until it writes itself.
+    /// writer's chunks, so it stops reading them, and opens cold; made the writer, it removes
+    /// them (what it threw away is never served again).
     blind: bool,
     hint: Option<Hint>,
     tail: Option<Tail>,
@@ -221,7 +222,6 @@ impl<S: Store> SessionCache<S> {
     pub fn set_reader(&mut self, reader: bool) {
         self.io.reader = reader;
         self.io.writing = !reader;
-        self.io.blind &= reader;
         self.state = None;
         self.io.hint = None;
         self.io.held.take();
@@ -719,6 +719,11 @@ impl<S: Store> Io<S> {
     /// Lists and repairs the chunks, and reads the cursor.
     async fn load(&mut self) -> Result<State, Fail> {
         if self.blind {
+            if !self.reader {
+                // Made the writer after it purged as a reader: the purge is its to finish.
+                self.store.remove(&self.dir).await?;
+                self.blind = false;
+            }
             return Ok(State::default());
         }
         let mut chunks = Vec::new();

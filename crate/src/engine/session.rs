@@ -395,9 +395,10 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// a duplicate and without redrawing. The cache is reopened (its torn tail repaired); its
     /// tail is checked as a probe does; the stream then resumes from the cache's newest seq
     /// (at or below the newest shown), so every line above the cache's end is appended once and
-    /// only lines above what is shown are drawn. A failed check purges and the cache starts
-    /// again above what is shown. With nothing checked shown yet, or a cache ahead of the
-    /// screen, this is an ordinary open.
+    /// only lines above what is shown are drawn. A failed check, or no cache to check, is an
+    /// ordinary open, cold (the screen may not be the server's file any more, and a stream
+    /// resumed with no line to name could splice another file's lines onto it); so is nothing
+    /// checked shown yet, or a cache ahead of the screen.
     async fn resume_as_writer(
         &self,
         inbox: &mut mpsc::UnboundedReceiver<Command>,
@@ -410,22 +411,19 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             cache.cursor().await
         };
         self.update(Change::State, |v| v.writer = true);
-        let shown = self.with_view(|v| (v.ready && v.verified).then_some(v.cursor));
-        let shown = match (shown.filter(|s| *s > 0), &tail) {
-            (Some(shown), Some(tail)) if tail.seq() > shown => None,
-            (shown, _) => shown,
-        };
-        let Some(shown) = shown else {
-            self.clear(false);
-            return self.open(inbox, anchor).await;
-        };
-        if let Some(tail) = tail {
-            if self.tail_matches(inbox, &tail).await? {
-                return Ok(start_at(Some(tail)));
+        let shown = self
+            .with_view(|v| (v.ready && v.verified).then_some(v.cursor))
+            .filter(|s| *s > 0);
+        if let (Some(shown), Some(tail)) = (shown, tail) {
+            if tail.seq() <= shown {
+                if self.tail_matches(inbox, &tail).await? {
+                    return Ok(start_at(Some(tail)));
+                }
+                self.purge().await;
             }
-            self.purge().await;
         }
-        Ok((shown, None))
+        self.clear(false);
+        self.open(inbox, anchor).await
     }
 
     /// The probe's request and comparison (`before=seq+1&limit=1`, parsed equality), counted,

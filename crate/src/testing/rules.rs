@@ -291,7 +291,7 @@ pub async fn an_empty_chunk_is_a_gap_not_a_seam<S: Store>(store: Arc<S>) {
 }
 
 /// A reader's purge (its view's Reload, or damage it read) cannot remove the writer's chunks,
-/// and does not read them again either: it opens cold, until it is made the writer.
+/// and does not read them again either: it opens cold; made the writer, it removes them.
 pub async fn a_readers_purge_opens_it_cold<S: Store>(store: Arc<S>) {
     let cache = cache(&store, "reader").await;
     let t = transcript(50);
@@ -314,9 +314,14 @@ pub async fn a_readers_purge_opens_it_cold<S: Store>(store: Arc<S>) {
         "the writer's chunks stay"
     );
     assert_eq!(raws(&writer.newest(5).await.unwrap()), raws(&t[45..]));
-    // Made the writer (its holder went away): the disk is read again, and checked as any open.
+    // Made the writer (its holder went away): what it threw away goes, and is never served.
+    drop(writer);
     reader.set_reader(false);
-    assert_eq!(raws(&reader.newest(5).await.unwrap()), raws(&t[45..]));
+    reader.open_untouched().await;
+    assert_eq!(reader.newest(5).await, None);
+    assert_eq!(files(&*store, &cache, "s").await, Vec::<String>::new());
+    reader.append(&t[49]).await;
+    assert_eq!(raws(&reader.newest(5).await.unwrap()), raws(&t[49..]));
 }
 
 /// A page that overlaps a chunk is never stored; nor a coalesced page as the newest chunk, a

@@ -203,15 +203,20 @@ impl Watched {
     /// change may have come before the new watch. Every stream calls it before each look (a new
     /// one looks once at its start), so none, old or new, stays deaf to the new folder.
     fn follow_folder(self: &Arc<Self>) {
-        let Some(shared) = self.shared.upgrade() else {
-            return;
-        };
-        let mut notifier = lock(&shared.notifier);
         // A folder gone is a session deleted: its streams end when they look.
         let Ok(meta) = std::fs::metadata(&self.folder) else {
             return;
         };
         let id = Some(FileId::of(&meta));
+        // The usual case, the same folder, takes no lock shared with other sessions.
+        if *lock(&self.watching) == id {
+            return;
+        }
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let mut notifier = lock(&shared.notifier);
+        // Again under the notifier's lock: another stream may have just watched it.
         if *lock(&self.watching) != id {
             self.watch_folder(&mut notifier, id);
             bump(&self.tx);

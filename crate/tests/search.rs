@@ -272,6 +272,118 @@ async fn a_write_cut_short_loses_no_row<S: Store>(store: Arc<S>) {
     );
 }
 
+/// A reply cut where the cache started (the first window opened mid-reply) is one row once
+/// the page below is stored: a phrase across that seam is found at the reply's first seq,
+/// and the piece indexed until then is no hit of its own; the same from a worker that starts,
+/// through a segment, and from the index rebuilt from the chunks.
+async fn a_reply_cut_where_the_cache_started_is_found_whole<S: Store>(store: Arc<S>) {
+    let lines = [
+        user(1, "hello"),
+        delta(2, "The quick br", "m1"),
+        delta(3, "own fox ju", "m1"),
+        delta(4, "mps over the la", "m1"),
+        delta(5, "zy dog and a yak", "m1"),
+        user(6, "thanks"),
+    ];
+    let cache = cache(&store).await;
+    fill(&cache, "s", &lines[3..]).await; // the window: 4..=6
+    let at = |seq| vec![("s".to_string(), seq)];
+    assert!(cache.search(r#""fox jumps""#, 10, None).await.is_empty());
+    assert_eq!(seqs(&cache.search("yak", 10, None).await), at(4));
+    let mut session = cache.session("s").unwrap();
+    assert!(session.store_page(&lines[..3], 4, false).await);
+    let queries = [r#""fox jumps over the lazy""#, "yak", "quick", "hello"];
+    let want = [at(2), at(2), at(2), at(1)];
+    for (q, want) in queries.iter().zip(&want) {
+        assert_eq!(&seqs(&cache.search(q, 10, None).await), want, "{q}");
+    }
+    let mut answers = Vec::new();
+    for q in queries {
+        answers.push(cache.search(q, 10, None).await);
+    }
+    let started = || Cache::new(store.clone(), "example.com", 443);
+    for round in ["blob", "segment", "rebuilt"] {
+        match round {
+            "segment" => build(&cache, "s").await,
+            "rebuilt" => {
+                store
+                    .remove(&format!("{}/s/{INDEX}", cache.dir()))
+                    .await
+                    .unwrap();
+                drop(session);
+                session = cache.session("s").unwrap();
+                session.open().await;
+            }
+            _ => {}
+        }
+        let fresh = started().await;
+        for (q, want) in queries.iter().zip(&answers) {
+            assert_eq!(&fresh.search(q, 10, None).await, want, "{round}: {q}");
+        }
+    }
+}
+
+/// The same seam while the reply still streams: the row held in memory takes the page's piece
+/// as its start (found there at once), and is written whole once it completes.
+async fn a_reply_still_streaming_takes_the_page_below<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    let at = |seq| vec![("s".to_string(), seq)];
+    fill(
+        &cache,
+        "s",
+        &[delta(4, "mps over the la", "m1"), delta(5, "zy dog", "m1")],
+    )
+    .await;
+    let mut session = cache.session("s").unwrap();
+    let page = [
+        user(1, "hello"),
+        delta(2, "The quick br", "m1"),
+        delta(3, "own fox ju", "m1"),
+    ];
+    assert!(session.store_page(&page, 4, false).await);
+    assert_eq!(seqs(&cache.search(r#""fox jumps""#, 10, None).await), at(2));
+    assert_eq!(seqs(&cache.search("lazy", 10, None).await), at(2));
+    session.append(&delta(6, " and a yak", "m1")).await;
+    assert_eq!(
+        seqs(&cache.search(r#""quick brown""#, 10, None).await),
+        at(2)
+    );
+    session.append(&user(7, "thanks")).await;
+    let fresh = Cache::new(store.clone(), "example.com", 443).await;
+    for q in [r#""fox jumps over the lazy dog""#, "yak", "quick"] {
+        assert_eq!(seqs(&fresh.search(q, 10, None).await), at(2), "{q}");
+    }
+    assert_eq!(seqs(&fresh.search("thanks", 10, None).await), at(7));
+}
+
+/// A page fetched into a gap between two cached stretches (a reset's window above, older
+/// history below) can cut a reply at both of its edges: each is welded.
+async fn a_page_in_a_gap_welds_both_edges<S: Store>(store: Arc<S>) {
+    let lines = [
+        user(1, "hello"),
+        delta(2, "The quick br", "m1"),
+        delta(3, "own fox ju", "m1"),
+        delta(4, "mps over the la", "m1"),
+        delta(5, "zy dog and a yak", "m1"),
+        user(6, "thanks"),
+    ];
+    let cache = cache(&store).await;
+    fill(&cache, "s", &lines[4..]).await; // 5..=6
+    let mut session = cache.session("s").unwrap();
+    assert!(session.store_page(&lines[..2], 3, false).await); // 1..=2, a gap at 3..=4
+    assert!(session.store_page(&lines[2..4], 5, false).await); // the gap
+    let at = |seq| vec![("s".to_string(), seq)];
+    for q in [
+        r#""quick brown fox jumps over the lazy dog""#,
+        "yak",
+        "quick",
+    ] {
+        assert_eq!(seqs(&cache.search(q, 10, None).await), at(2), "{q}");
+    }
+    let fresh = Cache::new(store.clone(), "example.com", 443).await;
+    assert_eq!(seqs(&fresh.search("quick yak", 10, None).await), at(2));
+}
+
 /// The segment of session `id` (built as the worker's idle time builds it, whatever its size).
 async fn build<S: Store>(cache: &Cache<S>, id: &str) {
     let dir = format!("{}/{id}", cache.dir());
@@ -521,12 +633,17 @@ both_stores!(
     idle_builds_only_what_is_worth_it,
     a_rebuilt_index_is_not_taken_for_the_old_one_grown,
     a_write_cut_short_loses_no_row,
-    a_removed_session_leaves_no_streaming_row
+    a_removed_session_leaves_no_streaming_row,
+    a_reply_cut_where_the_cache_started_is_found_whole,
+    a_reply_still_streaming_takes_the_page_below,
+    a_page_in_a_gap_welds_both_edges
 );
 
 // The property: a random transcript appended in random batches, with reopens between them,
-// searched for every word of the vocabulary, each two-word phrase and each prefix, answers
-// the same as the index rebuilt from the chunks (removed, then the session reopened).
+// its start stored as history pages below the first window (which may open mid-reply, as may
+// each page: replies cut at the seams), searched for every word of the vocabulary, each
+// two-word phrase and each prefix, answers the same as the index rebuilt from the chunks
+// (removed, then the session reopened).
 
 const VOCAB: [&str; 6] = ["alpha", "Beta", "gämma", "delta", "alphabet", "omega"];
 
@@ -575,6 +692,8 @@ proptest! {
         events in prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
         cuts in prop::collection::vec(1usize..20, 1..20),
         segment_after in 1usize..6,
+        window in 0usize..60,
+        pages in prop::collection::vec(1usize..12, 1..8),
     ) {
         pollster::block_on(async {
             let lines: Vec<Line> = events
@@ -584,15 +703,25 @@ proptest! {
                 .collect();
             let store = Arc::new(MemoryStore::new());
             let cache = cache(&store).await;
-            let mut rest = &lines[..];
+            // The window starts at `lines[below]`; the pages below it are stored one after
+            // each batch (while its reply may still stream), the rest at the end.
+            let mut below = window.min(lines.len() - 1);
+            let mut rest = &lines[below..];
             let mut cuts = cuts.iter().cycle();
+            let mut pages = pages.iter().cycle();
             let mut batches = 0;
-            while !rest.is_empty() {
+            while !rest.is_empty() || below > 0 {
                 let n = (*cuts.next().unwrap()).min(rest.len());
                 let mut session = cache.session("p").unwrap();
                 session.open().await;
                 session.append_all(&rest[..n]).await;
                 rest = &rest[n..];
+                if below > 0 {
+                    let from = below.saturating_sub(*pages.next().unwrap());
+                    let before = lines[below].seq();
+                    prop_assert!(session.store_page(&lines[from..below], before, false).await);
+                    below = from;
+                }
                 batches += 1;
                 if batches == segment_after {
                     drop(session);

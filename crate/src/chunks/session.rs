@@ -3,7 +3,7 @@
 use super::coverage::{self, Chunk, Kind};
 use super::lines::{seek, BackLines, Fail, ReadAt, BLOCK};
 use super::names::{chunk_name, parse_chunk_name, TOUCH};
-use crate::protocol::{Line, RowWalk};
+use crate::protocol::{joins, last_seq, EventKind, Line, RowWalk};
 use crate::search::writer::{IndexWriter, INDEX};
 use crate::store::{Store, StoreError, WriterRole};
 use std::cell::RefCell;
@@ -515,8 +515,59 @@ impl<'a, S: Store> Opened<'a, S> {
         state.chunks.push(chunk);
         state.chunks.sort_by_key(|c| c.first);
         let below = self.sync_index().await;
-        self.io.index.push_page(&*self.io.store, lines, below).await;
+        let (head, tail) = self.seams(lines).await;
+        let store = &*self.io.store;
+        self.io
+            .index
+            .push_page(store, lines, below, &head, &tail)
+            .await;
         true
+    }
+
+    /// The cached rows that a page just stored continues, for the search index (see
+    /// [`IndexWriter::push_page`]): the row ending right below its first line and the lines
+    /// from right above its last line, each when the page's edge line joins it (a reply the
+    /// page's edge cut); empty when none, or when the index is not written.
+    async fn seams(&mut self, lines: &[Line]) -> (Vec<Line>, Vec<Line>) {
+        let (Some((_, through)), Some(first), Some(last)) =
+            (self.io.index.ends(), lines.first(), lines.last())
+        else {
+            return Default::default();
+        };
+        // Only a reply's delta joins (no read for a page that neither starts nor ends in one).
+        let reply = |l: &Line| l.kind() == EventKind::AssistantText;
+        let mut head = match reply(first) {
+            true => self.page(first.seq(), 1, true).await.map(|p| p.lines),
+            false => None,
+        };
+        head.take_if(|row| !row.last().is_some_and(|l| joins(l, first)));
+        let mut tail = match reply(last) {
+            true => Some(self.row_from(last_seq(last) + 1, through).await),
+            false => None,
+        };
+        tail.take_if(|row| !row.first().is_some_and(|l| joins(last, l)));
+        (head.unwrap_or_default(), tail.unwrap_or_default())
+    }
+
+    /// The cached lines of the row that starts at `seq` (each joining the one before it),
+    /// below `stop`: read forward in growing windows, the first one line.
+    async fn row_from(&mut self, seq: u64, stop: u64) -> Vec<Line> {
+        let mut window = 1u64;
+        let mut upto = seq;
+        while upto < stop {
+            upto = seq.saturating_add(window).min(stop);
+            let mut lines = self.lines_from(seq, upto).await;
+            if lines.first().is_none_or(|l| l.seq() != seq) {
+                break;
+            }
+            let joined = 1 + lines.windows(2).take_while(|w| joins(&w[0], &w[1])).count();
+            if joined < lines.len() || upto == stop {
+                lines.truncate(joined);
+                return lines;
+            }
+            window = window.saturating_mul(8);
+        }
+        Vec::new()
     }
 
     /// [`SessionCache::append_run`] for a writing instance.

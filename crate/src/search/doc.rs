@@ -19,7 +19,7 @@ use serde_json::Value;
 pub const MAX_TEXT: usize = 64 * 1024;
 
 /// One indexed row, as stored in the index blob (one JSON line each).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Doc {
     /// The row's seq (its first line's).
     pub seq: u64,
@@ -32,6 +32,11 @@ pub struct Doc {
     /// The indexer's live end when this document was written: every row ending below it is in
     /// the index. Read back from the blob's last line to resume after a reopen.
     pub at: u64,
+    /// It was welded across a seam (a reply cut where the cached lines stopped, the lines
+    /// on the other side cached since): it replaces every document written before it whose
+    /// seq lies in `seq..end` (the pieces the reply was indexed as until then).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub welds: bool,
 }
 
 /// The searchable text of one line's event, or `None` when it holds none.
@@ -87,6 +92,14 @@ impl Folder {
         Folder { open: None, end }
     }
 
+    /// Replaces the open row with `doc`, the same row welded to what is now cached below it
+    /// (it starts lower; it ends where the open row ends).
+    pub fn weld_open(&mut self, doc: Doc) {
+        if let Some(open) = &mut self.open {
+            *open = doc;
+        }
+    }
+
     /// The seq up to which every row is complete (the open row starts there, if any).
     pub fn end(&self) -> u64 {
         self.open.as_ref().map_or(self.end, |doc| doc.seq)
@@ -95,6 +108,12 @@ impl Folder {
     /// The seq after the newest line folded.
     pub fn through(&self) -> u64 {
         self.end
+    }
+
+    /// The row still open (its text so far), taken: every row the lines made, the last one
+    /// included, once the last is known to be complete.
+    pub fn into_open(self) -> Option<Doc> {
+        self.open
     }
 
     /// The row still open (its text so far).
@@ -142,6 +161,7 @@ impl Folder {
                 ts: line.ts(),
                 text,
                 at: 0,
+                welds: false,
             };
             // Only an assistant delta is ever joined by a later line (the row rule): any other
             // row is complete now, and is found at once (a session whose newest line is a
@@ -161,6 +181,6 @@ pub fn docs_of(lines: &[Line]) -> Vec<Doc> {
     let mut folder = Folder::default();
     let mut out = Vec::new();
     folder.push_all(None, lines, &mut out);
-    out.extend(folder.open);
+    out.extend(folder.into_open());
     out
 }

@@ -142,6 +142,7 @@ mod tests {
             ts: 0.0,
             text: text.to_string(),
             at: 0,
+            welds: false,
         }
     }
 

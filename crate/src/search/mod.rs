@@ -47,8 +47,16 @@
 //! transcript. A row that nothing can join (anything but an assistant delta: a user message, a
 //! queued message, a command) is complete, and written, at once; the reply still streaming is
 //! held in memory and is not found until it completes (the next row starts) — after a reopen it
-//! is re-folded from the chunks, from the live end the blob's last line records. History pages stored below the suffix are indexed as they are
-//! stored.
+//! is re-folded from the chunks, from the live end the blob's last line records. History pages
+//! stored below the suffix are indexed as they are stored.
+//!
+//! A page's edge can cut a reply whose other part is cached (the first window opened mid-reply
+//! and the page below it arrives; a page fetched into a gap): the piece on the cached side was
+//! indexed as a row of its own. Storing the page folds the reply whole again, with the cached
+//! lines it joins ([`crate::chunks::SessionCache::store_page`] reads them), and appends it
+//! marked [`doc::Doc::welds`]: it replaces every document written before it whose seq it
+//! covers (the reader drops them; a segment build empties them). A reply still streaming
+//! takes the page's part as its start, in memory, and is written whole once it completes.
 //!
 //! # Rebuild: never load-bearing
 //!

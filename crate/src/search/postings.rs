@@ -15,6 +15,8 @@ pub(super) struct Indexed {
     pub docs: Vec<(Doc, u32)>,
     /// Every word of every document, counted.
     pub words: u64,
+    /// The documents with words.
+    pub worded: u32,
     dict: HashMap<String, u32>,
     names: Vec<String>,
     /// By term id: its postings, documents ascending.
@@ -59,6 +61,7 @@ impl Indexed {
             });
         }
         self.words += u64::from(n);
+        self.worded += u32::from(n > 0);
         self.docs.push((doc, n));
         before
     }
@@ -84,6 +87,7 @@ impl Indexed {
         self.lists.truncate(before);
         self.sorted.retain(|&t| (t as usize) < before);
         self.words -= u64::from(len);
+        self.worded -= u32::from(len > 0);
     }
 
     /// Sorts the terms added since the last call (before a query, so prefixes are ranges).

@@ -78,12 +78,54 @@ struct Loaded {
     /// this worker, until a build replaces the segment (and forgets this).
     no_segment: bool,
     index: Indexed,
+    /// Documents a welded one read after them replaced (ids as in the postings), and the
+    /// documents with words and the words among them.
+    dead: HashSet<u32>,
+    dead_worded: u32,
+    dead_words: u64,
 }
 
 impl Loaded {
     /// The documents in the segment (the ids of those in memory start there).
     fn base(&self) -> u32 {
         self.segment.as_ref().map_or(0, |s| s.docs)
+    }
+
+    /// Adds a document read from the blob: a welded one first replaces the documents before
+    /// it whose seq it covers (the pieces of its row indexed until then).
+    fn add(&mut self, doc: Doc) {
+        if doc.welds {
+            let seqs = doc.seq..doc.end;
+            let base = self.base();
+            let in_memory = self.index.docs.iter().enumerate();
+            let pieces: Vec<(u32, u32)> = (self.segment.iter())
+                .flat_map(|s| s.docs_in(seqs.clone()))
+                .chain(
+                    in_memory
+                        .filter(|(_, (d, _))| seqs.contains(&d.seq))
+                        .map(|(i, (_, len))| (base + i as u32, *len)),
+                )
+                .collect();
+            for (id, len) in pieces {
+                if self.dead.insert(id) && len > 0 {
+                    self.dead_worded += 1;
+                    self.dead_words += u64::from(len);
+                }
+            }
+        }
+        self.index.add(doc);
+    }
+
+    /// The documents with words that ranking counts (those replaced left out).
+    fn worded(&self) -> u64 {
+        let segment = self.segment.as_ref().map_or(0, |s| s.worded);
+        u64::from(segment + self.index.worded - self.dead_worded)
+    }
+
+    /// Their words.
+    fn words(&self) -> u64 {
+        let segment = self.segment.as_ref().map_or(0, |s| s.words);
+        segment + self.index.words - self.dead_words
     }
 }
 
@@ -247,8 +289,8 @@ async fn from_segment<S: Store>(
     loaded.size = segment.covered;
     loaded.head = segment.head.clone();
     loaded.edge = segment.edge.clone();
+    loaded.segment = Some(segment); // before the lines: their ids follow its documents
     add_lines(loaded, tail);
-    loaded.segment = Some(segment);
     Some(true)
 }
 
@@ -261,7 +303,7 @@ fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
     };
     for line in bytes[..cut].split(|&b| b == b'\n') {
         if let Ok(doc) = serde_json::from_slice::<Doc>(line) {
-            loaded.index.add(doc);
+            loaded.add(doc);
         }
     }
     if loaded.size == 0 {
@@ -371,7 +413,12 @@ async fn posts<S: Store>(
     };
     let base = loaded.base();
     let index = &loaded.index;
-    out.extend(index.postings(term, prefix).iter().map(|p| {
+    out.retain(|p| !loaded.dead.contains(&p.doc));
+    let alive = index.postings(term, prefix);
+    let alive = alive
+        .iter()
+        .filter(|p| !loaded.dead.contains(&(base + p.doc)));
+    out.extend(alive.map(|p| {
         let (doc, len) = &index.docs[p.doc as usize];
         Post {
             doc: base + p.doc,
@@ -507,14 +554,8 @@ async fn rank<S: Store>(
     units.sort();
     units.dedup();
 
-    let docs: u64 = loaded
-        .iter()
-        .map(|(_, _, l)| u64::from(l.base()) + l.index.docs.len() as u64)
-        .sum();
-    let words: u64 = loaded
-        .iter()
-        .map(|(_, _, l)| l.segment.as_ref().map_or(0, |s| s.words) + l.index.words)
-        .sum();
+    let docs: u64 = loaded.iter().map(|(_, _, l)| l.worded()).sum();
+    let words: u64 = loaded.iter().map(|(_, _, l)| l.words()).sum();
     let avg = words as f64 / docs.max(1) as f64;
     // Each adjacent pair of a phrase, as the unit of its first word and the follower bit of
     // its second: a document whose posting of the first lacks the bit cannot hold the phrase.

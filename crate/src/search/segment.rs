@@ -25,7 +25,8 @@
 //!   the signature of the words that follow it there (one byte: a phrase's candidates are
 //!   narrowed before their texts are read).
 //!
-//! Every line of the blob has its document (one that does not read is an empty one). A query
+//! Every line of the blob has its document (one that does not read is an empty one, and so is
+//! a piece that a welded document after it replaces, [`Doc::welds`]). A query
 //! reads the header once per worker (with the dictionary, for most sessions), then per word
 //! one dictionary block (unless read with the header) and one run of postings per session,
 //! and per hit shown its line in the blob (its snippet); a warmed-up worker holds the whole
@@ -97,6 +98,9 @@ pub(super) struct Segment {
     pub covered: u64,
     /// Its documents.
     pub docs: u32,
+    /// Those with words (what ranking counts: a line that did not read, or a piece a welded
+    /// document replaced, is an empty one).
+    pub worded: u32,
     /// Their words.
     pub words: u64,
     /// The blob's first bytes.
@@ -378,9 +382,11 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
             }
             out.push((first, start, end));
         }
+        let worded = metas.iter().filter(|m| m.len > 0).count() as u32;
         Some(Segment {
             covered,
             docs,
+            worded,
             words,
             head,
             edge,
@@ -514,6 +520,14 @@ impl Segment {
         self.body.is_some()
     }
 
+    /// Its documents whose seq lies in `seqs`, with their lengths in words.
+    pub fn docs_in(&self, seqs: std::ops::Range<u64>) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let column = self.column.iter().enumerate();
+        column
+            .filter(move |(_, m)| seqs.contains(&m.seq))
+            .map(|(id, m)| (id as u32, m.len))
+    }
+
     /// The seq of its newest document (the last line it covers).
     pub fn newest(&self) -> Option<u64> {
         self.column.last().map(|m| m.seq)
@@ -592,20 +606,25 @@ pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
     let Some(covered) = bytes.iter().rposition(|&b| b == b'\n').map(|i| i + 1) else {
         return Ok(());
     };
-    // Every line has its place in the column: one that does not read is an empty document.
-    let docs = bytes[..covered - 1]
+    // Every line has its place in the column: one that does not read is an empty document,
+    // and so is a piece that a welded document written after it replaces.
+    let mut docs: Vec<(Doc, u32)> = bytes[..covered - 1]
         .split(|&b| b == b'\n')
         .map(|line| {
-            let doc = serde_json::from_slice::<Doc>(line).unwrap_or(Doc {
-                seq: 0,
-                end: 0,
-                ts: 0.0,
-                text: String::new(),
-                at: 0,
-            });
+            let doc = serde_json::from_slice::<Doc>(line).unwrap_or_default();
             (doc, line.len() as u32)
         })
         .collect();
+    for i in 0..docs.len() {
+        if docs[i].0.welds {
+            let seqs = docs[i].0.seq..docs[i].0.end;
+            for (piece, _) in &mut docs[..i] {
+                if seqs.contains(&piece.seq) {
+                    piece.text.clear();
+                }
+            }
+        }
+    }
     let head = &bytes[..covered.min(EDGE)];
     let edge = &bytes[covered - covered.min(EDGE)..covered];
     let segment = encode(docs, covered as u64, head, edge);
@@ -668,6 +687,7 @@ mod tests {
                     ts,
                     text: "same words".into(),
                     at: 0,
+                    welds: false,
                 };
                 (doc, 0)
             })
@@ -703,6 +723,7 @@ mod tests {
                     ts: 1.7e9 + seq as f64,
                     text,
                     at: 0,
+                    welds: false,
                 };
                 (doc, 9)
             })
@@ -746,6 +767,7 @@ mod tests {
             ts: seq as f64,
             text: text.into(),
             at: seq + 1,
+            welds: false,
         };
         let bytes = encode(vec![(doc(1, "alpha beta"), 10)], 11, b"h", b"e");
         let s = header(&bytes).unwrap().unwrap();

@@ -1,6 +1,6 @@
 //! The writer's side: the session's index blob, appended as rows complete.
 
-use super::doc::{docs_of, Doc, Folder};
+use super::doc::{Doc, Folder};
 use super::live::Live;
 use super::segment::SEGMENT;
 use crate::protocol::Line;
@@ -116,6 +116,13 @@ impl IndexWriter {
         self.live.changed(&self.key); // the blob may have been cut or removed
     }
 
+    /// Where the fold stands while it writes: every row below the first seq is indexed, and
+    /// the second is the seq after the newest line folded (the open row, if any, between).
+    pub fn ends(&self) -> Option<(u64, u64)> {
+        let folder = self.folder.as_ref().filter(|_| !self.stopped)?;
+        Some((folder.end(), folder.through()))
+    }
+
     /// Folds appended lines (`prev`: the cached line just before them) and appends the rows
     /// they complete, in one write.
     pub async fn push<S: Store>(&mut self, store: &S, prev: Option<&Line>, lines: &[Line]) {
@@ -142,16 +149,47 @@ impl IndexWriter {
 
     /// Appends the rows of a history page stored below the live end (the live end unchanged).
     /// Rows starting at or above `below` are left out (already indexed by a catch-up).
-    pub async fn push_page<S: Store>(&mut self, store: &S, lines: &[Line], below: u64) {
-        let Some(folder) = self.folder.as_ref().filter(|_| !self.stopped) else {
+    ///
+    /// A page's edge may cut a reply whose other part is cached: `head` is the cached row
+    /// ending right below the page that its first line joins, `tail` the cached lines from
+    /// right above it that join its last line (empty when none). The rows they make with the
+    /// page are written whole and marked [`Doc::welds`] (they replace the pieces indexed
+    /// before); a tail that is the row still open gives that row its start instead.
+    pub async fn push_page<S: Store>(
+        &mut self,
+        store: &S,
+        lines: &[Line],
+        below: u64,
+        head: &[Line],
+        tail: &[Line],
+    ) {
+        let Some(folder) = self.folder.as_mut().filter(|_| !self.stopped) else {
             return;
         };
+        let mut page = Folder::default();
+        let mut docs = Vec::new();
+        page.push_all(None, head, &mut docs);
+        page.push_all(head.last(), lines, &mut docs);
+        page.push_all(lines.last(), tail, &mut docs);
+        let mut last = page.into_open();
+        let open = folder.pending().map(|d| (d.seq, d.end));
+        if let (Some(doc), Some((seq, end)), Some(above)) = (&mut last, open, tail.first()) {
+            if seq == above.seq() && doc.end == end {
+                doc.welds = true;
+                folder.weld_open(last.take().expect("matched"));
+                self.live.set_open(&self.key, folder.pending());
+            }
+        }
+        docs.extend(last);
         let at = folder.end();
-        let mut docs = docs_of(lines);
-        docs.retain(|d| d.end <= at && d.seq < below);
+        let (first, above) = (lines.first(), tail.first());
         for doc in &mut docs {
             doc.at = at;
+            let welds_head = !head.is_empty() && first.is_some_and(|l| doc.seq < l.seq());
+            let welds_tail = above.is_some_and(|l| doc.end > l.seq());
+            doc.welds = welds_head || welds_tail;
         }
+        docs.retain(|d| d.end <= at && d.seq < below);
         self.write(store, &docs).await;
     }
 

@@ -179,3 +179,46 @@ async fn cached_sessions_are_searched_with_the_server_gone() {
         })
         .await;
 }
+
+/// A reply longer than the opening window: the first visit caches its newest part, and the
+/// history page below the window brings the rest. Every pair of adjacent words is one phrase
+/// of one row, the pair across that seam too: each is found once, at the reply's first seq.
+#[tokio::test]
+async fn a_reply_cut_by_the_opening_window_is_searched_whole() {
+    LocalSet::new()
+        .run_until(async {
+            let tmp = tempfile::tempdir().unwrap();
+            let (data, cache) = (tmp.path().join("data"), tmp.path().join("cache"));
+            append(&data, "r", json!({"type": "userMessage", "text": "count"}));
+            let words = scrollback_protocol::OPENING_WINDOW + 40;
+            let mut first = 0;
+            for n in 0..words {
+                let text = format!("w{n} ");
+                let event = json!({"type": "assistantText", "text": text, "messageId": "m1"});
+                let seq = append(&data, "r", event);
+                if n == 0 {
+                    first = seq;
+                }
+            }
+            append(&data, "r", json!({"type": "userMessage", "text": "thanks"}));
+            let newest = append(&data, "r", json!({"type": "status", "status": "idle"}));
+
+            let server = spawn(scrollback_server::Config::new(&data)).await.unwrap();
+            let url = server.url();
+            let online = client(&url, &cache).await;
+            online.sessions().await.unwrap();
+            let view = show(&online, "r", None, |v| v.live && v.cursor == newest).await;
+            assert!(!view.more_history, "every page loaded");
+            server.shutdown().await.unwrap();
+
+            let offline = client(&url, &cache).await; // the same server's cache, offline
+            for n in 0..words - 1 {
+                let phrase = format!(r#""w{n} w{}""#, n + 1);
+                let hits = offline.search(&phrase, 10, None).await;
+                let found: Vec<(&str, u64)> =
+                    hits.iter().map(|h| (h.session.as_str(), h.seq)).collect();
+                assert_eq!(found, [("r", first)], "{phrase}");
+            }
+        })
+        .await;
+}

@@ -272,19 +272,24 @@ async fn a_write_cut_short_loses_no_row<S: Store>(store: Arc<S>) {
     );
 }
 
-/// A reply cut where the cache started (the first window opened mid-reply) is one row once
-/// the page below is stored: a phrase across that seam is found at the reply's first seq,
-/// and the piece indexed until then is no hit of its own; the same from a worker that starts,
-/// through a segment, and from the index rebuilt from the chunks.
-async fn a_reply_cut_where_the_cache_started_is_found_whole<S: Store>(store: Arc<S>) {
-    let lines = [
+/// A user message, a reply streamed in four deltas cut inside words (2..=5), a user message.
+fn cut_reply() -> [Line; 6] {
+    [
         user(1, "hello"),
         delta(2, "The quick br", "m1"),
         delta(3, "own fox ju", "m1"),
         delta(4, "mps over the la", "m1"),
         delta(5, "zy dog and a yak", "m1"),
         user(6, "thanks"),
-    ];
+    ]
+}
+
+/// A reply cut where the cache started (the first window opened mid-reply) is one row once
+/// the page below is stored: a phrase across that seam is found at the reply's first seq,
+/// and the piece indexed until then is no hit of its own; the same from a worker that starts,
+/// through a segment, and from the index rebuilt from the chunks.
+async fn a_reply_cut_where_the_cache_started_is_found_whole<S: Store>(store: Arc<S>) {
+    let lines = cut_reply();
     let cache = cache(&store).await;
     fill(&cache, "s", &lines[3..]).await; // the window: 4..=6
     let at = |seq| vec![("s".to_string(), seq)];
@@ -359,14 +364,7 @@ async fn a_reply_still_streaming_takes_the_page_below<S: Store>(store: Arc<S>) {
 /// A page fetched into a gap between two cached stretches (a reset's window above, older
 /// history below) can cut a reply at both of its edges: each is welded.
 async fn a_page_in_a_gap_welds_both_edges<S: Store>(store: Arc<S>) {
-    let lines = [
-        user(1, "hello"),
-        delta(2, "The quick br", "m1"),
-        delta(3, "own fox ju", "m1"),
-        delta(4, "mps over the la", "m1"),
-        delta(5, "zy dog and a yak", "m1"),
-        user(6, "thanks"),
-    ];
+    let lines = cut_reply();
     let cache = cache(&store).await;
     fill(&cache, "s", &lines[4..]).await; // 5..=6
     let mut session = cache.session("s").unwrap();

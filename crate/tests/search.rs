@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use scrollback::chunks::Cache;
-use scrollback::protocol::Line;
+use scrollback::protocol::{coalesce, Line};
 use scrollback::search::doc::docs_of;
 use scrollback::search::segment::{self, SEGMENT};
 use scrollback::search::tokens::terms;
@@ -329,55 +329,72 @@ async fn a_reply_cut_where_the_cache_started_is_found_whole<S: Store>(store: Arc
 }
 
 /// The same seam while the reply still streams: the row held in memory takes the page's piece
-/// as its start (found there at once), and is written whole once it completes.
+/// as its start (found there at once, once), the piece is written for other tabs and for a
+/// reopen (a page of the reply's deltas alone writes nothing else), and the row is written
+/// whole once it completes, after a reopen too.
 async fn a_reply_still_streaming_takes_the_page_below<S: Store>(store: Arc<S>) {
     let cache = cache(&store).await;
     let at = |seq| vec![("s".to_string(), seq)];
-    fill(
-        &cache,
-        "s",
-        &[delta(4, "mps over the la", "m1"), delta(5, "zy dog", "m1")],
-    )
-    .await;
+    let lines = cut_reply();
+    fill(&cache, "s", &lines[3..5]).await; // 4..=5, streaming
     let mut session = cache.session("s").unwrap();
-    let page = [
-        user(1, "hello"),
-        delta(2, "The quick br", "m1"),
-        delta(3, "own fox ju", "m1"),
-    ];
-    assert!(session.store_page(&page, 4, false).await);
-    assert_eq!(seqs(&cache.search(r#""fox jumps""#, 10, None).await), at(2));
-    assert_eq!(seqs(&cache.search("lazy", 10, None).await), at(2));
-    session.append(&delta(6, " and a yak", "m1")).await;
-    assert_eq!(
-        seqs(&cache.search(r#""quick brown""#, 10, None).await),
-        at(2)
-    );
+    assert!(session.store_page(&lines[1..3], 4, false).await); // 2..=3: the reply alone
+    for q in [r#""fox jumps over the lazy""#, "lazy", "quick"] {
+        assert_eq!(seqs(&cache.search(q, 10, None).await), at(2), "{q}");
+    }
+    let other = || Cache::new(store.clone(), "example.com", 443);
+    assert_eq!(seqs(&other().await.search("quick", 10, None).await), at(2));
+    // A reload while it streams: the next worker resumes from the reply's start.
+    drop(session);
+    let cache = other().await;
+    let mut session = cache.session("s").unwrap();
+    session.open().await;
+    session.append(&delta(6, " and an emu", "m1")).await;
+    assert_eq!(seqs(&cache.search(r#""brown fox""#, 10, None).await), at(2));
+    assert!(session.store_page(&lines[..1], 2, false).await);
     session.append(&user(7, "thanks")).await;
-    let fresh = Cache::new(store.clone(), "example.com", 443).await;
-    for q in [r#""fox jumps over the lazy dog""#, "yak", "quick"] {
-        assert_eq!(seqs(&fresh.search(q, 10, None).await), at(2), "{q}");
+    let fresh = other().await;
+    for q in [
+        r#""fox jumps over the lazy dog and a yak and an emu""#,
+        "quick",
+        "hello",
+    ] {
+        let want = if q == "hello" { at(1) } else { at(2) };
+        assert_eq!(seqs(&fresh.search(q, 10, None).await), want, "{q}");
     }
     assert_eq!(seqs(&fresh.search("thanks", 10, None).await), at(7));
 }
 
 /// A page fetched into a gap between two cached stretches (a reset's window above, older
-/// history below) can cut a reply at both of its edges: each is welded.
+/// history below) can cut a reply at both of its edges: each is welded, while the reply
+/// streams and once it is complete.
 async fn a_page_in_a_gap_welds_both_edges<S: Store>(store: Arc<S>) {
     let lines = cut_reply();
     let cache = cache(&store).await;
-    fill(&cache, "s", &lines[4..]).await; // 5..=6
+    fill(&cache, "s", &lines[4..5]).await; // 5, streaming
     let mut session = cache.session("s").unwrap();
     assert!(session.store_page(&lines[..2], 3, false).await); // 1..=2, a gap at 3..=4
     assert!(session.store_page(&lines[2..4], 5, false).await); // the gap
     let at = |seq| vec![("s".to_string(), seq)];
-    for q in [
+    let queries = [
         r#""quick brown fox jumps over the lazy dog""#,
         "yak",
         "quick",
-    ] {
+    ];
+    for q in queries {
+        assert_eq!(
+            seqs(&cache.search(q, 10, None).await),
+            at(2),
+            "streaming: {q}"
+        );
+    }
+    session.append(&lines[5]).await;
+    for q in queries {
         assert_eq!(seqs(&cache.search(q, 10, None).await), at(2), "{q}");
     }
+    let fresh = Cache::new(store.clone(), "example.com", 443).await;
+    assert_eq!(seqs(&fresh.search("quick yak", 10, None).await), at(2));
+    build(&cache, "s").await;
     let fresh = Cache::new(store.clone(), "example.com", 443).await;
     assert_eq!(seqs(&fresh.search("quick yak", 10, None).await), at(2));
 }
@@ -639,7 +656,7 @@ both_stores!(
 
 // The property: a random transcript appended in random batches, with reopens between them,
 // its start stored as history pages below the first window (which may open mid-reply, as may
-// each page: replies cut at the seams), searched for every word of the vocabulary, each
+// each page: replies cut at the seams; raw or coalesced), searched for every word of the vocabulary, each
 // two-word phrase and each prefix, answers the same as the index rebuilt from the chunks
 // (removed, then the session reopened).
 
@@ -691,7 +708,7 @@ proptest! {
         cuts in prop::collection::vec(1usize..20, 1..20),
         segment_after in 1usize..6,
         window in 0usize..60,
-        pages in prop::collection::vec(1usize..12, 1..8),
+        pages in prop::collection::vec((1usize..12, any::<bool>()), 1..8),
     ) {
         pollster::block_on(async {
             let lines: Vec<Line> = events
@@ -715,9 +732,15 @@ proptest! {
                 session.append_all(&rest[..n]).await;
                 rest = &rest[n..];
                 if below > 0 {
-                    let from = below.saturating_sub(*pages.next().unwrap());
+                    // Raw, or coalesced as the server sends history (a run of deltas one line).
+                    let &(size, coalesced) = pages.next().unwrap();
+                    let from = below.saturating_sub(size);
+                    let page = match coalesced {
+                        true => coalesce(&lines[from..below]),
+                        false => lines[from..below].to_vec(),
+                    };
                     let before = lines[below].seq();
-                    prop_assert!(session.store_page(&lines[from..below], before, false).await);
+                    prop_assert!(session.store_page(&page, before, coalesced).await);
                     below = from;
                 }
                 batches += 1;

@@ -84,12 +84,19 @@ pub struct Folder {
     /// Every row ending below this is complete: the seq after the newest line folded, or after
     /// the last complete row while one is open.
     end: u64,
+    /// The next row started is marked [`Doc::welds`].
+    weld: bool,
 }
 
 impl Folder {
-    /// A folder whose rows below `end` are done.
-    pub fn at(end: u64) -> Self {
-        Folder { open: None, end }
+    /// A folder whose rows below `end` are done; when `welds`, the first row it starts is
+    /// marked [`Doc::welds`].
+    pub fn at(end: u64, welds: bool) -> Self {
+        Folder {
+            open: None,
+            end,
+            weld: welds,
+        }
     }
 
     /// Replaces the open row with `doc`, the same row welded to what is now cached below it
@@ -161,7 +168,7 @@ impl Folder {
                 ts: line.ts(),
                 text,
                 at: 0,
-                welds: false,
+                welds: std::mem::take(&mut self.weld),
             };
             // Only an assistant delta is ever joined by a later line (the row rule): any other
             // row is complete now, and is found at once (a session whose newest line is a

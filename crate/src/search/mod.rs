@@ -56,7 +56,9 @@
 //! lines it joins ([`crate::chunks::SessionCache::store_page`] reads them), and appends it
 //! marked [`doc::Doc::welds`]: it replaces every document written before it whose seq it
 //! covers (the reader drops them; a segment build empties them). A reply still streaming
-//! takes the page's part as its start, in memory, and is written whole once it completes.
+//! takes the page's part as its start, in memory (a query drops the pieces it covers), and is
+//! written whole once it completes; the part is written meanwhile as a piece (what another
+//! tab finds, and where a reopen resumes: the first row a resumed fold writes welds too).
 //!
 //! # Rebuild: never load-bearing
 //!

@@ -95,25 +95,50 @@ impl Loaded {
     /// it whose seq it covers (the pieces of its row indexed until then).
     fn add(&mut self, doc: Doc) {
         if doc.welds {
-            let seqs = doc.seq..doc.end;
-            let base = self.base();
-            let in_memory = self.index.docs.iter().enumerate();
-            let pieces: Vec<(u32, u32)> = (self.segment.iter())
-                .flat_map(|s| s.docs_in(seqs.clone()))
-                .chain(
-                    in_memory
-                        .filter(|(_, (d, _))| seqs.contains(&d.seq))
-                        .map(|(i, (_, len))| (base + i as u32, *len)),
-                )
-                .collect();
-            for (id, len) in pieces {
-                if self.dead.insert(id) && len > 0 {
-                    self.dead_worded += 1;
-                    self.dead_words += u64::from(len);
-                }
-            }
+            self.bury(doc.seq..doc.end);
         }
         self.index.add(doc);
+    }
+
+    /// Marks dead the documents whose seq lies in `seqs`; answers those it marked, with
+    /// their lengths (what [`Loaded::unbury`] takes back).
+    fn bury(&mut self, seqs: std::ops::Range<u64>) -> Vec<(u32, u32)> {
+        let base = self.base();
+        let in_memory = self.index.docs.iter().enumerate();
+        let pieces: Vec<(u32, u32)> = (self.segment.iter())
+            .flat_map(|s| s.docs_in(seqs.clone()))
+            .chain(
+                in_memory
+                    .filter(|(_, (d, _))| seqs.contains(&d.seq))
+                    .map(|(i, (_, len))| (base + i as u32, *len)),
+            )
+            .filter(|&(id, _)| !self.dead.contains(&id))
+            .collect();
+        for &(id, len) in &pieces {
+            self.dead.insert(id);
+            self.dead_worded += u32::from(len > 0);
+            self.dead_words += u64::from(len);
+        }
+        pieces
+    }
+
+    /// Brings back documents [`Loaded::bury`] marked.
+    fn unbury(&mut self, pieces: Vec<(u32, u32)>) {
+        for (id, len) in pieces {
+            self.dead.remove(&id);
+            self.dead_worded -= u32::from(len > 0);
+            self.dead_words -= u64::from(len);
+        }
+    }
+
+    /// Whether the blob holds `row` (a reply still streaming, from this worker's memory)
+    /// already, or a row after it: another tab's writer went on with it, and this copy is
+    /// stale. A document inside it is not (a piece of it a page welded).
+    fn holds(&self, row: &Doc) -> bool {
+        let segment = self.segment.as_ref().and_then(Segment::newest);
+        segment.is_some_and(|seq| seq >= row.end)
+            || (self.index.docs.iter())
+                .any(|(d, _)| d.seq >= row.end || (d.seq >= row.seq && d.end >= row.end))
     }
 
     /// The documents with words that ranking counts (those replaced left out).
@@ -520,15 +545,16 @@ async fn rank_with_live<S: Store>(
     for (s, (folder, _, l)) in loaded.iter_mut().enumerate() {
         l.index.prepare();
         let key = &folder[dir.len() + 1..];
-        let newest = (l.index.docs.last().map(|(d, _)| d.seq))
-            .or_else(|| l.segment.as_ref().and_then(Segment::newest));
-        if let Some(doc) = live.open(key).filter(|d| newest.is_none_or(|n| d.seq > n)) {
-            added.push((s, l.index.add(doc)));
+        if let Some(row) = live.open(key).filter(|row| !l.holds(row)) {
+            // It replaces what the blob holds of it (a piece below it that a page welded).
+            let buried = l.bury(row.seq..row.end);
+            added.push((s, l.index.add(row), buried));
         }
     }
     let ranked = rank(store, loaded, query, limit).await;
-    for (s, before) in added {
+    for (s, before, buried) in added {
         loaded[s].2.index.remove_last(before);
+        loaded[s].2.unbury(buried);
     }
     ranked
 }

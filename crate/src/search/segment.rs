@@ -528,9 +528,9 @@ impl Segment {
             .map(|(id, m)| (id as u32, m.len))
     }
 
-    /// The seq of its newest document (the last line it covers).
+    /// The highest seq of its documents.
     pub fn newest(&self) -> Option<u64> {
-        self.column.last().map(|m| m.seq)
+        self.column.iter().map(|m| m.seq).max()
     }
 
     /// Whether it is held in memory.

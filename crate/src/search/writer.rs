@@ -110,8 +110,11 @@ impl IndexWriter {
     }
 
     /// Starts folding at `at` (what [`IndexWriter::resume`] answered, or the suffix's start).
+    /// The first row it writes is marked [`Doc::welds`]: it may be a reply that a page
+    /// welded while it streamed, whose piece below was written then (nothing else has a seq
+    /// in it: every row ending below `at` was written, none from it).
     pub fn start(&mut self, at: u64) {
-        self.folder = Some(Folder::at(at));
+        self.folder = Some(Folder::at(at, true));
         self.stopped = false;
         self.live.changed(&self.key); // the blob may have been cut or removed
     }
@@ -170,17 +173,26 @@ impl IndexWriter {
         let mut docs = Vec::new();
         page.push_all(None, head, &mut docs);
         page.push_all(head.last(), lines, &mut docs);
-        page.push_all(lines.last(), tail, &mut docs);
-        let mut last = page.into_open();
+        // The page's last row continued by the tail (which holds only lines joining it).
+        let mut whole = page.clone();
+        whole.push_all(lines.last(), tail, &mut docs);
+        let complete = folder.end();
         let open = folder.pending().map(|d| (d.seq, d.end));
-        if let (Some(doc), Some((seq, end)), Some(above)) = (&mut last, open, tail.first()) {
-            if seq == above.seq() && doc.end == end {
-                doc.welds = true;
-                folder.weld_open(last.take().expect("matched"));
+        let welded = whole.into_open();
+        match (welded, open, tail.first()) {
+            (Some(mut row), Some((seq, end)), Some(above))
+                if seq == above.seq() && row.end == end =>
+            {
+                // The row still streaming: it starts lower now, and replaces, once written
+                // whole, the page's piece, written now as it stands (what another tab finds
+                // meanwhile, and what a reopen resumes from: the live end moved to its start).
+                row.welds = true;
+                folder.weld_open(row);
                 self.live.set_open(&self.key, folder.pending());
+                docs.extend(page.into_open());
             }
+            (row, _, _) => docs.extend(row),
         }
-        docs.extend(last);
         let at = folder.end();
         let (first, above) = (lines.first(), tail.first());
         for doc in &mut docs {
@@ -189,7 +201,7 @@ impl IndexWriter {
             let welds_tail = above.is_some_and(|l| doc.end > l.seq());
             doc.welds = welds_head || welds_tail;
         }
-        docs.retain(|d| d.end <= at && d.seq < below);
+        docs.retain(|d| d.end <= complete && d.seq < below);
         self.write(store, &docs).await;
     }
 

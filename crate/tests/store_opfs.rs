@@ -93,6 +93,25 @@ async fn a_second_instance_reads_what_the_writer_holds_open() {
     assert_eq!(again.append("s/1-3.raw.jsonl", b"x").await.unwrap(), 9);
 }
 
+/// A blob written whole (the server's session list, which every tab writes when it lists) is
+/// not held: another tab writes it at once, and this one again after it. An appended blob
+/// (an open chunk) stays held by its writer.
+#[wasm_bindgen_test]
+async fn a_blob_written_whole_is_not_held() {
+    let dir = format!("test-opfs/{}", unique("whole"));
+    let one = OpfsStore::open_in(&dir).await.unwrap();
+    let two = OpfsStore::open_in(&dir).await.unwrap();
+    let list = "example.com_443.sessions.json";
+    one.write(list, b"[1]").await.unwrap();
+    assert_eq!(one.open_handles(), 0);
+    // Held, the lock would fail the other's write (after a wait for it).
+    two.write(list, b"[1,2]").await.unwrap();
+    one.write(list, b"[1,2,3]").await.unwrap();
+    assert_eq!(two.read(list, 0, 100).await.unwrap(), b"[1,2,3]");
+    one.append("s/1-open.raw.jsonl", b"one\n").await.unwrap();
+    assert_eq!(one.open_handles(), 1);
+}
+
 #[wasm_bindgen_test]
 async fn storage_removed_between_operations_reads_as_empty() {
     let top = format!("test-opfs/{}", unique("wiped"));

@@ -601,12 +601,17 @@ impl Store for OpfsStore {
             .and_then(|_| h.flush().map_err(|e| js_error(path, &e)));
         match done {
             Ok(()) => {
-                self.wrote(path, bytes.len() as u64);
+                // A blob written whole is written once (a page, the session list, a touch,
+                // a segment): its handle is not kept, whose lock would stop every other tab
+                // writing it (the server's session list, outside every session's folder, is
+                // written by each tab that lists) until this worker ends.
+                self.close(path);
                 Ok(())
             }
             Err(e) => {
-                self.wrote(path, 0);
-                Err(self.failed(path, e).await)
+                let e = self.failed(path, e).await;
+                self.close(path);
+                Err(e)
             }
         }
     }

@@ -783,11 +783,12 @@ impl<S: Store> Io<S> {
         for entry in self.store.list(&self.dir).await? {
             match parse_chunk_name(&entry.name) {
                 _ if entry.is_dir => {}
-                // A closed chunk holds a line at least: an empty one is a write that never
-                // finished (OPFS creates the blob, then fills it: a full disk, a tab closed in
-                // between). Not served, so its range is a gap, fetched again, never a seam
-                // that a walk crosses into the chunk below; the writer removes it.
-                Some((_, Some(_), _)) if entry.size == 0 => empty.push(entry.name),
+                // A chunk holds a line at least: an empty one is a write that never finished
+                // (OPFS creates the blob, then fills it: a full disk, a tab closed in
+                // between). Not served: a closed one's range is a gap, fetched again, never a
+                // seam that a walk crosses into the chunk below, and an open one is no open
+                // chunk (the next, after a seq jump, would make two); the writer removes it.
+                Some(_) if entry.size == 0 => empty.push(entry.name),
                 Some((first, Some(end), kind)) => chunks.push(Chunk {
                     first,
                     end,

@@ -65,6 +65,7 @@ macro_rules! store_suite {
             rules::only_the_suffix_is_served_and_gaps_bound_fetches,
             rules::an_overlapping_page_is_refused,
             rules::an_empty_chunk_is_a_gap_not_a_seam,
+            rules::an_empty_open_chunk_is_no_open_chunk,
             rules::a_readers_purge_opens_it_cold,
             rules::a_seq_jump_rotates_the_open_chunk,
             rules::a_batch_appends_as_lines_one_by_one,

@@ -290,6 +290,27 @@ pub async fn an_empty_chunk_is_a_gap_not_a_seam<S: Store>(store: Arc<S>) {
     assert_eq!(raws(&page.lines), raws(&t[190..200]));
 }
 
+/// An open chunk whose first append failed (a full disk after a seq jump; OPFS had created
+/// the blob) is left empty: it is no open chunk, the writer removes it, and the stream's next
+/// open chunk does not make two (which purges the session).
+pub async fn an_empty_open_chunk_is_no_open_chunk<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "empty-open").await;
+    let t = transcript(40);
+    let mut s = appended(&cache, "s", &t[..20]).await; // [1, 21) open
+    let stray = format!("{}/s/31-open.raw.jsonl", cache.dir());
+    s.append(&t[30]).await; // a jump: [1, 21) closed, [31, 32) open
+    store.write(&stray, b"").await.unwrap(); // as a failed first append leaves it
+    let mut reopened = cache.session("s").unwrap();
+    assert_eq!(reopened.suffix().await, Some((1, 21)));
+    reopened.open().await;
+    assert_eq!(files(&*store, &cache, "s").await, ["1-21.raw.jsonl"]);
+    reopened.append_all(&t[20..40]).await; // the stream resumes at 21
+    let mut again = cache.session("s").unwrap();
+    assert_eq!(again.suffix().await, Some((1, 41)), "kept, not purged");
+    let all = again.newest(100).await.unwrap();
+    assert_eq!(raws(&all), raws(&t));
+}
+
 /// A reader's purge (its view's Reload, or damage it read) cannot remove the writer's chunks,
 /// and does not read them again either: it opens cold; made the writer, it removes them.
 pub async fn a_readers_purge_opens_it_cold<S: Store>(store: Arc<S>) {

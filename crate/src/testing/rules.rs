@@ -479,6 +479,21 @@ pub async fn a_torn_tail_is_cut_off<S: Store>(store: Arc<S>) {
         raws(&t[..22])
     );
 
+    // A torn line longer than the tail read at an open (a large tool output cut by a crash).
+    let long = vec![b'x'; 600 << 10];
+    store
+        .append(&path, br#"{"seq":23,"ts":1.5,"#)
+        .await
+        .unwrap();
+    store.append(&path, &long).await.unwrap();
+    let mut s = cache.session("s").unwrap();
+    assert_eq!(s.newest(2).await.map(|l| seqs(&l)), Some(vec![21, 22]));
+    s.append(&t[22]).await;
+    assert_eq!(
+        raws(&cache.session("s").unwrap().newest(100).await.unwrap()),
+        raws(&t[..23])
+    );
+
     // Nothing but a fragment: the chunk goes, the session is empty.
     let frag = format!("{}/f/1-open.raw.jsonl", cache.dir());
     store.append(&frag, br#"{"seq":1,"ts""#).await.unwrap();

@@ -59,7 +59,9 @@ struct Inner {
     name: String,
     db: RefCell<Option<IdbDatabase>>,
     tails: RefCell<HashMap<String, Tail>>,
-    failures: RefCell<HashMap<String, StoreError>>,
+    /// Commits that failed, by blob: each is answered to that blob's next `append` or
+    /// `rename` (taken then), and once to a `flush` (the flag: reported), which keeps it.
+    failures: RefCell<HashMap<String, (StoreError, bool)>>,
     budget: Cell<Option<u64>>,
     /// Commits running now (a timer's may run beside an explicit flush).
     running: Cell<usize>,
@@ -264,8 +266,8 @@ impl Inner {
         done
     }
 
-    /// Commits every blob's buffered appends; failures are kept for the next `append` or
-    /// `flush` on that blob.
+    /// Commits every blob's buffered appends; failures are kept for that blob's next `append`
+    /// or `rename` (and reported once to `flush`).
     async fn flush_all(&self) {
         loop {
             let paths: Vec<String> = self
@@ -277,7 +279,7 @@ impl Inner {
                 .collect();
             for path in &paths {
                 if let Err(e) = self.flush_path(path).await {
-                    self.failures.borrow_mut().insert(path.clone(), e);
+                    self.failures.borrow_mut().insert(path.clone(), (e, false));
                 }
             }
             // A commit started elsewhere (the delay timer's) may still be running: its outcome
@@ -576,7 +578,7 @@ impl Store for IdbStore {
     async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
         segments(path)?;
         let inner = &self.inner;
-        if let Some(e) = inner.failures.borrow_mut().remove(path) {
+        if let Some((e, _)) = inner.failures.borrow_mut().remove(path) {
             return Err(e);
         }
         if bytes.is_empty() {
@@ -620,7 +622,7 @@ impl Store for IdbStore {
                     t.scheduled = false;
                 }
                 if let Err(e) = inner.flush_path(&path).await {
-                    inner.failures.borrow_mut().insert(path, e);
+                    inner.failures.borrow_mut().insert(path, (e, false));
                 }
             });
         }
@@ -659,7 +661,7 @@ impl Store for IdbStore {
         self.inner.settle().await;
         // Appends to `from` that failed to commit: the blob does not hold what its writer
         // appended, so it is not moved under a name that says it does (a chunk's close).
-        if let Some(e) = self.inner.failures.borrow_mut().remove(from) {
+        if let Some((e, _)) = self.inner.failures.borrow_mut().remove(from) {
             return Err(e);
         }
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, from).await?;
@@ -716,14 +718,15 @@ impl Store for IdbStore {
 
     async fn flush(&self) -> StoreResult<()> {
         self.inner.settle().await;
+        // Reported once here, and kept for each blob's next append or rename: a chunk whose
+        // appends failed must not be closed under a name that says it holds them.
         let mut failures = self.inner.failures.borrow_mut();
-        let first = failures.keys().next().cloned();
-        match first.and_then(|k| failures.remove(&k)) {
-            Some(e) => {
-                failures.clear();
-                Err(e)
+        let mut first = None;
+        for (e, reported) in failures.values_mut() {
+            if !std::mem::replace(reported, true) {
+                first.get_or_insert_with(|| e.clone());
             }
-            None => Ok(()),
         }
+        first.map_or(Ok(()), Err)
     }
 }

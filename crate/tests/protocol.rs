@@ -8,7 +8,7 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use scrollback::protocol::{
-    clean_append, coalesce, page_json, parse_page, EventKind, Line, LineError, RowWalk,
+    clean_append, coalesce, last_seq, page_json, parse_page, EventKind, Line, LineError, RowWalk,
     TranscriptQuery,
 };
 
@@ -174,6 +174,15 @@ fn malformed_lines_are_clear_errors_not_panics() {
             r#"{"seq":-3,"ts":1,"event":{"type":"status"}}"#,
             LineError::BadSeq,
         ),
+        // Past 2^53-1: not a JavaScript integer, and `seq + 1` would overflow near u64::MAX.
+        (
+            r#"{"seq":9007199254740992,"ts":1,"event":{"type":"status"}}"#,
+            LineError::BadSeq,
+        ),
+        (
+            r#"{"seq":18446744073709551615,"ts":1,"event":{"type":"status"}}"#,
+            LineError::BadSeq,
+        ),
         (r#"{"seq":1,"event":{"type":"status"}}"#, LineError::BadTs),
         (r#"{"seq":1,"ts":1}"#, LineError::NoEvent),
         (
@@ -191,6 +200,14 @@ fn malformed_lines_are_clear_errors_not_panics() {
         );
         assert!(!got.to_string().is_empty());
     }
+    let top = r#"{"seq":9007199254740991,"ts":1,"event":{"type":"status"}}"#;
+    assert_eq!(
+        Line::parse(top).unwrap().seq(),
+        scrollback::protocol::MAX_SEQ
+    );
+    // A coalesced line whose run claims to end past it is no run.
+    let far = r#"{"seq":5,"ts":1,"event":{"type":"assistantText","text":"ab","folded":{"through":18446744073709551615,"first":"a","last":"b"}}}"#;
+    assert_eq!(last_seq(&Line::parse(far).unwrap()), 5);
     assert!(parse_page("[{\"seq\":1}]").is_err());
     assert!(parse_page("not json").is_err());
 }

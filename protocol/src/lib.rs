@@ -21,6 +21,11 @@ pub use query::{QueryError, TranscriptQuery};
 pub use rows::{clean_append, coalesce, joins, last_seq, RowWalk, FOLDED};
 pub use session::SessionSummary;
 
+/// The highest seq a line may carry: JavaScript's largest exact integer (2^53-1), so a seq
+/// means the same in the page as in the worker, and `seq + 1` never overflows. A line above
+/// it does not parse (a file's malformed line; a server that sends one is refused).
+pub const MAX_SEQ: u64 = (1 << 53) - 1;
+
 /// How far behind `/events?after=N` still catches up event by event; further behind, the
 /// server sends a `reset` frame and then the newest this many raw events.
 pub const CATCH_UP_LIMIT: usize = 200;

@@ -56,11 +56,13 @@ fn span(line: &Line) -> Option<Span<'_>> {
             let through = f.get("through").and_then(Value::as_u64)?;
             let first = f.get("first").and_then(Value::as_str)?;
             let last = f.get("last").and_then(Value::as_str)?;
-            (through >= line.seq()).then_some(Span {
-                through,
-                first,
-                last,
-            })
+            (line.seq()..=crate::MAX_SEQ)
+                .contains(&through)
+                .then_some(Span {
+                    through,
+                    first,
+                    last,
+                })
         }
         Some(_) => None,
     }

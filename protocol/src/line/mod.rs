@@ -2,6 +2,7 @@
 
 mod scan;
 
+use crate::MAX_SEQ;
 use scan::{Head, Str};
 use serde_json::{Map, Value};
 use std::ops::Range;
@@ -12,7 +13,7 @@ use std::sync::OnceLock;
 pub enum LineError {
     #[error("not a JSON object: {0}")]
     NotJson(String),
-    #[error("line has no numeric `seq` of 1 or more")]
+    #[error("line has no numeric `seq` from 1 to 2^53-1")]
     BadSeq,
     #[error("line has no numeric `ts`")]
     BadTs,
@@ -105,7 +106,7 @@ impl Line {
             .seq
             .as_ref()
             .and_then(Value::as_u64)
-            .filter(|s| *s >= 1)
+            .filter(|s| (1..=MAX_SEQ).contains(s))
             .ok_or(LineError::BadSeq)?;
         let ts = top
             .ts
@@ -141,7 +142,7 @@ impl Line {
     /// A line's seq read from its head alone, without reading or parsing the rest: `Some` when
     /// the line opens with its `seq` as the first key, as every line the server writes does
     /// (`{"seq":42,...`, spaces and tabs allowed between the tokens), and that seq is one
-    /// [`Line::parse`] accepts (an integer of 1 or more that fits a `u64`); `None` otherwise
+    /// [`Line::parse`] accepts (an integer from 1 to [`MAX_SEQ`]); `None` otherwise
     /// (another key first, or a head too short to tell).
     ///
     /// For a line too long to read whole: the rest of the line is not checked, so the caller
@@ -165,7 +166,8 @@ impl Line {
         }
         let (number, rest) = rest.split_at(digits);
         skip_ws(rest).strip_prefix(b",")?;
-        std::str::from_utf8(number).ok()?.parse().ok()
+        let seq = std::str::from_utf8(number).ok()?.parse().ok()?;
+        (seq <= MAX_SEQ).then_some(seq)
     }
 
     /// The exact text this line was parsed from (no trailing newline).
@@ -306,7 +308,7 @@ mod tests {
         lines.extend(
             [
                 r#"{"seq":1,"ts":1,"event":{"type":"status"}}"#,
-                r#"{ "seq" : 18446744073709551615 , "ts":1,"event":{"type":"status"}}"#,
+                r#"{ "seq" : 9007199254740991 , "ts":1,"event":{"type":"status"}}"#,
                 "{\t\"seq\":\t7\t,\"ts\":1,\"event\":{\"type\":\"status\"}}",
                 r#"{"ts":1,"seq":3,"event":{"type":"status"}}"#,
             ]
@@ -326,7 +328,7 @@ mod tests {
             }
         }
         assert_eq!(Line::seq_of_head(lines[0].as_bytes()), Some(42));
-        assert_eq!(Line::seq_of_head(lines[2].as_bytes()), Some(u64::MAX));
+        assert_eq!(Line::seq_of_head(lines[2].as_bytes()), Some(MAX_SEQ));
         assert_eq!(
             Line::seq_of_head(br#"{"seq":5,"ts":1,"event":{"type":"to"#),
             Some(5)
@@ -340,6 +342,8 @@ mod tests {
             r#"{"seq":3e2,"ts":1"#,
             r#"{"seq":"3","ts":1"#,
             r#"{"seq":18446744073709551616,"ts":1"#,
+            r#"{"seq":18446744073709551615,"ts":1"#,
+            r#"{"seq":9007199254740992,"ts":1"#,
             r#"{"seq":3}"#,
             r#"["seq",3,"#,
         ] {

@@ -318,8 +318,9 @@ impl<S: Store> SessionCache<S> {
 
     /// Stores a page fetched from the server with `before` (and `coalesce` = `coalesced`) as a
     /// chunk `[lines[0].seq(), before)`. Returns whether it was stored. Refused (the caller still
-    /// shows the page) when it is empty or out of order, when it overlaps a chunk, when a raw page
-    /// does not end right below `before`, when a coalesced page would be the newest chunk, and
+    /// shows the page) when it is empty or out of order, when it overlaps a chunk, when it does
+    /// not end right below `before` (a coalesced line by the run it folds), when a coalesced page
+    /// would be the newest chunk, and
     /// when this instance no longer writes.
     pub async fn store_page(&mut self, lines: &[Line], before: u64, coalesced: bool) -> bool {
         if !self.io.writing {
@@ -482,7 +483,9 @@ impl<'a, S: Store> Opened<'a, S> {
         };
         let ordered = lines.windows(2).all(|w| w[0].seq() < w[1].seq());
         let first = oldest.seq();
-        if !ordered || newest.seq() >= before || (!coalesced && newest.seq() + 1 != before) {
+        // A page ends right below `before` (a coalesced one's newest line reaches it): one
+        // that stops short would claim lines it does not hold.
+        if !ordered || newest.seq() >= before || last_seq(newest) + 1 != before {
             return false;
         }
         if state.chunks.iter().any(|c| c.overlaps(first, before)) {

@@ -358,6 +358,10 @@ pub async fn an_overlapping_page_is_refused<S: Store>(store: Arc<S>) {
         !s.store_page(&t[..10], 20, false).await,
         "a raw page ends at before - 1"
     );
+    assert!(
+        !s.store_page(&coalesce(&t[..10]), 20, true).await,
+        "a coalesced page too (a file replaced by a shorter one answers short)"
+    );
     let shuffled = [t[3].clone(), t[2].clone()];
     assert!(!s.store_page(&shuffled, 5, false).await);
     assert!(!s.store_page(&[], 5, false).await);

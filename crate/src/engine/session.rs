@@ -382,11 +382,15 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         self.role.borrow().is_some()
     }
 
-    /// Flushes and gives the writer role up (the next tab waiting takes over).
+    /// Flushes and gives the writer role up (the next tab waiting takes over). The cache is a
+    /// reader's from then on: a page of history still on its way, or asked for after the close,
+    /// is shown but not stored (the next writer may have purged the folder for a replaced file).
     async fn give_up_role(&self) {
         self.waiting.borrow_mut().take();
         if self.writes() {
-            self.cache.lock().await.hand_over().await;
+            let mut cache = self.cache.lock().await;
+            cache.hand_over().await;
+            cache.set_reader(true);
         }
         self.role.borrow_mut().take();
     }

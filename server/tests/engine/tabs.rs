@@ -211,3 +211,30 @@ fn an_offline_list_writes_nothing_of_a_session_another_tab_writes() {
         assert_eq!(files(store).await, before, "nothing touched or indexed");
     });
 }
+
+/// A view closed while a page of history is on its way (or asked for after the close) stores
+/// nothing: it gave the writer role up, and another tab may write the session now.
+#[test]
+fn a_closed_view_stores_no_page() {
+    local(async {
+        let base = TestServer::start(|config| config.sandbox = true).await;
+        let transport = HttpTransport::new(&base.server.url(), None).unwrap();
+        let store = Arc::new(MemoryStore::new());
+        let cache = Cache::new(store.clone(), transport.host(), transport.port()).await;
+        let dir = format!("{}/{}", cache.dir(), encode("long").unwrap());
+        let engine = Engine::new(cache, transport, Config::default());
+        let a = Running::open(&engine, "long").await;
+        a.live().await;
+        let names = || async {
+            let entries = store.list(&dir).await.unwrap().into_iter();
+            let mut names: Vec<String> = entries.map(|e| e.name).collect();
+            names.sort();
+            names
+        };
+        let before = names().await;
+        let session = a.close().await;
+        assert!(session.with_view(|v| v.more_history), "history not cached");
+        let _ = session.older().await;
+        assert_eq!(names().await, before, "no chunk stored after the close");
+    });
+}

@@ -280,6 +280,30 @@ test('scrolling the long session back to its first line after it was seen once: 
   assert.deepEqual(w.errors(), []);
 });
 
+test('older pages that fail are asked for again later, each time later, not every frame; the page loads once the server answers', async (t) => {
+  const w = await world(t);
+  const { page, context, requests } = w;
+  let failing = true;
+  await context.route((url) => url.pathname === '/sessions/long/transcript' && url.searchParams.has('before'), async (route) => {
+    if (failing) await route.fulfill({ status: 500, body: 'a page that fails' });
+    else await route.continue();
+  });
+  await w.goto('long');
+  await live(page);
+  const first = await page.evaluate(() => window.scrollbackDemo.view().state.rows.length);
+  await page.evaluate(() => { document.getElementById('transcript').scrollTop = 0; });
+  await page.waitForFunction(() => /Could not load older messages/.test(document.getElementById('banner').textContent), null, WAIT);
+  const asked = () => requests.filter((r) => isPage(r) && r.url.searchParams.has('before')).length;
+  // Two seconds of a view whose top is in sight: the first failure, then a retry after 1 s
+  // (every animation frame, it was over a hundred).
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  assert.ok(asked() <= 3, `asked ${asked()} times in 2 s: ${describe(requests.slice(-5))}`);
+  failing = false;
+  await page.waitForFunction((n) => window.scrollbackDemo.view().state.rows.length > n, first, WAIT);
+  // The browser logs each 500 it was answered; nothing else went wrong.
+  assert.deepEqual(w.errors().filter((m) => !/status of 500/.test(m.text)), []);
+});
+
 test('a reply streaming while the session is closed and reopened continues in the same row, no delta missing or doubled', async (t) => {
   const w = await world(t, { args: ['--pace-ms', '80'] });
   const { page } = w;

@@ -76,6 +76,8 @@ let view = null;     // the open session's view
 let current = null;  // its id
 let opens = 0;       // openSession calls made: only the newest one's view is kept
 let loadingOlder = false;
+let olderRetryMs = 1000; // the wait before asking again for a page that failed
+let olderNotBefore = 0; // and until when
 let pendingAnchor = null; // a seq to bring back into view (after a reload, or a search hit)
 let anchorBlock = 'start'; // where it is brought: the top after a reload, the middle for a hit
 let highlight = null;     // a search hit's seq: its row is marked
@@ -212,18 +214,28 @@ function renderState(state, change) {
 async function maybeLoadOlder() {
   const state = view?.state;
   if (!view || loadingOlder || !state?.ready || !state.moreHistory) return;
+  if (performance.now() < olderNotBefore) return; // a failed page's wait (its timer asks)
   if (ui.transcript.scrollTop > 300 && ui.transcript.scrollHeight > ui.transcript.clientHeight) return;
   loadingOlder = true;
   ui.edge.textContent = 'Loading older messages…';
   const opened = view;
+  let next = null;
   try {
-    await view.loadOlder();
+    // A page added: the next frame asks for another while the top is still in view. None
+    // (not checked yet, or the view moved on): the next change of state asks again.
+    if (await view.loadOlder()) next = () => requestAnimationFrame(maybeLoadOlder);
+    olderRetryMs = 1000;
   } catch (err) {
     ui.banner.hidden = false;
     ui.banner.textContent = `Could not load older messages: ${err.message}`;
+    // Asked again later, and later each time it fails: never a request every frame.
+    const wait = olderRetryMs;
+    olderRetryMs = Math.min(olderRetryMs * 2, 30_000);
+    olderNotBefore = performance.now() + wait;
+    next = () => setTimeout(() => { olderNotBefore = 0; maybeLoadOlder(); }, wait);
   } finally {
     loadingOlder = false;
-    if (opened === view) requestAnimationFrame(maybeLoadOlder);
+    if (opened === view) next?.();
   }
 }
 
@@ -233,6 +245,7 @@ async function maybeLoadOlder() {
  */
 function showSession(id, summary) {
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
+  olderRetryMs = 1000; olderNotBefore = 0;
   ui.empty.hidden = true; ui.session.hidden = false;
   ui.title.textContent = summary?.title || id;
   ui.meta.textContent = '';

@@ -208,14 +208,20 @@ impl<S: Store> Cache<S> {
     }
 
     /// Deletes every cached session whose id is not in `ids` (the server's list), and any
-    /// folder that is not a session's.
+    /// folder that is not a session's; not one whose writer role a tab holds (a list that
+    /// left it out for a moment must not delete what a view is writing: the next list does,
+    /// once nobody writes it, and a view of a session the server deleted purges its own).
     pub async fn retain_only<I: AsRef<str>>(&self, ids: &[I]) {
         let keep: Vec<String> = ids
             .iter()
             .filter_map(|id| encode(id.as_ref()).ok())
             .collect();
         for session in self.sessions().await {
-            if !keep.contains(&session.key) {
+            if keep.contains(&session.key) {
+                continue;
+            }
+            let dir = format!("{}/{}", self.dir, session.key);
+            if let Some(_role) = self.store.writer(&dir, false).await {
                 self.remove(&session.key).await;
             }
         }

@@ -200,6 +200,22 @@ async fn a_failed_commit_outlives_a_flush_that_reported_it() {
     assert!(renamed.is_err(), "and kept for its blob: {renamed:?}");
     assert_eq!(a.stat("s/1-3").await.unwrap(), None, "nothing renamed");
     assert_eq!(a.read("t/1-open", 0, 100).await.unwrap(), b"fine\n");
+    // Given up with the writer role (the next writer reads the disk again), a failure is no
+    // one's to report: the blob is written again from what it holds.
+    assert_eq!(a.append("s/1-open", b"x\n").await.unwrap(), 17);
+    while b.stat("s/1-open").await.unwrap().map(|m| m.size) != Some(17) {
+        scrollback::testing::sleep(1).await;
+    }
+    b.write("s/1-open", b"b again\n").await.unwrap();
+    a.append("s/1-open", b"lost\n").await.unwrap(); // buffered on the size it knew
+    assert!(a.flush().await.is_err(), "its commit fails");
+    a.hand_over("s").await;
+    assert_eq!(a.append("s/1-open", b"again\n").await.unwrap(), 14);
+    a.flush().await.unwrap();
+    assert_eq!(
+        a.read("s/1-open", 0, 100).await.unwrap(),
+        b"b again\nagain\n"
+    );
 }
 
 #[wasm_bindgen_test]

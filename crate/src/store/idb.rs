@@ -557,6 +557,7 @@ impl Store for IdbStore {
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         segments(path)?;
         self.inner.settle().await;
+        self.inner.failures.borrow_mut().remove(path); // what it lost is replaced whole
         self.spend(bytes.len())?;
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
         let rec = get_rec(&tx.meta, path).await?;
@@ -632,6 +633,7 @@ impl Store for IdbStore {
     async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
         segments(path)?;
         self.inner.settle().await;
+        self.inner.failures.borrow_mut().remove(path); // its size is asked afresh after
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
         let Some(rec) = get_rec(&tx.meta, path).await? else {
             tx.abort();
@@ -664,6 +666,7 @@ impl Store for IdbStore {
         if let Some((e, _)) = self.inner.failures.borrow_mut().remove(from) {
             return Err(e);
         }
+        self.inner.failures.borrow_mut().remove(to); // replaced by `from`
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, from).await?;
         let old = request(from, tx.meta.get(&from.into()));
         let dest = request(to, tx.meta.get(&to.into()));
@@ -714,6 +717,14 @@ impl Store for IdbStore {
             .borrow_mut()
             .retain(|k, _| k != path && !k.starts_with(&prefix));
         Ok(())
+    }
+
+    /// The writer role for folder `key` is given up: the next writer reads the disk again,
+    /// so the failures of its blobs are no longer anyone's to report.
+    async fn hand_over(&self, key: &str) {
+        let prefix = format!("{key}/");
+        let mut failures = self.inner.failures.borrow_mut();
+        failures.retain(|k, _| k != key && !k.starts_with(&prefix));
     }
 
     async fn flush(&self) -> StoreResult<()> {

@@ -78,6 +78,7 @@ let opens = 0;       // openSession calls made: only the newest one's view is ke
 let loadingOlder = false;
 let olderRetryMs = 1000; // the wait before asking again for a page that failed
 let olderNotBefore = 0; // and until when
+let olderAgain = false; // the state changed while a page was being loaded
 let pendingAnchor = null; // a seq to bring back into view (after a reload, or a search hit)
 let anchorBlock = 'start'; // where it is brought: the top after a reload, the middle for a hit
 let highlight = null;     // a search hit's seq: its row is marked
@@ -213,7 +214,8 @@ function renderState(state, change) {
 
 async function maybeLoadOlder() {
   const state = view?.state;
-  if (!view || loadingOlder || !state?.ready || !state.moreHistory) return;
+  if (loadingOlder) { olderAgain = true; return; } // asked again once this one ends
+  if (!view || !state?.ready || !state.moreHistory) return;
   if (performance.now() < olderNotBefore) return; // a failed page's wait (its timer asks)
   if (ui.transcript.scrollTop > 300 && ui.transcript.scrollHeight > ui.transcript.clientHeight) return;
   loadingOlder = true;
@@ -235,6 +237,9 @@ async function maybeLoadOlder() {
     next = () => setTimeout(() => { olderNotBefore = 0; maybeLoadOlder(); }, wait);
   } finally {
     loadingOlder = false;
+    // Nothing loaded, but the view changed meanwhile (a reset, a reconnect): ask again.
+    if (!next && olderAgain) next = () => requestAnimationFrame(maybeLoadOlder);
+    olderAgain = false;
     if (opened === view) next?.();
   }
 }
@@ -245,7 +250,7 @@ async function maybeLoadOlder() {
  */
 function showSession(id, summary) {
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
-  olderRetryMs = 1000; olderNotBefore = 0;
+  olderRetryMs = 1000; olderNotBefore = 0; olderAgain = false;
   ui.empty.hidden = true; ui.session.hidden = false;
   ui.title.textContent = summary?.title || id;
   ui.meta.textContent = '';

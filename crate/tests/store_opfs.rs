@@ -4,8 +4,11 @@
 //! reader, bounded open handles, the automatic choice, and the writer lock.
 #![cfg(target_arch = "wasm32")]
 
+use scrollback::chunks::Cache;
+use scrollback::protocol::SessionSummary;
 use scrollback::store::{open_store, Backend, OpfsStore, Store, StoreError, WriterLock};
 use scrollback::testing::{assert_reads_as_empty, size, unique};
+use std::sync::Arc;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
@@ -93,21 +96,30 @@ async fn a_second_instance_reads_what_the_writer_holds_open() {
     assert_eq!(again.append("s/1-3.raw.jsonl", b"x").await.unwrap(), 9);
 }
 
-/// A blob written whole (the server's session list, which every tab writes when it lists) is
-/// not held: another tab writes it at once, and this one again after it. An appended blob
-/// (an open chunk) stays held by its writer.
+/// The server's session list, which every tab writes when it lists, is not held: another
+/// tab keeps its own list at once, and this one again after it.
 #[wasm_bindgen_test]
-async fn a_blob_written_whole_is_not_held() {
-    let dir = format!("test-opfs/{}", unique("whole"));
-    let one = OpfsStore::open_in(&dir).await.unwrap();
-    let two = OpfsStore::open_in(&dir).await.unwrap();
-    let list = "example.com_443.sessions.json";
-    one.write(list, b"[1]").await.unwrap();
-    assert_eq!(one.open_handles(), 0);
-    // Held, the lock would fail the other's write (after a wait for it).
-    two.write(list, b"[1,2]").await.unwrap();
-    one.write(list, b"[1,2,3]").await.unwrap();
-    assert_eq!(two.read(list, 0, 100).await.unwrap(), b"[1,2,3]");
+async fn the_session_list_is_not_held() {
+    let dir = format!("test-opfs/{}", unique("list"));
+    let one = Arc::new(OpfsStore::open_in(&dir).await.unwrap());
+    let two = Arc::new(OpfsStore::open_in(&dir).await.unwrap());
+    let summary = |id: &str| SessionSummary {
+        id: id.to_string(),
+        title: String::new(),
+        status: "idle".into(),
+        model: String::new(),
+        permission_mode: String::new(),
+        seq: 1,
+    };
+    let tab_one = Cache::new(one.clone(), "example.com", 443).await;
+    let tab_two = Cache::new(two.clone(), "example.com", 443).await;
+    tab_one.remember_list(&[summary("a")]).await;
+    // Held, its lock would fail the other's write (after a wait for it), and its list is lost.
+    tab_two.remember_list(&[summary("a"), summary("b")]).await;
+    assert_eq!(tab_one.remembered_list().await.len(), 2);
+    tab_one.remember_list(&[summary("c")]).await;
+    assert_eq!(tab_two.remembered_list().await.len(), 1);
+    // An appended blob (an open chunk) stays held by its writer.
     one.append("s/1-open.raw.jsonl", b"one\n").await.unwrap();
     assert_eq!(one.open_handles(), 1);
 }

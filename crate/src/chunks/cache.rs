@@ -70,6 +70,9 @@ impl<S: Store> Cache<S> {
         if let Err(e) = self.store.write(&self.list, &json).await {
             log::info!("scrollback: could not keep the session list: {e}");
         }
+        // Every tab writes it: what this one holds open of it (an OPFS sync handle, whose lock
+        // would stop the others writing it until this worker ends) is let go.
+        self.store.hand_over(&self.list).await;
     }
 
     /// The last session list this server gave, as kept by [`Cache::remember_list`]; empty when

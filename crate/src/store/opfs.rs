@@ -187,12 +187,13 @@ impl OpfsStore {
         }
     }
 
-    /// Closes the sync handles of the blobs below folder `dir` (a session's chunks), so
-    /// another context can open them: when this tab gives up that session's writer role.
+    /// Closes the sync handles of the blobs below folder `dir` (a session's chunks), or of
+    /// blob `dir` itself, so another context can open them: when this tab gives up that
+    /// session's writer role, or has written a blob every tab writes (the session list).
     pub fn close_handles_below(&self, dir: &str) {
         let prefix = format!("{dir}/");
         self.open.borrow_mut().retain(|path, o| {
-            let below = path.starts_with(&prefix);
+            let below = path == dir || path.starts_with(&prefix);
             if below {
                 o.handle.close();
             }
@@ -601,17 +602,12 @@ impl Store for OpfsStore {
             .and_then(|_| h.flush().map_err(|e| js_error(path, &e)));
         match done {
             Ok(()) => {
-                // A blob written whole is written once (a page, the session list, a touch,
-                // a segment): its handle is not kept, whose lock would stop every other tab
-                // writing it (the server's session list, outside every session's folder, is
-                // written by each tab that lists) until this worker ends.
-                self.close(path);
+                self.wrote(path, bytes.len() as u64);
                 Ok(())
             }
             Err(e) => {
-                let e = self.failed(path, e).await;
-                self.close(path);
-                Err(e)
+                self.wrote(path, 0);
+                Err(self.failed(path, e).await)
             }
         }
     }
@@ -712,5 +708,9 @@ impl Store for OpfsStore {
             o.handle.flush().map_err(|e| js_error(path, &e))?;
         }
         Ok(())
+    }
+
+    async fn hand_over(&self, key: &str) {
+        self.close_handles_below(key);
     }
 }

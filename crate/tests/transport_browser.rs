@@ -8,7 +8,7 @@
 use scrollback::protocol::{Line, TranscriptQuery, CATCH_UP_BYTES, CATCH_UP_LIMIT};
 use scrollback::transport::{
     BrowserStream, BrowserTransport, EventStream, ResetReason, Retry, StreamItem, Transport,
-    TransportError,
+    TransportError, TransportResult,
 };
 use wasm_bindgen_test::*;
 
@@ -55,8 +55,18 @@ fn numbered(n: u64) -> Vec<String> {
         .collect()
 }
 
+/// The stream's next item that is not a keep-alive.
+async fn next_item(stream: &mut BrowserStream) -> Option<TransportResult<StreamItem>> {
+    loop {
+        match stream.next().await {
+            Some(Ok(StreamItem::KeepAlive { .. })) => continue,
+            other => return other,
+        }
+    }
+}
+
 async fn next_line(stream: &mut BrowserStream) -> Line {
-    match stream.next().await {
+    match next_item(stream).await {
         Some(Ok(StreamItem::Line(line))) => line,
         other => panic!("expected a line, got {other:?}"),
     }
@@ -193,6 +203,14 @@ async fn the_stream_catches_up_then_carries_posted_messages_live() {
     let id = "transport-stream";
     put_session(id, &numbered(10)).await;
     let mut stream = t.events(id, 7, None).await.unwrap();
+    // The server's keep-alive comes first, through the browser's EventSource: how long a
+    // silence means a dead connection (three of the reference server's 15 s intervals).
+    assert!(matches!(
+        stream.next().await,
+        Some(Ok(StreamItem::KeepAlive {
+            silence_limit_ms: 45_000
+        }))
+    ));
     let caught_up: Vec<u64> = [
         next_line(&mut stream).await,
         next_line(&mut stream).await,
@@ -248,7 +266,7 @@ async fn far_behind_the_stream_sends_reset_then_the_newest_window() {
     put_session(id, &lines).await;
     let mut stream = t.events(id, 3, None).await.unwrap();
     assert!(matches!(
-        stream.next().await,
+        next_item(&mut stream).await,
         Some(Ok(StreamItem::Reset(ResetReason::Behind)))
     ));
     let first = next_line(&mut stream).await;
@@ -293,7 +311,7 @@ async fn a_deleted_session_ends_its_stream_with_an_error() {
     t.delete(id).await.unwrap();
     // The server ends the stream of a deleted session; the EventSource reports it as an error
     // and is closed, so the engine (not the browser) decides when and where to reconnect.
-    match stream.next().await {
+    match next_item(&mut stream).await {
         Some(Err(TransportError::Network(m))) => assert!(m.contains("interrupted"), "{m}"),
         other => panic!("expected the connection to end with an error, got {other:?}"),
     }

@@ -8,9 +8,51 @@
 //! replaced while the stream is open. A reconnect that says where it got to in `Last-Event-ID`
 //! is not checked (`at` names the line at `after`, not that one).
 //!
+//! The stream itself opens with a keep-alive frame ([`KEEP_ALIVE_EVENT`]) that names how long
+//! the server stays silent at most, and repeats it whenever nothing else was sent for that
+//! long. A connection can die without closing (a phone changing networks, a NAT forgetting
+//! it, a proxy holding it): no error ever comes, and a client that waits for one shows a
+//! session as live while it misses everything. A client that has heard nothing for
+//! [`silence_limit_ms`] takes the stream for dead and reconnects.
+//!
 //! [`Line::fingerprint`]: crate::Line::fingerprint
 
 use crate::QueryError;
+
+/// The SSE event name of the keep-alive frame; its `data:` is [`keep_alive_data`].
+/// (`EventSource` hands a page neither comments nor frames without data, so a keep-alive a
+/// browser can see is a named event with data.)
+pub const KEEP_ALIVE_EVENT: &str = "keepalive";
+
+/// The reference server's keep-alive interval, in milliseconds.
+pub const KEEP_ALIVE_MS: u32 = 15_000;
+
+/// How many keep-alive intervals of silence make a stream dead: one lost or late frame is
+/// not enough.
+pub const SILENT_INTERVALS: u32 = 3;
+
+/// The shortest and longest intervals a client believes (a server that names 0 would make its
+/// clients reconnect for ever; one that names a day would never be checked).
+const INTERVAL_MS: std::ops::RangeInclusive<u32> = 100..=600_000;
+
+/// The keep-alive frame's `data:` for a server silent at most `every_ms` between frames.
+pub fn keep_alive_data(every_ms: u32) -> String {
+    format!("{{\"every\":{every_ms}}}")
+}
+
+/// How long a client waits, hearing nothing, before it takes a stream whose keep-alive frame
+/// carried `data` for dead: [`SILENT_INTERVALS`] times the interval it names (kept within
+/// 100 ms to 10 min). `None` when `data` names no interval: the stream is not timed.
+pub fn silence_limit_ms(data: &str) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct Frame {
+        every: u64,
+    }
+    let every = serde_json::from_str::<Frame>(data).ok()?.every;
+    let every = u32::try_from(every).unwrap_or(u32::MAX);
+    let every = every.clamp(*INTERVAL_MS.start(), *INTERVAL_MS.end());
+    Some(every * SILENT_INTERVALS)
+}
 
 /// The query string (without `?`) of `/events` for a client holding everything up to `after`,
 /// whose line at `after` has the fingerprint `at` (none when it holds nothing).
@@ -69,6 +111,22 @@ mod tests {
         assert_eq!(events_at("after=7").unwrap(), None);
         for bad in ["at=xyz", "at=AEE2900E1B1A94E7", "at=", "at=1&at=2"] {
             assert!(events_at(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_keep_alive_names_its_interval_and_the_silence_allowed_is_three_of_them() {
+        assert_eq!(keep_alive_data(15_000), r#"{"every":15000}"#);
+        assert_eq!(silence_limit_ms(&keep_alive_data(15_000)), Some(45_000));
+        assert_eq!(silence_limit_ms(&keep_alive_data(250)), Some(750));
+        // A server's word is kept within bounds: no reconnect storm, no stream never checked.
+        assert_eq!(silence_limit_ms(r#"{"every":0}"#), Some(300));
+        assert_eq!(
+            silence_limit_ms(r#"{"every":99999999999}"#),
+            Some(1_800_000)
+        );
+        for unknown in ["", "{}", r#"{"every":-1}"#, r#"{"every":"15"}"#, "15000"] {
+            assert_eq!(silence_limit_ms(unknown), None, "{unknown}");
         }
     }
 }

@@ -55,10 +55,16 @@ pub struct Config {
     pub body_timeout_ms: u64,
     /// Milliseconds a client may leave unread what it was sent (its receive window full)
     /// before its connection is closed, with what was queued for it: a stalled reader holds
-    /// no memory for long. (An idle stream sends a keep-alive every 15 s; a client that reads
-    /// it is never stalled.)
+    /// no memory for long. (An idle stream sends a keep-alive every `--keep-alive-ms`; a client
+    /// that reads it is never stalled.)
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
     pub stall_timeout_ms: u64,
+    /// Milliseconds an event stream stays silent at most: after this long with nothing to send
+    /// it sends a keep-alive frame, which names the interval, so that a client can tell a dead
+    /// connection from a quiet session (it reconnects after three intervals of silence).
+    #[arg(long, value_name = "MS", default_value_t = scrollback_protocol::KEEP_ALIVE_MS,
+          value_parser = clap::value_parser!(u32).range(100..=600_000))]
+    pub keep_alive_ms: u32,
     /// The most transcript `PUT`s received at once; one more gets 503 with `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_puts: usize,
@@ -83,6 +89,7 @@ impl Config {
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
             stall_timeout_ms: 60_000,
+            keep_alive_ms: scrollback_protocol::KEEP_ALIVE_MS,
             max_puts: 4,
             pace_ms: 30,
         }

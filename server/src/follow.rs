@@ -19,7 +19,9 @@ use crate::transcript::{reader, window_in, CatchUp, FileId, Reason, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use scrollback_protocol::{Line, TranscriptQuery, CATCH_UP_BYTES, RESET_EVENT};
+use scrollback_protocol::{
+    keep_alive_data, Line, TranscriptQuery, CATCH_UP_BYTES, KEEP_ALIVE_EVENT, RESET_EVENT,
+};
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::fs::File;
@@ -682,15 +684,27 @@ pub fn events(
     stream::unfold(follow, Follow::next).map(Ok)
 }
 
-/// The comment an `/events` response opens with, before any event: Firefox fires an
-/// `EventSource`'s `open` only once the body's first byte arrives, so a stream with nothing to
-/// catch up would otherwise look connecting (not live) until the first keep-alive.
-pub const OPENING_COMMENT: &str = "open";
+/// The keep-alive frame (`event: keepalive`, `data: {"every":MS}`): what an `/events` response
+/// opens with, and what it sends whenever nothing else was sent for `every_ms`. Opening with it
+/// makes the stream live at once in Firefox (which fires an `EventSource`'s `open` only at the
+/// body's first byte) and tells the client from the start how long a silence means a dead
+/// connection ([`scrollback_protocol::silence_limit_ms`]).
+pub fn keep_alive(every_ms: u32) -> Event {
+    Event::default()
+        .event(KEEP_ALIVE_EVENT)
+        .data(keep_alive_data(every_ms))
+}
 
-/// The `/events` response: an opening comment, the stream, and keep-alive comments.
+/// The `/events` response: the keep-alive frame, the stream, and the keep-alive frame again
+/// after every `every_ms` of silence.
 pub fn response(
     stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    every_ms: u32,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + Send + 'static> {
-    let opening = stream::once(async { Ok(Event::default().comment(OPENING_COMMENT)) });
-    Sse::new(opening.chain(stream)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    let opening = stream::once(async move { Ok(keep_alive(every_ms)) });
+    Sse::new(opening.chain(stream)).keep_alive(
+        KeepAlive::new()
+            .interval(Duration::from_millis(every_ms.into()))
+            .event(keep_alive(every_ms)),
+    )
 }

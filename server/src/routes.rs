@@ -128,7 +128,7 @@ async fn events(
     let p = path.clone();
     let tail = blocking(move || follow::catch_up_from_end(&p, after, at.as_deref())).await?;
     let stream = follow::events(path, after, tail, watched, app.shutdown.clone());
-    Ok(follow::response(stream).into_response())
+    Ok(follow::response(stream, app.config.keep_alive_ms).into_response())
 }
 
 async fn message(

@@ -3,7 +3,7 @@
 
 mod server_support;
 
-use scrollback::protocol::{Line, CATCH_UP_BYTES, RESET_EVENT};
+use scrollback::protocol::{silence_limit_ms, Line, CATCH_UP_BYTES, KEEP_ALIVE_EVENT, RESET_EVENT};
 use serde_json::{json, Value};
 use server_support::{line, lines, transcript, Fixture};
 
@@ -57,10 +57,11 @@ async fn catch_up_sends_every_line_above_after_then_what_others_append() {
 }
 
 #[tokio::test]
-async fn a_stream_with_nothing_to_catch_up_opens_with_a_comment_before_any_event() {
+async fn a_stream_opens_with_a_keep_alive_naming_its_interval_and_repeats_it_when_idle() {
     // Firefox fires an EventSource's `open` at the body's first byte, not at the headers: with
-    // nothing to send, the first byte would be the keep-alive's, 15 s later.
-    let f = Fixture::new().await;
+    // nothing to send, the first byte would otherwise come an interval later. And a client
+    // learns at once how long a silence means that its connection is dead.
+    let f = Fixture::with(|c| c.keep_alive_ms = 300).await;
     f.write("s", &transcript(3));
     let mut response = f.get("/sessions/s/events?after=3").await;
     assert_eq!(response.status(), 200);
@@ -69,12 +70,27 @@ async fn a_stream_with_nothing_to_catch_up_opens_with_a_comment_before_any_event
         .expect("a first chunk")
         .unwrap()
         .expect("the stream is open");
-    let expected = format!(": {}\n\n", scrollback_server::follow::OPENING_COMMENT);
     assert_eq!(
         String::from_utf8_lossy(&first),
-        expected,
-        "the body opens with the comment, not the keep-alive's"
+        "event: keepalive\ndata: {\"every\":300}\n\n",
+        "the body opens with the keep-alive"
     );
+    drop(response);
+
+    let mut sse = f.events_with_keep_alives("s", "after=2").await;
+    let frames = sse.take(4).await;
+    let kinds: Vec<&str> = frames.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            KEEP_ALIVE_EVENT,
+            "message",
+            KEEP_ALIVE_EVENT,
+            KEEP_ALIVE_EVENT
+        ],
+        "the opening frame, the catch-up, then a keep-alive per idle interval"
+    );
+    assert_eq!(silence_limit_ms(&frames[3].data), Some(900));
 }
 
 #[tokio::test]
@@ -198,7 +214,10 @@ async fn a_reconnecting_event_source_resumes_from_last_event_id() {
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     use eventsource_stream::Eventsource;
     use futures_util::StreamExt;
-    let mut stream = response.bytes_stream().eventsource();
+    let mut stream = response
+        .bytes_stream()
+        .eventsource()
+        .filter(|e| std::future::ready(e.as_ref().unwrap().event != KEEP_ALIVE_EVENT));
     for want in ["298", "299", "300"] {
         assert_eq!(stream.next().await.unwrap().unwrap().id, want);
     }

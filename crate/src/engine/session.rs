@@ -938,6 +938,27 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
     }
 
+    /// The stream's next item, or an error once it has sent nothing for `silence_limit_ms`:
+    /// a connection that died without closing (a network change, a NAT or a proxy that forgot
+    /// it) never errors by itself, and the session would look live while it missed everything.
+    async fn heard_within(
+        &self,
+        stream: &mut T::Stream,
+        silence_limit_ms: Option<u32>,
+    ) -> Option<TransportResult<StreamItem>> {
+        let Some(ms) = silence_limit_ms else {
+            return stream.next().await;
+        };
+        // The stream first: an item that is ready wins over a timer that fired meanwhile.
+        match select(pin!(stream.next()), pin!(self.transport.silence(ms))).await {
+            Either::Left((item, _)) => item,
+            Either::Right(_) => Some(Err(TransportError::Network(format!(
+                "the event stream sent nothing for {} s (not even its keep-alive)",
+                ms.div_ceil(1000)
+            )))),
+        }
+    }
+
     /// Follows the stream from the newest line held until a command arrives: every event
     /// appended to the cache and shown once. After an error it reconnects on the schedule, and
     /// checks and catches up first (one request), so a file replaced while the stream was down
@@ -988,12 +1009,21 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                         // Holding nothing, whatever the stream sends is the server's.
                         v.verified |= cursor == 0;
                     });
+                    // Unset until the server's keep-alive names its interval: a server that
+                    // sends none is not timed.
+                    let mut silence_limit_ms = None;
                     let error = loop {
-                        let item = match self.unless_asked(inbox, stream.next()).await {
+                        let next = self.heard_within(&mut stream, silence_limit_ms);
+                        let item = match self.unless_asked(inbox, next).await {
                             Ok(item) => item,
                             Err(command) => return command,
                         };
                         match item {
+                            Some(Ok(StreamItem::KeepAlive {
+                                silence_limit_ms: ms,
+                            })) => {
+                                silence_limit_ms = Some(ms);
+                            }
                             None => {
                                 break TransportError::Network(
                                     "the server closed the stream".into(),

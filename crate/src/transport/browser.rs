@@ -11,7 +11,7 @@ use super::{
     Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, RESET_EVENT,
+    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -330,7 +330,14 @@ impl Transport for BrowserTransport {
         self.count(1, 0);
         // `path` names the stream in errors: the URL itself may carry the token.
         let mut stream = BrowserStream::connect(&url, path, self.counters.clone())?;
-        match stream.signals.next().await {
+        // Its answer is awaited as any request's (a connection that never answers would hold
+        // the session for ever); the stream itself is timed by the engine, by its keep-alive.
+        let wait = gloo_timers::future::TimeoutFuture::new(REQUEST_TIMEOUT_MS);
+        let opened = match futures::future::select(stream.signals.next(), wait).await {
+            futures::future::Either::Left((signal, _)) => signal,
+            futures::future::Either::Right(_) => None,
+        };
+        match opened {
             Some(Signal::Open) => Ok(stream),
             _ => {
                 let refused = stream.source.ready_state() == EventSource::CLOSED;
@@ -361,6 +368,7 @@ enum Signal {
     Open,
     Data(String),
     Reset(String),
+    KeepAlive(String),
     Error,
 }
 
@@ -400,7 +408,7 @@ impl BrowserStream {
             path,
             counters,
             signals,
-            listeners: Vec::with_capacity(4),
+            listeners: Vec::with_capacity(5),
             ended: false,
         };
         let signal = |make: fn(&web_sys::Event) -> Signal| {
@@ -412,6 +420,7 @@ impl BrowserStream {
         stream.listen("open", signal(|_| Signal::Open));
         stream.listen("message", signal(|e| Signal::Data(data(e))));
         stream.listen(RESET_EVENT, signal(|e| Signal::Reset(data(e))));
+        stream.listen(KEEP_ALIVE_EVENT, signal(|e| Signal::KeepAlive(data(e))));
         stream.listen("error", signal(|_| Signal::Error));
         Ok(stream)
     }
@@ -462,6 +471,10 @@ impl EventStream for BrowserStream {
                 Some(Signal::Reset(text)) => {
                     return Some(Ok(StreamItem::Reset(ResetReason::from_data(&text))))
                 }
+                Some(Signal::KeepAlive(text)) => match StreamItem::keep_alive(&text) {
+                    Some(item) => return Some(Ok(item)),
+                    None => continue,
+                },
                 Some(Signal::Open) => continue,
                 Some(Signal::Error) | None => return Some(Err(self.failure(true))),
             }

@@ -281,6 +281,21 @@ pub enum StreamItem {
     /// The server's `event: reset` frame and its reason; the newest window follows as ordinary
     /// lines.
     Reset(ResetReason),
+    /// A keep-alive frame: the server stays silent at most an interval, and a stream that has
+    /// sent nothing for this many milliseconds ([`crate::protocol::silence_limit_ms`]) is dead.
+    KeepAlive {
+        /// The silence after which the stream is taken for dead.
+        silence_limit_ms: u32,
+    },
+}
+
+impl StreamItem {
+    /// The item for a keep-alive frame's `data`; `None` when it names no interval (a frame
+    /// this client does not understand is not a line either: it is skipped).
+    pub fn keep_alive(data: &str) -> Option<StreamItem> {
+        crate::protocol::silence_limit_ms(data)
+            .map(|silence_limit_ms| StreamItem::KeepAlive { silence_limit_ms })
+    }
 }
 
 /// One connection of `/sessions/{id}/events`. A connection error ends it: after
@@ -325,6 +340,12 @@ pub trait Transport {
     /// Waits `ms` milliseconds (the reconnect schedule, `RECONNECT_DELAY_MS`), on whatever
     /// clock the transport's runtime has.
     async fn sleep(&self, ms: u32);
+    /// Waits `ms` milliseconds for a stream to say something (its silence limit, from the
+    /// server's keep-alive): [`Transport::sleep`], kept apart so that a test's clock can
+    /// shorten the retry schedule without making every stream look dead at once.
+    async fn silence(&self, ms: u32) {
+        self.sleep(ms).await;
+    }
 }
 
 /// The `{"error": "..."}` text of a body the server itself wrote, if it is one.

@@ -6,7 +6,7 @@ use super::{
     Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, RESET_EVENT,
+    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
@@ -174,7 +174,13 @@ impl Transport for HttpTransport {
             .client
             .get(url)
             .header(header::ACCEPT, "text/event-stream");
-        let response = self.send(request).await?;
+        // The answer's head is awaited as any request's; the stream itself is not timed here
+        // (the engine times its silences by the server's keep-alive).
+        let response = tokio::time::timeout(REQUEST_TIMEOUT, self.send(request))
+            .await
+            .map_err(|_| {
+                TransportError::Network("the event stream was not answered in time".into())
+            })??;
         Ok(HttpStream {
             events: response.bytes_stream().eventsource().boxed(),
         })
@@ -206,6 +212,12 @@ impl EventStream for HttpStream {
             };
             if event.event == RESET_EVENT {
                 return Some(Ok(StreamItem::Reset(ResetReason::from_data(&event.data))));
+            }
+            if event.event == KEEP_ALIVE_EVENT {
+                match StreamItem::keep_alive(&event.data) {
+                    Some(item) => return Some(Ok(item)),
+                    None => continue,
+                }
             }
             // A frame without data (a keep-alive) carries no line.
             if event.data.is_empty() {

@@ -9,5 +9,6 @@ mod figures;
 mod http;
 mod model;
 mod search;
+mod silence;
 mod support;
 mod tabs;

@@ -157,6 +157,10 @@ impl Transport for Recorded {
             self.inner.sleep(ms).await;
         }
     }
+    async fn silence(&self, ms: u32) {
+        // A stream's silence is waited out in full, whatever the retry clock.
+        self.inner.silence(ms).await;
+    }
 }
 
 /// Waits until what `session` shows meets `cond`; fails the test, naming `what` and the view's

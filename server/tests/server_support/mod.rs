@@ -109,8 +109,16 @@ impl Fixture {
         )
     }
 
-    /// Opens `/events` and returns the parsed SSE stream.
+    /// Opens `/events` and returns the parsed SSE stream, without its keep-alive frames.
     pub async fn events(&self, id: &str, query: &str) -> Sse {
+        let all = self.events_with_keep_alives(id, query).await;
+        Sse(Box::pin(all.0.filter(|e| {
+            std::future::ready(e.event != scrollback::protocol::KEEP_ALIVE_EVENT)
+        })))
+    }
+
+    /// Opens `/events` and returns the parsed SSE stream, every frame.
+    pub async fn events_with_keep_alives(&self, id: &str, query: &str) -> Sse {
         let response = self.get(&format!("/sessions/{id}/events?{query}")).await;
         assert_eq!(response.status(), 200);
         Sse(Box::pin(

@@ -31,8 +31,13 @@ async function type(page, text) {
   await page.locator('#search').pressSequentially(text);
 }
 
-/** The result for (session, seq), once shown. */
+/**
+ * The result for (session, seq), once the results shown answer the whole query typed (while a
+ * person types, the results of the query so far stay shown until the next ones arrive).
+ */
 async function result(page, session, seq) {
+  const typed = await page.locator('#search').inputValue();
+  await page.waitForFunction((q) => document.getElementById('search-results').dataset.query === q, typed, WAIT);
   const hit = page.locator(`#search-results li[data-session="${session}"][data-seq="${seq}"]`);
   await hit.waitFor(WAIT);
   return hit;

@@ -425,6 +425,7 @@ async function runSearch() {
   }
   if (generation !== searchGeneration) return; // a newer query is on its way
   ui.searchResults.replaceChildren(...hits.map(renderHit));
+  ui.searchResults.dataset.query = text; // what the results shown answer
   ui.searchStatus.textContent = hits.length
     ? `${hits.length === 20 ? 'The best 20' : hits.length} ${hits.length === 1 ? 'match' : 'matches'} in the cached sessions`
     : 'No match in the cached sessions.';

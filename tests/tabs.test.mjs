@@ -108,3 +108,38 @@ for (const storage of ['opfs', 'indexeddb']) {
     assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
   });
 }
+
+test('a tab whose session stopped (deleted on the server) holds no writer role: a tab opened later writes', async (t) => {
+  const data = await shared.copy();
+  const server = await startServer({ data });
+  const context = await shared.browser.newContext();
+  t.after(async () => {
+    await context.close();
+    await server.stop();
+    await fs.rm(data, { recursive: true, force: true });
+  });
+  const url = `${server.url}/#/sessions/queued`;
+  const lines = await fs.readFile(server.transcriptPath('queued'), 'utf8');
+  const [first, second] = [await context.newPage(), await context.newPage()];
+  await first.goto(url);
+  await live(first);
+  await second.goto(url);
+  await live(second);
+  assert.equal((await state(first)).writer, true);
+  assert.equal((await state(second)).writer, false);
+
+  // Deleted behind both tabs' backs: their streams end, their checks say it is gone, they stop.
+  await fs.rm(`${data}/queued`, { recursive: true, force: true });
+  for (const page of [first, second]) {
+    await page.waitForFunction(() => window.scrollbackDemo.view()?.state.error?.kind === 'gone', null, WAIT);
+  }
+  // The session comes back (the same file put again); a third tab opens it while the two
+  // stopped tabs stay open. Neither holds the role nor is handed it: the third writes.
+  const put = await fetch(`${server.url}/sessions/queued/transcript`, { method: 'PUT', body: lines });
+  assert.ok(put.ok, `PUT: ${put.status}`);
+  const third = await context.newPage();
+  await third.goto(url);
+  await live(third);
+  assert.equal((await state(third)).writer, true, 'the tab opened after the stop writes the cache');
+  assert.equal((await state(first)).writer, false, 'the stopped writer gave its role up');
+});

@@ -329,8 +329,17 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             };
             self.update(Change::State, |v| v.live = false);
             if command == Command::Stopped {
-                // A retry cannot help: nothing is asked until the app reloads or closes.
+                // A retry cannot help: nothing is asked until the app reloads or closes. The
+                // writer role is given up meanwhile, and a reader stops asking for it: a
+                // stopped view writes nothing, and holding the role (or being handed it while
+                // nothing awaits it) would leave every other tab a reader for as long as it
+                // stays open. A reload asks for it again.
+                self.give_up_role().await;
+                self.update(Change::State, |v| v.writer = false);
                 command = inbox.next().await.unwrap_or(Command::Close);
+                if matches!(command, Command::Reload(_)) {
+                    self.claim().await;
+                }
             }
             match command {
                 Command::Close | Command::Stopped => break,

@@ -189,7 +189,26 @@ fn a_session_deleted_on_the_server_is_purged_said_and_not_asked_again() {
             0,
             "its cache is purged"
         );
+        assert!(!view.writer, "a stopped session holds no writer role");
+
+        // The session comes back; a reload asks for the role again and writes the cache.
+        std::fs::create_dir_all(env.base.data.join("welcome")).unwrap();
+        std::fs::write(
+            env.base.path("welcome"),
+            "{\"seq\":1,\"ts\":1.5,\"event\":{\"type\":\"userMessage\",\"text\":\"back\"}}\n",
+        )
+        .unwrap();
+        again.session.reload(None);
+        again
+            .wait("live again, writing", |v| {
+                v.live && v.writer && v.cursor == 1
+            })
+            .await;
         again.close().await;
+        assert!(
+            client.cache().session_size("welcome").await > 0,
+            "cached again"
+        );
     });
 }
 

@@ -3,12 +3,14 @@
 // picks there, a cold open, a reopen after a page reload with one probe and the rows from the
 // cache, scrolling back through cached pages without a request, a reply streaming while the
 // page is reloaded continuing in one row, search (from the blob, then from the segment the
-// warm-up built), and `view.reload()`. One description for all engines.
+// warm-up built), `view.reload()`, and a stream that goes silent without closing (through a
+// relay) reconnected by the server's keep-alive. One description for all engines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { ENGINE, FACTS, launch, unavailable } from './lib/engines.mjs';
 import { ROOT, SERVER_BIN, startServer, assertBuilt } from './lib/server.mjs';
+import { startRelay } from './lib/relay.mjs';
 
 const missing = unavailable();
 let server, browser;
@@ -551,4 +553,37 @@ it('a small module that never arrives holds neither the session nor its opening:
     .filter((l) => l.includes('/sessions/stalled/transcript') && !l.includes('before=')).length;
   assert.equal(windows, 1, 'one newest window: the page\'s, taken by the engine');
   await closeAll();
+});
+
+it('a stream gone silent without closing is reconnected, and what came meanwhile is shown', async () => {
+  // A server of its own, its keep-alive every 300 ms, behind a relay that can go silent.
+  const relay = await startRelay();
+  const quick = await startServer({
+    args: ['--keep-alive-ms', '300', '--allow-host', `127.0.0.1:${relay.port}`],
+    www: path.join(ROOT, 'tests/lib'),
+  });
+  relay.upstream = quick.port;
+  const origin = `http://127.0.0.1:${relay.port}`;
+  try {
+    await browser.goto(`${origin}/blank.html`);
+    await browser.run(async ({ server }) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      window.sb = await Scrollback.open({ server, storage: 'auto' });
+      window.view = await window.sb.openSession('fix-build');
+    }, { server: origin });
+    await until((s) => s.ready && s.live);
+    assert.equal(relay.streamsOpened(), 1);
+    assert.equal(relay.goSilent(), 1);
+    const seq = (await quick.lines('fix-build')).at(-1).seq + 1;
+    const text = 'written while the stream was silent';
+    await quick.append('fix-build', [JSON.stringify({ seq, ts: Date.now() / 1000, event: { type: 'userMessage', text } })]);
+    await until((s, seq) => s.live && s.cursor === seq && s.banner === null, seq);
+    const shown = await browser.run(async ({ text }) => window.view.state.rows.filter((r) => r.text === text).length, { text });
+    assert.equal(shown, 1, 'shown once');
+    assert.ok(relay.streamsOpened() >= 2, 'a new stream replaced the silent one');
+    await closeAll();
+  } finally {
+    relay.close();
+    await quick.dispose();
+  }
 });

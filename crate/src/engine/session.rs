@@ -936,11 +936,19 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 _ => return Ok(false),
             }
         };
+        // Cleared however this ends: a caller that drops the future half-way (a timeout, a
+        // select) must not leave the session refusing every older page after it.
+        struct Loading<'a>(&'a Cell<bool>);
+        impl Drop for Loading<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
         self.loading_older.set(true);
+        let _loading = Loading(&self.loading_older);
         let shown = self
             .older_page(None, before, self.config.page_rows, true)
             .await;
-        self.loading_older.set(false);
         match shown {
             Ok(result) => result,
             Err(_) => unreachable!("no inbox, so no command interrupts it"),

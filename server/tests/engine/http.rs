@@ -498,6 +498,33 @@ async fn a_reply_streaming_when_reopened_continues_at_its_next_delta() {
 }
 
 #[tokio::test]
+async fn an_older_page_dropped_half_way_leaves_the_next_one_free_to_load() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.base.long_session("drop", 600);
+            let client = env.client(None).await;
+            let s = Running::open(&client, "drop").await;
+            s.live().await;
+            // A first visit: the older page comes from the server, so it cannot be done at its
+            // first poll. The caller gives up on it there (a timeout, a select).
+            {
+                let mut older = std::pin::pin!(s.session.older());
+                let first = futures_util::poll!(older.as_mut());
+                assert!(first.is_pending(), "the page is asked from the server");
+            }
+            let oldest = s.session.with_view(|v| v.oldest);
+            assert!(
+                s.session.older().await.unwrap(),
+                "the next older page loads"
+            );
+            assert!(s.session.with_view(|v| v.oldest) < oldest);
+            s.close().await;
+        })
+        .await;
+}
+
+#[tokio::test]
 async fn the_list_prunes_the_cache_and_delete_purges_it() {
     LocalSet::new()
         .run_until(async {

@@ -75,6 +75,39 @@ fn nothing_escapes_the_root_and_writes_are_whole() {
     });
 }
 
+/// A temporary file a crash left between its write and its rename is never listed, and the
+/// next list of its folder removes it once it is old; one being written now is left alone.
+#[test]
+fn a_temporary_file_left_by_a_crash_is_removed_by_a_later_list() {
+    pollster::block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsStore::new(dir.path());
+        store.write("s/chunk", b"line\n").await.unwrap();
+        let folder = dir.path().join("s");
+        let old = folder.join(".~scrollback-tmp.4242.0.chunk");
+        let fresh = folder.join(".~scrollback-tmp.4242.1.chunk");
+        std::fs::write(&old, b"half a blob").unwrap();
+        std::fs::write(&fresh, b"being written").unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let names: Vec<String> = store
+            .list("s")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["chunk"]);
+        assert!(!old.exists(), "the abandoned temporary file is removed");
+        assert!(fresh.exists(), "a recent one is left alone");
+    });
+}
+
 /// Segments that would mean another file (or another root) on some OS are refused on every OS:
 /// a drive prefix, a trailing dot or space (`a.` and `a` are one file on Windows), a device name
 /// Windows reserves in any case, and the characters Windows forbids. Nothing is written.

@@ -4,7 +4,9 @@
 //! Every path is checked with [`segments`] and joined segment by segment below the root, so no
 //! path can escape it. Appends open the file in append mode (O(bytes)); whole-blob writes go to
 //! a temporary file beside the target and are renamed over it, so a reader sees the old blob or
-//! the new one, never half of one. Stamps are the files' modification times in milliseconds.
+//! the new one, never half of one (a temporary file a crash left behind is removed by the
+//! next [`Store::list`] of its folder once it is ten minutes old). Stamps are the files'
+//! modification times in milliseconds.
 //!
 //! The operations are plain blocking `std::fs` calls inside `async fn`s: each is one short
 //! system call or a few, and the cache above awaits them one at a time.
@@ -19,6 +21,11 @@ use std::time::UNIX_EPOCH;
 /// How a temporary file's name begins (a hidden file); [`Store::list`] never shows such files,
 /// so names beginning with it are reserved.
 const TMP_PREFIX: &str = ".~scrollback-tmp.";
+
+/// How old a temporary file must be before [`Store::list`] takes it for one a crash left
+/// behind and removes it. A write holds its temporary file for the few system calls of one
+/// `write`: anything this old is abandoned, whichever process named it.
+const ABANDONED_TMP: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 /// Blobs as files below a root folder.
 #[derive(Debug)]
@@ -108,6 +115,17 @@ impl Store for FsStore {
                 continue; // not written by a store
             };
             if name.starts_with(TMP_PREFIX) {
+                // Never listed; removed once abandoned (a crash between its write and its
+                // rename), or it would hold disk space that no budget counts, for good.
+                let abandoned = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > ABANDONED_TMP);
+                if abandoned {
+                    let _ = fs::remove_file(entry.path());
+                }
                 continue;
             }
             let meta = match entry.metadata() {

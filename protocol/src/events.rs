@@ -31,9 +31,10 @@ pub const KEEP_ALIVE_MS: u32 = 15_000;
 /// not enough.
 pub const SILENT_INTERVALS: u32 = 3;
 
-/// The shortest and longest intervals a client believes (a server that names 0 would make its
-/// clients reconnect for ever; one that names a day would never be checked).
-const INTERVAL_MS: std::ops::RangeInclusive<u32> = 100..=600_000;
+/// The shortest and longest keep-alive intervals, in milliseconds: what a server may be set to,
+/// and what a client believes of one (a server that names 0 would make its clients reconnect
+/// for ever; one that names a day would never be checked).
+pub const KEEP_ALIVE_BOUNDS_MS: std::ops::RangeInclusive<u32> = 100..=600_000;
 
 /// The keep-alive frame's `data:` for a server silent at most `every_ms` between frames.
 pub fn keep_alive_data(every_ms: u32) -> String {
@@ -50,7 +51,7 @@ pub fn silence_limit_ms(data: &str) -> Option<u32> {
     }
     let every = serde_json::from_str::<Frame>(data).ok()?.every;
     let every = u32::try_from(every).unwrap_or(u32::MAX);
-    let every = every.clamp(*INTERVAL_MS.start(), *INTERVAL_MS.end());
+    let every = every.clamp(*KEEP_ALIVE_BOUNDS_MS.start(), *KEEP_ALIVE_BOUNDS_MS.end());
     Some(every * SILENT_INTERVALS)
 }
 

@@ -13,8 +13,8 @@ mod session;
 pub use blocks::{BackWalk, ForwardWalk, Found, Probed, Seek, SeqSeek, Step, BLOCK, FIRST_BLOCK};
 pub use catch_up::{catch_up_json, parse_catch_up, CatchUpAnswer, CatchUpQuery, CatchUpState};
 pub use events::{
-    events_at, events_query, keep_alive_data, silence_limit_ms, KEEP_ALIVE_EVENT, KEEP_ALIVE_MS,
-    SILENT_INTERVALS,
+    events_at, events_query, keep_alive_data, silence_limit_ms, KEEP_ALIVE_BOUNDS_MS,
+    KEEP_ALIVE_EVENT, KEEP_ALIVE_MS, SILENT_INTERVALS,
 };
 pub use line::{page_json, parse_page, EventKind, Line, LineError};
 pub use names::{

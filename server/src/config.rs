@@ -63,7 +63,7 @@ pub struct Config {
     /// it sends a keep-alive frame, which names the interval, so that a client can tell a dead
     /// connection from a quiet session (it reconnects after three intervals of silence).
     #[arg(long, value_name = "MS", default_value_t = scrollback_protocol::KEEP_ALIVE_MS,
-          value_parser = clap::value_parser!(u32).range(100..=600_000))]
+          value_parser = keep_alive_ms)]
     pub keep_alive_ms: u32,
     /// The most transcript `PUT`s received at once; one more gets 503 with `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = 4)]
@@ -71,6 +71,20 @@ pub struct Config {
     /// Milliseconds between the deltas of a sandbox reply.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub pace_ms: u64,
+}
+
+/// A `--keep-alive-ms` value: within [`scrollback_protocol::KEEP_ALIVE_BOUNDS_MS`], the
+/// intervals a client believes.
+fn keep_alive_ms(value: &str) -> Result<u32, String> {
+    let bounds = scrollback_protocol::KEEP_ALIVE_BOUNDS_MS;
+    match value.parse::<u32>() {
+        Ok(ms) if bounds.contains(&ms) => Ok(ms),
+        _ => Err(format!(
+            "a whole number of milliseconds from {} to {}",
+            bounds.start(),
+            bounds.end()
+        )),
+    }
 }
 
 impl Config {

@@ -219,7 +219,7 @@ impl EventStream for HttpStream {
                     None => continue,
                 }
             }
-            // A frame without data (a keep-alive) carries no line.
+            // A frame without data (a comment, another server's keep-alive) carries no line.
             if event.data.is_empty() {
                 continue;
             }

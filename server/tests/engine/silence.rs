@@ -9,7 +9,7 @@ use scrollback::fold::Transcript;
 use scrollback::store::FsStore;
 use scrollback::transport::HttpTransport;
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -23,7 +23,6 @@ use crate::support::{Recorded, Running, TestServer};
 struct Relay {
     url: String,
     streams: Arc<Mutex<Vec<Arc<AtomicBool>>>>,
-    opened: Arc<AtomicUsize>,
 }
 
 impl Relay {
@@ -31,22 +30,16 @@ impl Relay {
     fn start(listener: TcpListener, upstream: String) -> Relay {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let streams: Arc<Mutex<Vec<Arc<AtomicBool>>>> = Arc::default();
-        let opened = Arc::new(AtomicUsize::new(0));
-        let (s, o) = (streams.clone(), opened.clone());
+        let s = streams.clone();
         tokio::spawn(async move {
             loop {
                 let (client, _) = listener.accept().await.unwrap();
                 let server = TcpStream::connect(&upstream).await.unwrap();
                 let silent = Arc::new(AtomicBool::new(false));
-                let (s, o) = (s.clone(), o.clone());
-                tokio::spawn(relay(client, server, silent, s, o));
+                tokio::spawn(relay(client, server, silent, s.clone()));
             }
         });
-        Relay {
-            url,
-            streams,
-            opened,
-        }
+        Relay { url, streams }
     }
 
     /// Silences every open event stream's connection; how many it silenced.
@@ -60,7 +53,7 @@ impl Relay {
 
     /// Event stream connections opened so far.
     fn streams_opened(&self) -> usize {
-        self.opened.load(Ordering::SeqCst)
+        self.streams.lock().unwrap().len()
     }
 }
 
@@ -71,7 +64,6 @@ async fn relay(
     server: TcpStream,
     silent: Arc<AtomicBool>,
     streams: Arc<Mutex<Vec<Arc<AtomicBool>>>>,
-    opened: Arc<AtomicUsize>,
 ) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
@@ -87,7 +79,6 @@ async fn relay(
             if !marked && String::from_utf8_lossy(&buf[..n]).contains("/events?") {
                 marked = true;
                 streams.lock().unwrap().push(up_silent.clone());
-                opened.fetch_add(1, Ordering::SeqCst);
             }
             if up_silent.load(Ordering::SeqCst) {
                 return std::future::pending().await;

@@ -143,8 +143,15 @@ fn overlap(prev: &[u8], next: &[u8]) -> usize {
     let pattern = &next[..next.len().min(prev.len())];
     let tail = &prev[prev.len() - pattern.len()..];
     if pattern.len() <= NAIVE {
+        // A suffix from `i` must start with `next`'s first byte and end with its byte at the
+        // suffix's length: two byte tests that rule out nearly every place before comparing.
+        let last = tail[tail.len() - 1];
         return (0..tail.len())
-            .find(|&i| tail[i] == pattern[0] && pattern.starts_with(&tail[i..]))
+            .find(|&i| {
+                tail[i] == pattern[0]
+                    && pattern[tail.len() - i - 1] == last
+                    && pattern.starts_with(&tail[i..])
+            })
             .map_or(0, |i| tail.len() - i);
     }
     // fail[i]: the longest proper border of pattern[..=i].

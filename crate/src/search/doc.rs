@@ -18,6 +18,12 @@ use serde_json::Value;
 /// is what a person remembers).
 pub const MAX_TEXT: usize = 64 * 1024;
 
+/// Room given up front to the text of a row that can still grow (a reply streaming in), here
+/// and in its published copy ([`super::live`]), so that its first deltas are appended in place
+/// rather than each doubling of a short string reallocating it. Larger room costs more to
+/// allocate than it saves (`crate/examples/append_cost.rs`: 4 kB was worse than 512 bytes).
+pub(crate) const OPEN_ROW_ROOM: usize = 512;
+
 /// One indexed row, as stored in the index blob (one JSON line each).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Doc {
@@ -174,6 +180,8 @@ impl Folder {
             // row is complete now, and is found at once (a session whose newest line is a
             // queued message or a command must not hide it until something follows).
             if line.kind() == EventKind::AssistantText {
+                let mut doc = doc;
+                doc.text.reserve(OPEN_ROW_ROOM);
                 self.open = Some(doc);
             } else {
                 out.push(doc);

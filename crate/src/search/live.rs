@@ -11,9 +11,23 @@
 //!   every session on every query (a stat per session: hundreds of ms in OPFS at 50 sessions).
 //!   The idle build of the segments ([`super::segment`]) looks at those sessions too.
 
-use super::doc::Doc;
+use super::doc::{Doc, OPEN_ROW_ROOM};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+
+/// A copy of an open row whose text has room for the deltas still to come.
+fn roomy(doc: &Doc) -> Doc {
+    let mut text = String::with_capacity(doc.text.len() + OPEN_ROW_ROOM);
+    text.push_str(&doc.text);
+    Doc {
+        seq: doc.seq,
+        end: doc.end,
+        ts: doc.ts,
+        text,
+        at: doc.at,
+        welds: doc.welds,
+    }
+}
 
 #[derive(Debug, Default)]
 struct State {
@@ -49,8 +63,8 @@ impl Live {
                     }
                     held.end = doc.end;
                 }
-                (Some(i), Some(doc)) => s.open[i].1 = doc.clone(),
-                (None, Some(doc)) => s.open.push((key.to_string(), doc.clone())),
+                (Some(i), Some(doc)) => s.open[i].1 = roomy(doc),
+                (None, Some(doc)) => s.open.push((key.to_string(), roomy(doc))),
                 (Some(i), None) => {
                     s.open.swap_remove(i);
                 }

@@ -209,7 +209,8 @@ impl IndexWriter {
         if docs.is_empty() {
             return;
         }
-        let mut bytes = Vec::new();
+        // Sized for the texts and the fields around them, so that the writing never regrows it.
+        let mut bytes = Vec::with_capacity(docs.iter().map(|d| d.text.len() + 128).sum());
         for doc in docs {
             serde_json::to_writer(&mut bytes, doc).expect("plain data serializes");
             bytes.push(b'\n');

@@ -71,6 +71,9 @@ fn span(line: &Line) -> Option<Span<'_>> {
 /// The last seq a line covers: its own seq, or for a coalesced line the seq of the last delta
 /// folded into it. A page reaches as far as its last line's `last_seq`, never just its `seq`.
 pub fn last_seq(line: &Line) -> u64 {
+    if !line.has_folded() {
+        return line.seq(); // only a folded line's span reaches past it (a streamed delta's)
+    }
     span(line).map_or(line.seq(), |s| s.through)
 }
 

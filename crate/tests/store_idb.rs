@@ -226,3 +226,63 @@ async fn writer_lock_works_on_a_page() {
     lock.release().await;
     assert!(WriterLock::try_acquire(&key).await.unwrap().is_some());
 }
+
+#[wasm_bindgen_test]
+async fn reads_issued_together_each_get_their_own_bytes() {
+    // Reads issued at once share one read transaction: each still answers its own blob,
+    // range and missing blob.
+    let store = IdbStore::open_named(&unique("test-idb-together"))
+        .await
+        .unwrap();
+    for i in 0..40 {
+        let text = format!("blob {i} ").repeat(3000); // two to three segment records
+        store
+            .write(&format!("s/{i}"), text.as_bytes())
+            .await
+            .unwrap();
+    }
+    let reads = (0..41).map(|i| {
+        let store = &store;
+        async move { (i, store.read(&format!("s/{i}"), 16_000, 40).await) }
+    });
+    for (i, read) in futures::future::join_all(reads).await {
+        match read {
+            Ok(bytes) => {
+                let text = format!("blob {i} ").repeat(3000);
+                assert_eq!(bytes, &text.as_bytes()[16_000..16_040], "blob {i}");
+            }
+            Err(StoreError::NotFound(_)) => assert_eq!(i, 40),
+            Err(e) => panic!("blob {i}: {e}"),
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_write_is_not_held_back_by_reads_that_keep_coming() {
+    // A read-write transaction waits for every read-only one begun before it. Reads that kept
+    // joining one shared read transaction would hold a write back for as long as they came;
+    // reads issued after a write began take a new one, queued behind the write.
+    let store = IdbStore::open_named(&unique("test-idb-starve"))
+        .await
+        .unwrap();
+    store.write("s/a", b"one").await.unwrap();
+    let reads = std::cell::Cell::new(0);
+    let written_after = std::cell::Cell::new(None);
+    let reader = async {
+        for _ in 0..300 {
+            let bytes = store.read("s/a", 0, 3).await.unwrap();
+            if written_after.get().is_some() {
+                assert_eq!(bytes, b"two", "a read after the write completed");
+            }
+            reads.set(reads.get() + 1);
+        }
+    };
+    let writer = async {
+        store.write("s/a", b"two").await.unwrap();
+        written_after.set(Some(reads.get()));
+    };
+    futures::join!(reader, writer);
+    let after = written_after.get().expect("written");
+    assert!(after < 300, "the write waited for all {after} reads");
+    assert_eq!(store.read("s/a", 0, 3).await.unwrap(), b"two");
+}

@@ -23,7 +23,13 @@ for (const storage of ['opfs', 'indexeddb']) {
     }, storage);
     await context.setOffline(true);
     const result = await page.evaluate(async () => {
-      const sessions = await window.sb.sessions();
+      // The context's offline state reaches the worker's requests a moment after the page's
+      // (one run in a few saw the list still answered): ask until the list says offline.
+      let sessions = await window.sb.sessions();
+      for (const until = Date.now() + 10_000; !sessions.every((s) => s.offline) && Date.now() < until;) {
+        await new Promise((r) => setTimeout(r, 50));
+        sessions = await window.sb.sessions();
+      }
       await window.sb.warmSearch(); // resolves once the indexes are loaded; the search needs none of it
       const hits = await window.sb.search('"row rule"', { limit: 3 });
       const none = await window.sb.search('"row rule"', { sessions: ['welcome'] });

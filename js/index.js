@@ -109,8 +109,8 @@ function foldOpening(glue, id, early, answer) {
 }
 
 /**
- * How long the worker's module waits at most for the page's small module to be up (ms): a
- * small module that neither loads nor fails never holds the worker's for longer.
+ * How long the worker waits at most for the page's small module to be up (ms): a small module
+ * that neither loads nor fails never holds the worker back for longer.
  */
 const SCREEN_FIRST_MS = 1000;
 
@@ -120,14 +120,11 @@ const SCREEN_FIRST_MS = 1000;
  * module is posted to the worker, which fetches the module itself only when it gets `null`
  * (a page whose policy forbids compiling, a browser that cannot post a module).
  * `compileStreaming` compiles as the bytes arrive and lets the browser cache the compiled code.
- * The module is fetched and compiled once `first` has settled (the small module, when the page
- * folds the opening screen: it is needed first, and on a slow link or a machine of two cores
- * the two downloads and compiles only slow each other).
  */
-function startWorker(name, first) {
+function startWorker(name) {
   const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name });
   // (In a promise: where compileStreaming is missing, the call throws, and the worker fetches.)
-  Promise.resolve(first)
+  Promise.resolve()
     .then(() => WebAssembly.compileStreaming(fetch(new URL('./scrollback_bg.wasm', import.meta.url))))
     .catch(() => null)
     .then((module) => {
@@ -173,13 +170,18 @@ export class Scrollback {
     if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
     if (onOpeningScreen !== undefined && typeof onOpeningScreen !== 'function') throw new TypeError('onOpeningScreen must be a function');
     const early = opening === undefined ? null : askEarly(options, opening);
-    // Folded here by the small module (asked first: it is the sooner needed; the worker's
-    // module waits for it), for the app's `onOpeningScreen`, once both the answer and the
-    // module are in; the worker takes the same answer for the session's open.
+    // Folded here by the small module, for the app's `onOpeningScreen`, once both the answer
+    // and the module are in; the worker takes the same answer for the session's open.
     const screenModule = early && onOpeningScreen ? loadScreenModule() : null;
     const folding = screenModule ? Promise.all([early.answer, screenModule]) : null;
-    const worker = startWorker('scrollback', screenModule
-      && Promise.race([screenModule, new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]));
+    // The worker starts once the small module is up and warm (or has failed, or a second has
+    // passed): it is needed first, and on a slow link or a machine of two cores the worker's
+    // script, glue and module only slow its download, compile and warm-up (the worker's rows
+    // came no later for the wait in the bench; README, JS API).
+    if (screenModule) {
+      await Promise.race([screenModule, new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]);
+    }
+    const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
     if (folding) {

@@ -517,7 +517,7 @@ it('the opening screen (`onOpeningScreen`, folded in the page) comes before the 
   await closeAll();
 });
 
-it('a small module that never arrives holds neither the session nor its opening: the worker\'s module waits for it a moment, then loads', async () => {
+it('a small module that never arrives holds neither the session nor its opening: the worker waits for it a moment, then starts', async () => {
   await copySession('stalled', 'fix-build');
   await reload();
   const r = await browser.run(async ({ server }) => {

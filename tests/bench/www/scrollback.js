@@ -15,10 +15,8 @@ globalThis.Worker = class extends PageWorker {
   }
 };
 const pkg = version ? `/pkg/${version}` : '/pkg';
-// index.js imports screen.js: a bundler puts the two in one chunk (or preloads the second
-// beside the first, as Vite does for a dynamic import), so they load side by side here too
-// rather than one after the other.
-import(`${pkg}/screen.js`).catch(() => {});
+// (The harness preloads index.js and the screen.js it imports beside this file, as a bundler's
+// output loads them.)
 const { Scrollback } = await import(`${pkg}/index.js`);
 
 const describe = (r) => `${r.kind} ${r.text ?? ''}`;

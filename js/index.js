@@ -109,8 +109,8 @@ function foldOpening(glue, id, early, answer) {
 }
 
 /**
- * How long the worker waits at most for the page's small module to be up (ms): a small module
- * that neither loads nor fails never holds the worker back for longer.
+ * How long the worker waits at most for the page's small module to be up, and then for its
+ * fold (ms): a small module that neither loads nor fails never holds the worker back longer.
  */
 const SCREEN_FIRST_MS = 1000;
 
@@ -174,21 +174,28 @@ export class Scrollback {
     // and the module are in; the worker takes the same answer for the session's open.
     const screenModule = early && onOpeningScreen ? loadScreenModule() : null;
     const folding = screenModule ? Promise.all([early.answer, screenModule]) : null;
-    // The worker starts once the small module is up and warm (or has failed, or a second has
-    // passed): it is needed first, and on a slow link or a machine of two cores the worker's
-    // script, glue and module only slow its download, compile and warm-up (the worker's rows
-    // came no later for the wait in the bench; README, JS API).
+    const folded = folding?.then(([answer, glue]) => foldOpening(glue, opening, early, answer));
+    // The worker starts once the small module is up and warm, and when the answer is in by
+    // then, once it is folded (each wait ends after a second at most): the opening screen is
+    // needed first, and on a slow link or a machine of two cores the worker's script, glue and
+    // module only slow its download, compile and fold (the worker's rows came no later for the
+    // wait in the bench; README, JS API).
     if (screenModule) {
-      await Promise.race([screenModule, new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]);
+      let answered = false;
+      early.answer.then(() => { answered = true; });
+      const atMost = (promise) => Promise.race([promise,
+        new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]);
+      await atMost(screenModule);
+      if (answered) await atMost(folded.catch(() => {}));
     }
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
-    if (folding) {
+    if (folded) {
       // The mark says when it was settled, handed over or not (for timelines and tests).
       sb.#opening = { id: opening, show: onOpeningScreen };
-      folding
-        .then(([answer, glue]) => sb.#openingScreen(foldOpening(glue, opening, early, answer)))
+      folded
+        .then((json) => sb.#openingScreen(json))
         .catch(() => { sb.#opening = null; })
         .finally(() => performance.mark('scrollback:opening-screen'));
     }

@@ -46,7 +46,8 @@ const OPENING_WINDOW = 80;
  * of the session's last screen, or, with no last screen (a first visit), its newest window, at
  * the URL the engine asks it (`BrowserTransport::catch_up`, `transcript`). The engine takes the
  * answer only for that URL, treats it as its own (the cached tail compared with it), and asks
- * again for anything but a 2xx. `screen`: the last screen it checks (null on a first visit).
+ * again for anything but a 2xx. `screen`: the last screen it checks (null on a first visit);
+ * `answered`: set once the answer (or its failure) is in.
  */
 function askEarly({ server, token }, id) {
   if (id === '' || id === '.' || id === '..') return null;
@@ -69,7 +70,14 @@ function askEarly({ server, token }, id) {
   const answer = fetch(url, { headers })
     .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
     .catch(() => null);
-  return { url, answer, screen: firstVisit ? null : screen };
+  const early = { url, answer, screen: firstVisit ? null : screen, answered: false };
+  answer.then(() => { early.answered = true; });
+  return early;
+}
+
+/** Resolves in a task of its own: what the page has received meanwhile (an answer) is in. */
+function nextTask() {
+  return new Promise((resolve) => { setTimeout(resolve, 0); });
 }
 
 /**
@@ -181,12 +189,11 @@ export class Scrollback {
     // module only slow its download, compile and fold (the worker's rows came no later for the
     // wait in the bench; README, JS API).
     if (screenModule) {
-      let answered = false;
-      early.answer.then(() => { answered = true; });
       const atMost = (promise) => Promise.race([promise,
         new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]);
       await atMost(screenModule);
-      if (answered) await atMost(folded.catch(() => {}));
+      await nextTask(); // (an answer that came during the warm-up is taken in)
+      if (early.answered) await atMost(folded.catch(() => {}));
     }
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);

@@ -449,7 +449,10 @@ it('the opening screen (`onOpeningScreen`, folded in the page) comes before the 
       await new Promise((r) => setTimeout(r, 20));
     }
     const brief = ({ rows, ready, verified, live, cursor, oldest, moreHistory, contextTokens }) => ({ rows, ready, verified, live, cursor, oldest, moreHistory, contextTokens });
-    return { seen: seen.map(({ from, state }) => ({ from, ...brief(state) })), now: brief(view.state) };
+    // When the worker started (its time origin), after the small module was up and warm.
+    const workerStart = (await sb.marks()).start;
+    const warm = performance.getEntriesByName('scrollback:screen-warm')[0]?.startTime;
+    return { seen: seen.map(({ from, state }) => ({ from, ...brief(state) })), now: brief(view.state), workerStart, warm };
   }, { server: server.url });
 
   await reload();
@@ -464,6 +467,8 @@ it('the opening screen (`onOpeningScreen`, folded in the page) comes before the 
   assert.ok(screen.rows.length > 0);
   assert.deepEqual(screen.rows, r.now.rows, 'the rows the view shows, folded by the same rule');
   assert.deepEqual([screen.oldest, screen.moreHistory, screen.contextTokens], [r.now.oldest, r.now.moreHistory, r.now.contextTokens]);
+  assert.ok(r.warm !== undefined && r.workerStart >= r.warm,
+    `the worker started once the small module was warm (at ${r.warm} ms), not beside it (at ${r.workerStart} ms)`);
   await closeAll(); // the view's last screen saved
 
   await reload();

@@ -117,6 +117,28 @@ function foldOpening(glue, id, early, answer) {
 }
 
 /**
+ * The opening screen (`foldOpening`'s JSON, or undefined) handed to the app's `onOpeningScreen`
+ * (`handing.show`) once: not after `show` was taken back (the Scrollback closed), nor when a
+ * view of the session already shows rows of its own (`handing.shown()`).
+ */
+function handOver(handing, json) {
+  const { show } = handing;
+  handing.show = null;
+  if (!show || json === undefined || handing.shown()) return;
+  let state;
+  try {
+    state = JSON.parse(json);
+  } catch {
+    return;
+  }
+  try {
+    show(state);
+  } catch (err) {
+    report(err);
+  }
+}
+
+/**
  * How long the worker waits at most for the page's small module to be up, and then for its
  * fold (ms): a small module that neither loads nor fails never holds the worker back longer.
  */
@@ -163,7 +185,7 @@ export class Scrollback {
   #server = null;
   #onPageHide = null;
   #closing = null;
-  #opening = null; // { id, show }: who is told of the opening session's first screen
+  #opening = null; // who is told of the opening session's first screen (see `handOver`)
 
   /**
    * Starts the worker and opens the cache for `options.server`.
@@ -183,28 +205,32 @@ export class Scrollback {
     const screenModule = early && onOpeningScreen ? loadScreenModule() : null;
     const folding = screenModule ? Promise.all([early.answer, screenModule]) : null;
     const folded = folding?.then(([answer, glue]) => foldOpening(glue, opening, early, answer));
+    // Who is told of the opening screen, once: the app, unless the Scrollback was closed
+    // meanwhile (`show` taken back) or a view of the session already shows rows of its own.
+    const handing = folded ? { show: onOpeningScreen, shown: () => false } : null;
+    // (The mark says when it was settled, handed over or not: for timelines and tests.)
+    const handed = folded
+      ?.then((json) => handOver(handing, json))
+      .catch(() => {})
+      .finally(() => performance.mark('scrollback:opening-screen'));
     // The worker starts once the small module is up and warm, and when the answer is in by
-    // then, once it is folded (each wait ends after a second at most): the opening screen is
-    // needed first, and on a slow link or a machine of two cores the worker's script, glue and
-    // module only slow its download, compile and fold (the worker's rows came no later for the
-    // wait in the bench; README, JS API).
+    // then, once it is folded and handed over (each wait ends after a second at most): the
+    // opening screen is needed first, and on a slow link or a machine of two cores the
+    // worker's script, glue and module only slow its download, compile and fold (the worker's
+    // rows came no later for the wait in the bench; README, JS API).
     if (screenModule) {
       const atMost = (promise) => Promise.race([promise,
         new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]);
       await atMost(screenModule);
       await nextTask(); // (an answer that came during the warm-up is taken in)
-      if (early.answered) await atMost(folded.catch(() => {}));
+      if (early.answered) await atMost(handed);
     }
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);
     sb.#server = options.server;
-    if (folded) {
-      // The mark says when it was settled, handed over or not (for timelines and tests).
-      sb.#opening = { id: opening, show: onOpeningScreen };
-      folded
-        .then((json) => sb.#openingScreen(json))
-        .catch(() => { sb.#opening = null; })
-        .finally(() => performance.mark('scrollback:opening-screen'));
+    if (handing) {
+      handing.shown = () => [...sb.#views.values()].some((view) => view.id === opening && view.state.ready);
+      sb.#opening = handing;
     }
     early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
     try {
@@ -280,28 +306,6 @@ export class Scrollback {
     this.#calls.delete(data.id);
     if (data.error) call.reject(rebuild(data.error));
     else call.resolve(data.value);
-  }
-
-  /**
-   * The opening session's first screen (`foldOpening`), handed to `onOpeningScreen` once, unless
-   * a view of that session already shows rows of its own.
-   */
-  #openingScreen(json) {
-    const opening = this.#opening;
-    this.#opening = null;
-    if (!opening || !this.#worker || json === undefined) return;
-    for (const view of this.#views.values()) if (view.id === opening.id && view.state.ready) return;
-    let state;
-    try {
-      state = JSON.parse(json);
-    } catch {
-      return;
-    }
-    try {
-      opening.show(state);
-    } catch (err) {
-      report(err);
-    }
   }
 
   #deliver() {
@@ -527,7 +531,7 @@ export class Scrollback {
    */
   close() {
     if (this.#closing) return this.#closing;
-    this.#opening = null;
+    if (this.#opening) this.#opening.show = null;
     for (const view of [...this.#views.values()]) view.close();
     if (this.#onPageHide) removeEventListener('pagehide', this.#onPageHide);
     const worker = this.#worker;

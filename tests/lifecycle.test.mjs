@@ -2,7 +2,7 @@
 // the real server: `close()` while a session is still opening ends the worker cleanly (not by
 // its time limit) and leaves the session free for the next open; an `onChange` or
 // `onOpeningScreen` that throws is reported as an uncaught error would be and stops nothing
-// else; a chat store's `close()` resolves once its worker is gone; bad arguments reject
+// else, and one whose screen is folded after `close()` is not called; a chat store's `close()` resolves once its worker is gone; bad arguments reject
 // (a promise-returning call never throws at the caller).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -105,6 +105,37 @@ test('an onOpeningScreen that throws is reported, and the session opens', async 
   assert.equal(out.shown, 1, 'the opening screen was handed over');
   assert.ok(out.rows > 0);
   assert.ok(seen.errors.some((e) => /a bug in the app draw/.test(e)), `reported: ${JSON.stringify(seen.errors)}`);
+});
+
+test('an opening screen folded after close() is not handed over', async (t) => {
+  const { page: p } = await page(t);
+  const out = await p.evaluate(async () => {
+    // The small module's download is held until the Scrollback is closed (it opens without
+    // it after a second), so its fold can only come after the close.
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    const pageFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      return url.endsWith('/scrollback_screen_bg.wasm') ? held.then(() => pageFetch(input, init)) : pageFetch(input, init);
+    };
+    const { Scrollback } = await import('/pkg/index.js');
+    let shown = 0;
+    const sb = await Scrollback.open({
+      server: location.origin,
+      storage: 'memory',
+      opening: 'fix-build',
+      onOpeningScreen: () => { shown += 1; },
+    });
+    const settledBefore = performance.getEntriesByName('scrollback:opening-screen').length;
+    await sb.close();
+    release();
+    while (!performance.getEntriesByName('scrollback:opening-screen').length) await new Promise((r) => setTimeout(r, 20));
+    globalThis.fetch = pageFetch;
+    return { shown, settledBefore };
+  });
+  assert.equal(out.settledBefore, 0, 'the fold had not settled when the Scrollback closed');
+  assert.equal(out.shown, 0, 'nothing handed over after close()');
 });
 
 test('a chat store closes once its worker is gone; bad arguments reject rather than throw', async (t) => {

@@ -221,9 +221,9 @@ export class Scrollback {
     if (screenModule) {
       const atMost = (promise) => Promise.race([promise,
         new Promise((resolve) => { setTimeout(resolve, SCREEN_FIRST_MS); })]);
-      await atMost(screenModule);
+      const settled = await atMost(screenModule.then(() => true)); // (not after a second)
       await nextTask(); // (an answer that came during the warm-up is taken in)
-      if (early.answered) await atMost(handed);
+      if (settled && early.answered) await atMost(handed);
     }
     const worker = startWorker('scrollback');
     const sb = new Scrollback(worker);

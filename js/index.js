@@ -203,14 +203,12 @@ export class Scrollback {
     // Folded here by the small module, for the app's `onOpeningScreen`, once both the answer
     // and the module are in; the worker takes the same answer for the session's open.
     const screenModule = early && onOpeningScreen ? loadScreenModule() : null;
-    const folding = screenModule ? Promise.all([early.answer, screenModule]) : null;
-    const folded = folding?.then(([answer, glue]) => foldOpening(glue, opening, early, answer));
     // Who is told of the opening screen, once: the app, unless the Scrollback was closed
     // meanwhile (`show` taken back) or a view of the session already shows rows of its own.
-    const handing = folded ? { show: onOpeningScreen, shown: () => false } : null;
+    const handing = screenModule ? { show: onOpeningScreen, shown: () => false } : null;
     // (The mark says when it was settled, handed over or not: for timelines and tests.)
-    const handed = folded
-      ?.then((json) => handOver(handing, json))
+    const handed = screenModule && Promise.all([early.answer, screenModule])
+      .then(([answer, glue]) => handOver(handing, foldOpening(glue, opening, early, answer)))
       .catch(() => {})
       .finally(() => performance.mark('scrollback:opening-screen'));
     // The worker starts once the small module is up and warm, and when the answer is in by

@@ -460,6 +460,12 @@ async fn a_segment_answers_as_the_blob<S: Store>(store: Arc<S>) {
         bytes[..bytes.len() / 2].to_vec(),
         b"SBI1 nonsense".to_vec(),
         {
+            // One of the format before (each term written whole): built again.
+            let mut b = bytes.clone();
+            b[..4].copy_from_slice(b"SBI2");
+            b
+        },
+        {
             let mut b = bytes.clone();
             let n = b.len();
             b[n / 2..].fill(0xff);

@@ -30,8 +30,8 @@
 //! budget sums the folder. It is not a chunk name, so the chunk cache never serves it.
 //!
 //! Beside it, `search.idx`: the blob's [`segment`], the same documents in a built form (a
-//! document column, a block-indexed dictionary, postings) that a query reads a few kilobytes
-//! of per session instead of parsing and tokenizing the blob. Derived, never the truth: built
+//! document column, a block-indexed front-coded dictionary, postings) that a query reads a few
+//! kilobytes of per session instead of parsing and tokenizing the blob. Derived, never the truth: built
 //! in idle time ([`crate::chunks::Cache::build_search`]: when the worker warms up, and every
 //! minute for the sessions it wrote) from the blob's first bytes, under the session's writer
 //! role, once the blob holds [`segment::MIN_TAIL`] bytes (and 1/16 of the segment) past it;

@@ -18,9 +18,12 @@
 //!   line's length in the blob (varints; seqs and timestamps as deltas from the document
 //!   before, a timestamp that is not whole milliseconds as an f64 after its varint): all that
 //!   ranking needs, and where each line sits (the lines are in order), read with the header;
-//! - the block index: each dictionary block's first term and its range;
-//! - the dictionary: blocks of 64 terms in sorted order, each term with the range of its
-//!   postings (the postings are in the same order, so a prefix's postings are one read);
+//! - the block index: each dictionary block's first term, its length and where its first
+//!   term's postings start;
+//! - the dictionary: blocks of 64 terms in sorted order, front-coded (each term as the bytes
+//!   it shares with the one before it in its block and the rest), each with the length of its
+//!   postings (the postings are in the same order, one after another, so a term's start is
+//!   its block's plus the lengths before it, and a prefix's postings are one read);
 //! - the postings: per document holding the term, its id (a delta), the term's frequency and
 //!   the signature of the words that follow it there (one byte: a phrase's candidates are
 //!   narrowed before their texts are read).
@@ -47,9 +50,10 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI2`: postings carry their followers' signature (an `SBI1` segment does not read, so it
-/// is removed and built again).
-const MAGIC: &[u8; 4] = b"SBI2";
+/// `SBI3`: the dictionary front-coded, its postings' starts implied (an older segment does not
+/// read, so it is removed and built again; `SBI2` wrote each term whole with its postings'
+/// start, about twice the bytes).
+const MAGIC: &[u8; 4] = b"SBI3";
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.
@@ -57,8 +61,10 @@ const BLOCK: usize = 64;
 /// The blob bytes recorded at its start and before `covered`.
 const EDGE: usize = 64;
 /// The first read of a segment: the header, the document column, the block index and, for
-/// most sessions, the dictionary (kept: a query then reads only postings).
-const FIRST_READ: usize = 256 * 1024;
+/// most sessions, the dictionary (kept: a query then reads only postings). The bytes of this
+/// read are most of a first query's cost in the browser's stores (64 sessions of 4 MB: 256 kB
+/// each took 127-144 ms, 128 kB 84-94).
+const FIRST_READ: usize = 128 * 1024;
 /// The blob bytes past a segment (or in a blob without one) worth a build: below this, the
 /// JSON lines load in a moment.
 pub const MIN_TAIL: u64 = 16 * 1024;
@@ -91,6 +97,18 @@ struct Meta {
     bytes: u32,
 }
 
+/// One block of the dictionary, as the block index says.
+#[derive(Debug)]
+struct Block {
+    /// Its first term.
+    first: String,
+    /// Its bytes in the segment.
+    start: u64,
+    end: u64,
+    /// Where its first term's postings start, from the postings' start.
+    post: u64,
+}
+
 /// A segment's header, as read: its documents' column and where the rest is.
 #[derive(Debug)]
 pub(super) struct Segment {
@@ -108,8 +126,8 @@ pub(super) struct Segment {
     /// The blob's bytes just before `covered`.
     pub edge: Vec<u8>,
     column: Vec<Meta>,
-    /// Each dictionary block's first term and byte range.
-    blocks: Vec<(String, u64, u64)>,
+    /// The dictionary's blocks.
+    blocks: Vec<Block>,
     post_at: u64,
     size: u64,
     /// The whole segment, once read into memory ([`Segment::hold`]): queries then read
@@ -223,36 +241,44 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
     }
     let mut post = Vec::new();
     let mut dict = Vec::new();
-    let mut blocks = Vec::new();
+    // (first term, dictionary bytes, where its first term's postings start)
+    let mut blocks: Vec<(&str, u64, u64)> = Vec::new();
+    let mut prev: &str = "";
     for (n, (term, list)) in index.sorted_terms().enumerate() {
         if n % BLOCK == 0 {
-            if let Some((_, _, end)) = blocks.last_mut() {
-                *end = dict.len() as u64;
+            if let Some((_, len, _)) = blocks.last_mut() {
+                *len = dict.len() as u64 - *len;
             }
-            blocks.push((term.to_string(), dict.len() as u64, 0));
+            blocks.push((term, dict.len() as u64, post.len() as u64));
+            prev = "";
         }
-        let start = post.len() as u64;
-        let mut prev = 0;
+        let start = post.len();
+        let mut last = 0;
         for p in list {
-            put_varint(&mut post, u64::from(p.doc - prev));
+            put_varint(&mut post, u64::from(p.doc - last));
             put_varint(&mut post, u64::from(p.tf));
             post.push(p.next);
-            prev = p.doc;
+            last = p.doc;
         }
-        put_varint(&mut dict, term.len() as u64);
-        dict.extend_from_slice(term.as_bytes());
-        put_varint(&mut dict, start);
-        put_varint(&mut dict, post.len() as u64 - start);
+        // Front-coded: the bytes it shares with the term before it in its block, then the rest.
+        let shared = (prev.bytes().zip(term.bytes()))
+            .take_while(|(a, b)| a == b)
+            .count();
+        put_varint(&mut dict, shared as u64);
+        put_varint(&mut dict, (term.len() - shared) as u64);
+        dict.extend_from_slice(&term.as_bytes()[shared..]);
+        put_varint(&mut dict, (post.len() - start) as u64);
+        prev = term;
     }
-    if let Some((_, _, end)) = blocks.last_mut() {
-        *end = dict.len() as u64;
+    if let Some((_, len, _)) = blocks.last_mut() {
+        *len = dict.len() as u64 - *len;
     }
     let mut block_index = Vec::new();
-    for (first, start, end) in &blocks {
+    for (first, len, post_start) in &blocks {
         put_varint(&mut block_index, first.len() as u64);
         block_index.extend_from_slice(first.as_bytes());
-        put_varint(&mut block_index, *start);
-        put_varint(&mut block_index, end - start);
+        put_varint(&mut block_index, *len);
+        put_varint(&mut block_index, *post_start);
     }
     let dict_at = (FIXED + head.len() + edge.len() + column.len() + block_index.len()) as u64;
     let post_at = dict_at + dict.len() as u64;
@@ -373,14 +399,21 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
         }
         let mut ix = Cursor::new(c.take(usize::try_from(dict_at).ok()? - c.at)?);
         let mut out = Vec::with_capacity(blocks as usize);
+        let mut start = dict_at;
         for _ in 0..blocks {
             let first = ix.str()?.to_string();
-            let start = dict_at.checked_add(ix.varint()?)?;
             let end = start.checked_add(ix.varint()?)?;
-            if end > post_at {
+            let post = ix.varint()?;
+            if end > post_at || post > size - post_at {
                 return None;
             }
-            out.push((first, start, end));
+            out.push(Block {
+                first,
+                start,
+                end,
+                post,
+            });
+            start = end;
         }
         let worded = metas.iter().filter(|m| m.len > 0).count() as u32;
         Some(Segment {
@@ -434,9 +467,9 @@ impl Segment {
     ) -> Option<Vec<Post>> {
         let from = self
             .blocks
-            .partition_point(|(first, _, _)| first.as_str() <= term)
+            .partition_point(|b| b.first.as_str() <= term)
             .saturating_sub(1);
-        let Some(&(_, start, _)) = self.blocks.get(from) else {
+        let Some(block) = self.blocks.get(from) else {
             return Some(Vec::new());
         };
         // A prefix may run on into the blocks that start with it.
@@ -444,28 +477,40 @@ impl Segment {
             true => {
                 from + self.blocks[from + 1..]
                     .iter()
-                    .take_while(|(first, _, _)| first.starts_with(term))
+                    .take_while(|b| b.first.starts_with(term))
                     .count()
             }
             false => from,
         };
-        let end = self.blocks[to].2;
         let path = format!("{dir}/{SEGMENT}");
-        let dict = self.range(store, &path, start, end).await?;
+        let dict = self
+            .range(store, &path, block.start, self.blocks[to].end)
+            .await?;
         let mut c = Cursor::new(&dict);
         let mut ranges = Vec::new();
+        // Each term: its bytes shared with the term before it (none at a block's start), the
+        // rest, and its postings' length (they follow one another from the block's start).
+        let (mut t, mut at) = (Vec::new(), block.post);
+        let term = term.as_bytes();
         while !c.done() {
-            let t = c.str()?;
-            let (at, len) = (c.varint()?, c.varint()?);
+            let shared = usize::try_from(c.varint()?).ok()?;
+            let rest = usize::try_from(c.varint()?).ok()?;
+            if shared > t.len() {
+                return None;
+            }
+            t.truncate(shared);
+            t.extend_from_slice(c.take(rest)?);
+            let len = c.varint()?;
             let hit = match prefix {
                 true => t.starts_with(term),
                 false => t == term,
             };
             if hit {
                 ranges.push((at, at.checked_add(len)?));
-            } else if t > term && !t.starts_with(term) {
+            } else if t.as_slice() > term && !t.starts_with(term) {
                 break;
             }
+            at = at.checked_add(len)?;
         }
         let (Some(&(lo, _)), Some(&(_, hi))) = (ranges.first(), ranges.last()) else {
             return Some(Vec::new());
@@ -708,6 +753,69 @@ mod tests {
                 .await
                 .unwrap()
                 .is_empty());
+        });
+    }
+
+    #[test]
+    fn the_dictionary_answers_every_term_and_prefix_as_memory_does() {
+        use crate::store::MemoryStore;
+        // Terms sharing long prefixes over many blocks, some in multi-byte characters that
+        // share their first byte (é and è: a term's front-coded rest may start mid-character).
+        let words: Vec<String> = (0..700u32)
+            .map(|i| match i % 4 {
+                0 => format!("w{i}x"),
+                1 => format!("prefix{}", i * 7919 % 1000),
+                2 => format!("{}{}", ["é", "è", "ê"][i as usize % 3], i % 50),
+                _ => format!("z{}", "y".repeat(i as usize % 9 + 1)),
+            })
+            .collect();
+        let docs: Vec<(Doc, u32)> = (0..200u64)
+            .map(|seq| {
+                let text = (0..9)
+                    .map(|k| words[(seq as usize * 31 + k * 97) % words.len()].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let doc = Doc {
+                    seq,
+                    end: seq + 1,
+                    ts: 1.7e9 + seq as f64,
+                    text,
+                    at: 0,
+                    welds: false,
+                };
+                (doc, 0)
+            })
+            .collect();
+        let mut memory = Indexed::default();
+        for (doc, _) in &docs {
+            memory.add(doc.clone());
+        }
+        memory.prepare();
+        let covered = docs.len() as u64; // (each line empty, and its newline)
+        let bytes = encode(docs, covered, b"", b"");
+        let store = MemoryStore::new();
+        pollster::block_on(async {
+            store.write(&format!("d/{SEGMENT}"), &bytes).await.unwrap();
+            let seg = Segment::open(&store, "d").await.unwrap();
+            assert!(seg.blocks.len() > 5, "{} blocks", seg.blocks.len());
+            let terms: Vec<String> = memory.sorted_terms().map(|(t, _)| t.to_string()).collect();
+            let mut asked: Vec<(String, bool)> = Vec::new();
+            for t in &terms {
+                asked.push((t.clone(), false));
+                for (i, _) in t.char_indices().skip(1) {
+                    asked.push((t[..i].to_string(), true));
+                }
+                asked.push((format!("{t}0"), false));
+            }
+            asked.extend([("".into(), true), ("a".into(), false), ("zz".into(), true)]);
+            for (term, prefix) in asked {
+                let got = seg.postings(&store, "d", &term, prefix).await.unwrap();
+                let want = memory.postings(&term, prefix);
+                let got: Vec<(u32, u32, u8)> = got.iter().map(|p| (p.doc, p.tf, p.next)).collect();
+                let want: Vec<(u32, u32, u8)> =
+                    want.iter().map(|p| (p.doc, p.tf, p.next)).collect();
+                assert_eq!(got, want, "{term:?} prefix {prefix}");
+            }
         });
     }
 

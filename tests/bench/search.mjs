@@ -19,8 +19,9 @@
 //    query after the worker starts (a new Scrollback, the page reloaded) is reported apart from
 //    the later ones (median of 5). The first query is measured twice: right after the start
 //    (it reads the segments' headers itself) and after `warmSearch()` (what the worker does by
-//    itself in idle time after it opens), with how long that warm-up took from the open; and a
-//    query typed during a warm-up (60% of the way through one as long as the last).
+//    itself in idle time after it opens), with how long that warm-up took from the open, each
+//    over BENCH_STARTS starts (default 3: the median, and the range); and a query typed during a
+//    warm-up (60% of the way through one as long as the last).
 // Prints a table and writes tests/out/search-bench.json.
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -33,6 +34,8 @@ const MB = Number(process.env.BENCH_SEARCH_MB ?? 200);
 const SESSIONS = Number(process.env.BENCH_SEARCH_SESSIONS ?? 50);
 const APPEND_MB = Number(process.env.BENCH_APPEND_MB ?? 16);
 const STORAGES = process.env.BENCH_STORAGES?.split(',') ?? ['opfs', 'indexeddb'];
+// Starts per "first query" figure (the median is reported, with the range).
+const STARTS = Number(process.env.BENCH_STARTS ?? 3);
 const OUT = path.join(ROOT, 'tests/out');
 const log = (...a) => console.error('[bench:search]', ...a);
 
@@ -176,20 +179,30 @@ async function benchIn(context, server, storage) {
   out.sizes.share = out.sizes.index / out.sizes.cached;
   log(storage, `index ${(out.sizes.index / 1e6).toFixed(1)} MB = ${(100 * out.sizes.share).toFixed(1)}% of ${(out.sizes.cached / 1e6).toFixed(1)} MB cached (${out.sizes.sessions} sessions)`);
 
-  // 6. Queries: the first after a fresh start, then the later ones.
+  // 6. Queries: the first after a fresh start, then the later ones. Each first query is the
+  //    median of STARTS starts (a page reloaded, a new worker): one start moves by half its
+  //    figure between runs here.
   out.first = {};
   out.warm = {};
+  const median = (runs, key) => [...runs].sort((x, y) => x[key] - y[key])[runs.length >> 1];
   for (const kind of Object.keys(FREQUENCIES)) {
-    await page.reload();
-    await openScrollback(page, storage);
-    out.first[kind] = await timeQuery(page, queries(kind)['1 word']);
-    log(storage, `first query right after start, ${kind} word: ${out.first[kind].ms.toFixed(1)} ms (${out.first[kind].hits} hits)`);
-    await page.reload();
-    await openScrollback(page, storage);
-    const t = Date.now();
-    await page.evaluate(() => window.sb.warmSearch());
-    out.warm[kind] = { ...(await timeQuery(page, queries(kind)['1 word'])), warmSeconds: (Date.now() - t) / 1000 };
-    log(storage, `first query after the warm-up (${out.warm[kind].warmSeconds} s from the open), ${kind} word: ${out.warm[kind].ms.toFixed(1)} ms`);
+    const cold = [];
+    const warmed = [];
+    for (let i = 0; i < STARTS; i++) {
+      await page.reload();
+      await openScrollback(page, storage);
+      cold.push(await timeQuery(page, queries(kind)['1 word']));
+      await page.reload();
+      await openScrollback(page, storage);
+      const t = Date.now();
+      await page.evaluate(() => window.sb.warmSearch());
+      warmed.push({ ...(await timeQuery(page, queries(kind)['1 word'])), warmSeconds: (Date.now() - t) / 1000 });
+    }
+    const range = (runs) => `${Math.min(...runs.map((r) => r.ms)).toFixed(1)}-${Math.max(...runs.map((r) => r.ms)).toFixed(1)}`;
+    out.first[kind] = { ...median(cold, 'ms'), runs: cold.map((r) => r.ms) };
+    log(storage, `first query right after start, ${kind} word: ${out.first[kind].ms.toFixed(1)} ms, median of ${STARTS} (${range(cold)}; ${out.first[kind].hits} hits)`);
+    out.warm[kind] = { ...median(warmed, 'ms'), runs: warmed.map((r) => r.ms), warmSeconds: median(warmed, 'warmSeconds').warmSeconds };
+    log(storage, `first query after the warm-up (${out.warm[kind].warmSeconds} s from the open), ${kind} word: ${out.warm[kind].ms.toFixed(1)} ms, median of ${STARTS} (${range(warmed)})`);
   }
   // A query typed while the worker warms up, 60% of the way through a warm-up as long as the
   // last one above (it loads the segments after checking which to build): answered between two
@@ -234,10 +247,10 @@ function table(results) {
   rows.push(['first query right after start before any segment is built, rare word (ms)', ...results.map((r) => f(r.unbuilt.ms))]);
   rows.push(['segments built (warm-up after the set was cached, s)', ...results.map((r) => f(r.build.seconds))]);
   for (const kind of Object.keys(FREQUENCIES)) {
-    rows.push([`first query right after start, ${kind} word (ms)`, ...results.map((r) => f(r.first[kind].ms))]);
+    rows.push([`first query right after start, ${kind} word (ms, median of ${STARTS} starts; range)`, ...results.map((r) => `${f(r.first[kind].ms)} (${f(Math.min(...r.first[kind].runs))}-${f(Math.max(...r.first[kind].runs))})`)]);
   }
   for (const kind of Object.keys(FREQUENCIES)) {
-    rows.push([`first query after the idle warm-up, ${kind} word (ms; warm-up s)`, ...results.map((r) => `${f(r.warm[kind].ms)} (${f(r.warm[kind].warmSeconds)} s)`)]);
+    rows.push([`first query after the idle warm-up, ${kind} word (ms, median of ${STARTS}; range; warm-up s)`, ...results.map((r) => `${f(r.warm[kind].ms)} (${f(Math.min(...r.warm[kind].runs))}-${f(Math.max(...r.warm[kind].runs))}; ${f(r.warm[kind].warmSeconds)} s)`)]);
   }
   rows.push(['a query typed during the warm-up, medium word (ms; typed at, warm-up done at)', ...results.map((r) => `${f(r.during.ms)} (${f(r.during.at / 1000, 2)} s, ${f(r.during.warmedAt / 1000, 2)} s)`)]);
   for (const kind of Object.keys(FREQUENCIES)) {

@@ -454,6 +454,30 @@ async fn a_segment_answers_as_the_blob<S: Store>(store: Arc<S>) {
         *want = cache.search(q, 10, None).await;
         assert_eq!(&started.search(q, 10, None).await, want, "{q}");
     }
+    // More past it than a new worker reads of the blob's end beside the segment's header
+    // (16 kB): the rest is read after, and found the same.
+    let before = store.stat(&format!("{}/s1/{INDEX}", cache.dir())).await;
+    let many: Vec<Line> = (11..=260)
+        .map(|s| {
+            user(
+                s,
+                &format!("wombat burrow number {s} {}", "dig ".repeat(20)),
+            )
+        })
+        .collect();
+    session.append_all(&many).await;
+    let grown = store.stat(&format!("{}/s1/{INDEX}", cache.dir())).await;
+    let gained = grown.unwrap().unwrap().size - before.unwrap().unwrap().size;
+    assert!(gained > 20_000, "{gained} bytes past the segment");
+    let started = fresh().await;
+    for q in ["wombat number 11 ", "wombat number 200", "quokka", "the"] {
+        let hits = cache.search(q, 10, None).await;
+        assert!(!hits.is_empty(), "{q}");
+        assert_eq!(started.search(q, 10, None).await, hits, "{q}");
+    }
+    for (q, want) in queries.iter().zip(want.iter_mut()) {
+        *want = cache.search(q, 10, None).await;
+    }
     // A damaged segment is not used: the blob answers (and a build replaces it).
     let bytes = store.read(&seg, 0, 1 << 20).await.unwrap();
     for damage in [

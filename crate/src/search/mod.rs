@@ -74,6 +74,9 @@
 //! dictionary's block index, in one read) plus the blob's lines past the segment, which are
 //! tokenized into an in-memory inverted index (`postings`: a hashed term dictionary, each
 //! term's postings, the terms sorted for prefixes); a session without a segment is all blob.
+//! The header and the blob's end ([`Store::read_end`](crate::store::Store::read_end): its
+//! size and last 16 kB) are asked together, so a blob that gained little since its segment,
+//! or a small one without a segment, loads in one step; more past the segment is read after.
 //! A query reads, per session and word, one dictionary block and one run of postings (one
 //! run for a prefix too: the postings are in the dictionary's order), scores from the postings
 //! and the column, and reads only its hits' lines from the blob (their snippets; a phrase's
@@ -116,8 +119,8 @@
 //! # Not done yet
 //!
 //! The first query of a worker that just started reads every session's segment header and
-//! blob tail, and per word a dictionary block and its postings (four store reads per session
-//! for one word: 240-560 ms at 64 sessions, where a read costs about 0.8 ms however small in
+//! blob end (together), and per word its postings (and a dictionary block, where the first read
+//! did not hold it): 90-370 ms at 64 sessions, where a read costs about 0.8 ms however small in
 //! both browser stores and concurrent reads barely overlap, while the query's own work is 8 ms
 //! natively; reading less per session costs a read more per word, and reading whole segments
 //! costs more bytes: both measured slower). One index per server (one dictionary, one read per word) would

@@ -154,6 +154,12 @@ impl Loaded {
     }
 }
 
+/// The bytes of a blob's end read beside its segment's header on a fresh load: what a segment
+/// built in idle time leaves past it until the next build (at least
+/// [`MIN_TAIL`](super::segment::MIN_TAIL)) and the bytes before it that are compared; a small
+/// blob without a segment is whole in it.
+const END_READ: usize = super::segment::MIN_TAIL as usize + HEAD;
+
 /// How often a query re-reads every session's blob from the store (for what another tab's
 /// writer did: this worker's own writes are told through [`Live`]), in milliseconds.
 pub const RECHECK_MS: u64 = 30_000;
@@ -244,11 +250,23 @@ async fn load<S: Store>(
 async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: bool) -> bool {
     let path = format!("{dir}/{INDEX}");
     if loaded.size == 0 && !loaded.no_segment {
-        if let Some(segment) = Segment::open(store, dir).await {
-            match from_segment(store, dir, loaded, segment, whole).await {
+        // The segment's header and the blob's end, asked together: one step, not two, for a
+        // blob that gained little since its segment, or that is small and has none.
+        let (segment, end) =
+            futures::join!(Segment::open(store, dir), store.read_end(&path, END_READ));
+        match segment {
+            Some(segment) => match from_segment(store, dir, loaded, segment, whole, end).await {
                 Some(found) => return found,
                 None => loaded.no_segment = true, // not this blob's: the blob alone
-            }
+            },
+            None => match end {
+                Err(StoreError::NotFound(_)) => return false,
+                Ok((size, bytes)) if bytes.len() as u64 == size => {
+                    add_lines(loaded, &bytes);
+                    return true;
+                }
+                _ => {}
+            },
         }
     }
     let Ok(Some(meta)) = store.stat(&path).await else {
@@ -288,27 +306,37 @@ async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: boo
     false
 }
 
-/// Starts `loaded` (fresh) from `segment` and the blob's lines past it, read without a stat
-/// (a read answers what is there). `None`: the blob is not the segment's (rebuilt or cut
-/// under it) or the segment does not read in full; `Some(false)`: no blob.
+/// Starts `loaded` (fresh) from `segment` and the blob's lines past it: from `end` (the
+/// blob's size and last bytes, read beside the segment's header) when it reaches back to the
+/// segment's edge, else read now, without a stat (a read answers what is there). `None`: the
+/// blob is not the segment's (rebuilt or cut under it) or the segment does not read in full;
+/// `Some(false)`: no blob.
 async fn from_segment<S: Store>(
     store: &S,
     dir: &str,
     loaded: &mut Loaded,
     mut segment: Segment,
     whole: bool,
+    end: Result<(u64, Vec<u8>), StoreError>,
 ) -> Option<bool> {
     if whole && !segment.hold(store, dir).await {
         return None;
     }
     let from = segment.covered.checked_sub(segment.edge.len() as u64)?;
-    let bytes = match store
-        .read(&format!("{dir}/{INDEX}"), from, usize::MAX)
-        .await
-    {
-        Ok(bytes) => bytes,
+    let bytes = match end {
+        Ok((size, mut bytes)) if size >= segment.covered && size - bytes.len() as u64 <= from => {
+            bytes.drain(..(from - (size - bytes.len() as u64)) as usize);
+            bytes
+        }
         Err(StoreError::NotFound(_)) => return Some(false),
-        Err(_) => return None,
+        _ => match store
+            .read(&format!("{dir}/{INDEX}"), from, usize::MAX)
+            .await
+        {
+            Ok(bytes) => bytes,
+            Err(StoreError::NotFound(_)) => return Some(false),
+            Err(_) => return None,
+        },
     };
     let tail = bytes.strip_prefix(segment.edge.as_slice())?;
     loaded.size = segment.covered;

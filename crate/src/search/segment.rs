@@ -688,6 +688,18 @@ pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
 mod tests {
     use super::*;
 
+    /// A one-seq row at `seq` saying `text`.
+    fn row(seq: u64, text: String) -> Doc {
+        Doc {
+            seq,
+            end: seq + 1,
+            ts: 1.7e9 + seq as f64,
+            text,
+            at: 0,
+            welds: false,
+        }
+    }
+
     #[test]
     fn varints_round_trip() {
         let mut out = Vec::new();
@@ -775,15 +787,7 @@ mod tests {
                     .map(|k| words[(seq as usize * 31 + k * 97) % words.len()].as_str())
                     .collect::<Vec<_>>()
                     .join(" ");
-                let doc = Doc {
-                    seq,
-                    end: seq + 1,
-                    ts: 1.7e9 + seq as f64,
-                    text,
-                    at: 0,
-                    welds: false,
-                };
-                (doc, 0)
+                (row(seq, text), 0)
             })
             .collect();
         let mut memory = Indexed::default();
@@ -825,15 +829,7 @@ mod tests {
         let docs: Vec<(Doc, u32)> = (0..40u64)
             .map(|seq| {
                 let text = format!("alpha beta{} gamma{} delta", seq % 7, seq % 3);
-                let doc = Doc {
-                    seq,
-                    end: seq + 1,
-                    ts: 1.7e9 + seq as f64,
-                    text,
-                    at: 0,
-                    welds: false,
-                };
-                (doc, 9)
+                (row(seq, text), 9)
             })
             .collect();
         let good = encode(docs, 400, b"head", b"edge");

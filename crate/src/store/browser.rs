@@ -146,6 +146,9 @@ impl Store for BrowserStore {
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
         delegate!(self, s => s.read(path, offset, len).await)
     }
+    async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+        delegate!(self, s => s.read_end(path, len).await)
+    }
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         delegate!(self, s => s.write(path, bytes).await)
     }

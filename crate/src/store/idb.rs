@@ -26,7 +26,7 @@
 //! deleting it) is reopened empty: lists are empty, `stat` is `None`, reads are `NotFound`.
 
 use super::browser::{error_name, js_error, now_millis, sleep, wait};
-use super::{entries_below, segments, Entry, Meta, Store, StoreError, StoreResult};
+use super::{entries_below, segments, span, Entry, Meta, Store, StoreError, StoreResult};
 use js_sys::{Array, JsString, Promise, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -155,6 +155,51 @@ impl IdbStore {
     /// the limit.
     pub fn limit_writes(&self, bytes: Option<u64>) {
         self.inner.budget.set(bytes);
+    }
+
+    /// The blob's size and up to `len` bytes of it from `offset(size)`, read in the shared read
+    /// transaction: its `meta` record, then the segment records the span covers.
+    async fn read_span(
+        &self,
+        path: &str,
+        offset: &dyn Fn(u64) -> u64,
+        len: usize,
+    ) -> StoreResult<(u64, Vec<u8>)> {
+        segments(path)?;
+        self.inner.flush_all().await;
+        let (tx, rec) = self
+            .inner
+            .reading(path, |tx| tx.meta.get(&path.into()))
+            .await?;
+        let Some(rec) = rec_of(&rec.await?) else {
+            return Err(StoreError::NotFound(path.to_string()));
+        };
+        let (start, end) = span(rec.size, offset(rec.size), len);
+        if start == end {
+            return Ok((rec.size, Vec::new()));
+        }
+        let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
+        let range = IdbKeyRange::bound(&key(rec.id, first as f64), &key(rec.id, last as f64))
+            .map_err(|e| js_error(path, &e))?;
+        let parts = tx.seg.get_all_with_key(&range);
+        let parts: Array = read_request(path, parts.map_err(|e| js_error(path, &e))?)
+            .await?
+            .into();
+        if parts.length() as u64 != last - first + 1 {
+            return Err(damaged(path));
+        }
+        let mut out = Vec::with_capacity((end - start) as usize);
+        for (i, part) in parts.iter().enumerate() {
+            let part: Uint8Array = part.dyn_into().map_err(|_| damaged(path))?;
+            let at = (first + i as u64) * SEGMENT;
+            let from = start.saturating_sub(at).min(part.length() as u64) as u32;
+            let to = (end - at).min(part.length() as u64) as u32;
+            out.extend_from_slice(&part.subarray(from, to).to_vec());
+        }
+        if out.len() as u64 != end - start {
+            return Err(damaged(path));
+        }
+        Ok((rec.size, out))
     }
 
     /// Takes `len` bytes from the simulated quota, or fails.
@@ -586,42 +631,15 @@ impl Store for IdbStore {
     }
 
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        segments(path)?;
-        self.inner.flush_all().await;
-        let (tx, rec) = self
-            .inner
-            .reading(path, |tx| tx.meta.get(&path.into()))
+        let (_, bytes) = self.read_span(path, &|_| offset, len).await?;
+        Ok(bytes)
+    }
+
+    async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+        let (size, bytes) = self
+            .read_span(path, &|size| size.saturating_sub(len as u64), len)
             .await?;
-        let Some(rec) = rec_of(&rec.await?) else {
-            return Err(StoreError::NotFound(path.to_string()));
-        };
-        let start = offset.min(rec.size);
-        let end = start.saturating_add(len as u64).min(rec.size);
-        if start == end {
-            return Ok(Vec::new());
-        }
-        let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
-        let range = IdbKeyRange::bound(&key(rec.id, first as f64), &key(rec.id, last as f64))
-            .map_err(|e| js_error(path, &e))?;
-        let parts = tx.seg.get_all_with_key(&range);
-        let parts: Array = read_request(path, parts.map_err(|e| js_error(path, &e))?)
-            .await?
-            .into();
-        if parts.length() as u64 != last - first + 1 {
-            return Err(damaged(path));
-        }
-        let mut out = Vec::with_capacity((end - start) as usize);
-        for (i, part) in parts.iter().enumerate() {
-            let part: Uint8Array = part.dyn_into().map_err(|_| damaged(path))?;
-            let at = (first + i as u64) * SEGMENT;
-            let from = start.saturating_sub(at).min(part.length() as u64) as u32;
-            let to = (end - at).min(part.length() as u64) as u32;
-            out.extend_from_slice(&part.subarray(from, to).to_vec());
-        }
-        if out.len() as u64 != end - start {
-            return Err(damaged(path));
-        }
-        Ok(out)
+        Ok((size, bytes))
     }
 
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {

@@ -95,6 +95,16 @@ impl Store for MemoryStore {
         Ok(blob[start..end].to_vec())
     }
 
+    async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+        let k = key(path)?;
+        let blobs = self.blobs.lock().unwrap();
+        let blob = &blobs.get(&k).ok_or(StoreError::NotFound(k.clone()))?.bytes;
+        Ok((
+            blob.len() as u64,
+            blob[blob.len().saturating_sub(len)..].to_vec(),
+        ))
+    }
+
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();

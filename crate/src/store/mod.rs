@@ -88,6 +88,17 @@ pub trait Store {
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>>;
     /// Up to `len` bytes of a blob starting at `offset` (fewer at its end).
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>>;
+    /// A blob's size and its last `len` bytes (all of it when it is smaller), as one snapshot:
+    /// what a reader that does not know the size yet asks in one step instead of two (the
+    /// browser's stores answer it as one read). By default a `stat` and a `read`.
+    async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+        let Some(meta) = self.stat(path).await? else {
+            return Err(StoreError::NotFound(path.to_string()));
+        };
+        let start = meta.size.saturating_sub(len as u64);
+        let bytes = self.read(path, start, len).await?;
+        Ok((start + bytes.len() as u64, bytes))
+    }
     /// Creates or replaces a whole blob.
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()>;
     /// Appends to a blob (creating it), in O(`bytes`); returns the blob's new size.
@@ -134,6 +145,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
     }
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
         (**self).read(path, offset, len).await
+    }
+    async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+        (**self).read_end(path, len).await
     }
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         (**self).write(path, bytes).await
@@ -210,6 +224,14 @@ pub(crate) fn entries_below<K: AsRef<str>, V>(
         }
     }
     out
+}
+
+/// The bytes a read of up to `len` from `offset` covers in a blob of `size`: `start..end`,
+/// clipped to the blob (empty past its end).
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn span(size: u64, offset: u64, len: usize) -> (u64, u64) {
+    let start = offset.min(size);
+    (start, start.saturating_add(len as u64).min(size))
 }
 
 /// Milliseconds since the epoch: the browser's clock in wasm (where `std::time` panics), the

@@ -20,7 +20,7 @@
 //! data cleared, another context) answers empty lists, `None` and `NotFound`, never a panic.
 
 use super::browser::{error_name, js_error, method, now_millis, sleep, storage_manager, wait};
-use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use super::{segments, span, Entry, Meta, Store, StoreError, StoreResult};
 use js_sys::{Promise, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -395,7 +395,38 @@ impl OpfsStore {
         Ok(())
     }
 
-    async fn read_file(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+    /// The blob's size and up to `len` bytes of it from `offset(size)`: through its open sync
+    /// handle when this store holds one, else through a `File` snapshot.
+    async fn read_span(
+        &self,
+        path: &str,
+        offset: &dyn Fn(u64) -> u64,
+        len: usize,
+    ) -> StoreResult<(u64, Vec<u8>)> {
+        segments(path)?;
+        let Some(h) = self.cached(path) else {
+            return self.read_file(path, offset, len).await;
+        };
+        let size = self.open.borrow().get(path).map_or(0, |o| o.size);
+        let (start, end) = span(size, offset(size), len);
+        let mut buf = vec![0u8; (end - start) as usize];
+        let opts = FileSystemReadWriteOptions::new();
+        opts.set_at(start as f64);
+        match h.read_with_u8_array_and_options(&mut buf, &opts) {
+            Ok(n) => {
+                buf.truncate(n as usize);
+                Ok((size, buf))
+            }
+            Err(e) => Err(self.failed(path, js_error(path, &e)).await),
+        }
+    }
+
+    async fn read_file(
+        &self,
+        path: &str,
+        offset: &dyn Fn(u64) -> u64,
+        len: usize,
+    ) -> StoreResult<(u64, Vec<u8>)> {
         // A `File` is a snapshot: if another context writes after it was taken, reading it
         // fails with NotReadableError, and a fresh one is taken.
         let mut last = None;
@@ -405,16 +436,15 @@ impl OpfsStore {
             };
             let f: File = wait(path, file.get_file()).await?.unchecked_into();
             let size = f.size() as u64;
-            let start = offset.min(size);
-            let end = start.saturating_add(len as u64).min(size);
+            let (start, end) = span(size, offset(size), len);
             if start == end {
-                return Ok(Vec::new());
+                return Ok((size, Vec::new()));
             }
             let part = f
                 .slice_with_f64_and_f64(start as f64, end as f64)
                 .map_err(|e| js_error(path, &e))?;
             match JsFuture::from(part.array_buffer()).await {
-                Ok(buf) => return Ok(Uint8Array::new(&buf).to_vec()),
+                Ok(buf) => return Ok((size, Uint8Array::new(&buf).to_vec())),
                 Err(e) if error_name(&e) == "NotReadableError" => last = Some(e),
                 Err(e) => return Err(js_error(path, &e)),
             }
@@ -574,23 +604,13 @@ impl Store for OpfsStore {
     }
 
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        segments(path)?;
-        let Some(h) = self.cached(path) else {
-            return self.read_file(path, offset, len).await;
-        };
-        let size = self.open.borrow().get(path).map_or(0, |o| o.size);
-        let start = offset.min(size);
-        let end = start.saturating_add(len as u64).min(size);
-        let mut buf = vec![0u8; (end - start) as usize];
-        let opts = FileSystemReadWriteOptions::new();
-        opts.set_at(start as f64);
-        match h.read_with_u8_array_and_options(&mut buf, &opts) {
-            Ok(n) => {
-                buf.truncate(n as usize);
-                Ok(buf)
-            }
-            Err(e) => Err(self.failed(path, js_error(path, &e)).await),
-        }
+        let (_, bytes) = self.read_span(path, &|_| offset, len).await?;
+        Ok(bytes)
+    }
+
+    async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+        self.read_span(path, &|size| size.saturating_sub(len as u64), len)
+            .await
     }
 
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
@@ -667,7 +687,7 @@ impl Store for OpfsStore {
             return Ok(());
         }
         // No move() (older engines): copy, then remove. Not atomic; readers list again.
-        let bytes = self.read_file(from, 0, usize::MAX).await?;
+        let (_, bytes) = self.read_file(from, &|_| 0, usize::MAX).await?;
         self.write(to, &bytes).await?;
         self.close(to);
         self.remove(from).await

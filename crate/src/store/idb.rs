@@ -636,10 +636,8 @@ impl Store for IdbStore {
     }
 
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
-        let (size, bytes) = self
-            .read_span(path, &|size| size.saturating_sub(len as u64), len)
-            .await?;
-        Ok((size, bytes))
+        self.read_span(path, &|size| size.saturating_sub(len as u64), len)
+            .await
     }
 
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {

@@ -11,21 +11,22 @@
 
 use crate::fold::Event;
 use crate::protocol::{joins, last_seq, EventKind, Line};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The longest text kept for one document, in bytes (a megabyte tool output is cut: its head
 /// is what a person remembers).
 pub const MAX_TEXT: usize = 64 * 1024;
 
-/// Room given up front to the text of a row that can still grow (a reply streaming in), here
-/// and in its published copy ([`super::live`]), so that its first deltas are appended in place
-/// rather than each doubling of a short string reallocating it. Larger room costs more to
+/// Room given up front to the text of a row that can still grow (a reply streaming in), so
+/// that its first deltas are appended in place rather than each doubling of a short string
+/// reallocating it. Larger room costs more to
 /// allocate than it saves (`crate/examples/append_cost.rs`: 4 kB was worse than 512 bytes).
-pub(crate) const OPEN_ROW_ROOM: usize = 512;
+const OPEN_ROW_ROOM: usize = 512;
 
 /// One indexed row, as stored in the index blob (one JSON line each).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct Doc {
     /// The row's seq (its first line's).
     pub seq: u64,
@@ -41,19 +42,115 @@ pub struct Doc {
     /// It was welded across a seam (a reply cut where the cached lines stopped, the lines
     /// on the other side cached since): it replaces every document written before it whose
     /// seq lies in `seq..end` (the pieces the reply was indexed as until then).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub welds: bool,
 }
 
-/// The searchable text of one line's event, or `None` when it holds none.
-fn text_of(line: &Line) -> Option<String> {
+impl Doc {
+    /// Appends this document as one line of the index blob: a JSON object and a newline,
+    /// `welds` only when set. Written by hand rather than through serde (which reads it
+    /// back): it runs for every row a live stream completes, and serde_json escapes a text
+    /// byte by byte, where [`write_str`] copies it in runs of eight clean bytes.
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"seq\":");
+        number(out, self.seq);
+        out.extend_from_slice(b",\"end\":");
+        number(out, self.end);
+        out.extend_from_slice(b",\"ts\":");
+        number(out, self.ts);
+        out.extend_from_slice(b",\"text\":");
+        write_str(out, &self.text);
+        out.extend_from_slice(b",\"at\":");
+        number(out, self.at);
+        if self.welds {
+            out.extend_from_slice(b",\"welds\":true");
+        }
+        out.extend_from_slice(b"}\n");
+    }
+}
+
+/// Appends a number as serde_json writes it.
+fn number(out: &mut Vec<u8>, n: impl serde::Serialize) {
+    serde_json::to_writer(out, &n).expect("a number serializes");
+}
+
+/// Appends `text` as a JSON string, escaped as serde_json escapes it (the two short escapes
+/// it uses, `\u00xx` for other control bytes, nothing else): eight bytes at a time are tested
+/// for a quote, a backslash or a control byte at once, and clean runs are copied whole.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // Whether some byte of `w` is below 0x20, or equals `"` or `\` (the classic "has a byte
+    // less than n" and "has a zero byte" tests: exact about whether, not about where).
+    let dirty = |w: u64| {
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let slash = w ^ (ONES * u64::from(b'\\'));
+        let below = w.wrapping_sub(ONES * 0x20) & !w;
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+        (below | zero(quote) | zero(slash)) & HIGH != 0
+    };
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        // Clean words skipped; then byte by byte through the word that was not (or the tail).
+        while let Some(word) = bytes.get(i..i + 8) {
+            if dirty(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
+                break;
+            }
+            i += 8;
+        }
+        for &c in &bytes[i..bytes.len().min(i + 8)] {
+            let escape: &[u8] = match c {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0x08 => b"\\b",
+                0x0c => b"\\f",
+                0..0x20 => &[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(c >> 4)],
+                    HEX[usize::from(c & 15)],
+                ],
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            out.extend_from_slice(&bytes[copied..i]);
+            out.extend_from_slice(escape);
+            i += 1;
+            copied = i;
+        }
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    out.push(b'"');
+}
+
+/// The searchable text of one line's event, or `None` when it holds none. A streamed delta's
+/// is borrowed from the line (as [`Event::read`] reads it: any string `text`), so that the
+/// row it starts is allocated once, with its room ([`Folder`]).
+fn text_of(line: &Line) -> Option<Cow<'_, str>> {
+    if line.kind() == EventKind::AssistantText {
+        return line
+            .text()
+            .filter(|t| !t.trim().is_empty())
+            .map(Cow::Borrowed);
+    }
     let json = |v: &Value| match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
     };
     let text = match Event::read(line).ok()? {
-        Event::UserMessage { text, .. } | Event::AssistantText { text, .. } => text,
+        Event::UserMessage { text, .. } => text,
         Event::MessageQueued { text, .. } => text,
         Event::ToolCall { name, input, .. } => format!("{name} {}", json(&input)),
         Event::ToolResult { output, .. } => json(&output),
@@ -66,7 +163,7 @@ fn text_of(line: &Line) -> Option<String> {
         Event::Error { message } => message,
         _ => return None,
     };
-    (!text.trim().is_empty()).then_some(text)
+    (!text.trim().is_empty()).then_some(Cow::Owned(text))
 }
 
 /// Cuts `text` to at most [`MAX_TEXT`] bytes on a character boundary.
@@ -166,7 +263,19 @@ impl Folder {
         }
         out.extend(self.open.take());
         self.end = through;
-        if let Some(mut text) = text_of(line) {
+        if let Some(text) = text_of(line) {
+            // Only an assistant delta is ever joined by a later line (the row rule): any other
+            // row is complete now, and is found at once (a session whose newest line is a
+            // queued message or a command must not hide it until something follows).
+            let open = line.kind() == EventKind::AssistantText;
+            let mut text = match open {
+                true => {
+                    let mut room = String::with_capacity(text.len() + OPEN_ROW_ROOM);
+                    room.push_str(&text);
+                    room
+                }
+                false => text.into_owned(),
+            };
             cap(&mut text);
             let doc = Doc {
                 seq: line.seq(),
@@ -176,12 +285,7 @@ impl Folder {
                 at: 0,
                 welds: std::mem::take(&mut self.weld),
             };
-            // Only an assistant delta is ever joined by a later line (the row rule): any other
-            // row is complete now, and is found at once (a session whose newest line is a
-            // queued message or a command must not hide it until something follows).
-            if line.kind() == EventKind::AssistantText {
-                let mut doc = doc;
-                doc.text.reserve(OPEN_ROW_ROOM);
+            if open {
                 self.open = Some(doc);
             } else {
                 out.push(doc);
@@ -198,4 +302,46 @@ pub fn docs_of(lines: &[Line]) -> Vec<Doc> {
     folder.push_all(None, lines, &mut out);
     out.extend(folder.into_open());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Texts of every byte class the escaper tells apart, at every offset within its words:
+    /// control bytes (the short escapes and the `\u00xx` ones), quotes, backslashes, DEL,
+    /// multi-byte characters (whose bytes are above 0x7f) and plain ASCII.
+    #[test]
+    fn a_line_is_the_json_serde_writes_and_reads_back() {
+        let pieces = [
+            "a", "xyz ", "\"", "\\", "\n", "\r", "\t", "\u{8}", "\u{c}", "\u{0}", "\u{1f}",
+            "\u{7f}", "é", "€", "😀", "\u{2028}", "abcdefgh", "/",
+        ];
+        let mut rng = oorandom::Rand64::new(18);
+        for round in 0..3000 {
+            let n = rng.rand_range(0..24) as usize;
+            let text: String = (0..n)
+                .map(|_| pieces[rng.rand_range(0..pieces.len() as u64) as usize])
+                .collect();
+            let doc = Doc {
+                seq: rng.rand_u64() >> (round % 64),
+                end: rng.rand_range(0..1 << 40),
+                ts: rng.rand_float() * 2e9,
+                text: text.clone(),
+                at: rng.rand_range(0..1 << 20),
+                welds: round % 3 == 0,
+            };
+            let mut line = Vec::new();
+            doc.write_line(&mut line);
+            assert_eq!(line.pop(), Some(b'\n'));
+            assert_eq!(
+                serde_json::from_slice::<Doc>(&line).unwrap(),
+                doc,
+                "{text:?}"
+            );
+            let mut quoted = Vec::new();
+            write_str(&mut quoted, &text);
+            assert_eq!(quoted, serde_json::to_vec(&text).unwrap(), "{text:?}");
+        }
+    }
 }

@@ -2,38 +2,46 @@
 //!
 //! - **The rows still streaming.** A reply whose next delta may still join it is not written
 //!   to the index blob until the next row starts ([`super::writer`]); a transcript whose newest
-//!   line is an assistant delta would hide its last reply. Each writer publishes its open row
-//!   here (extended by each delta's text: O(delta)) and a query searches it as one more document
-//!   of that session. Memory only: the blob gets the row once it completes.
+//!   line is an assistant delta would hide its last reply. Each writer shares its fold here
+//!   ([`Shared`]) and a query searches the fold's open row, as it stands then, as one more
+//!   document of that session: a delta costs the writer nothing here. Memory only: the blob
+//!   gets the row once it completes.
 //! - **The blobs changed.** A query re-reads from the store only the sessions whose blob this
 //!   worker changed since the last query (and, for what another tab's writer did, every
 //!   session at most every [`super::reader::RECHECK_MS`]), instead of asking the store about
 //!   every session on every query (a stat per session: hundreds of ms in OPFS at 50 sessions).
 //!   The idle build of the segments ([`super::segment`]) looks at those sessions too.
 
-use super::doc::{Doc, OPEN_ROW_ROOM};
+use super::doc::{Doc, Folder};
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// A copy of an open row whose text has room for the deltas still to come.
-fn roomy(doc: &Doc) -> Doc {
-    let mut text = String::with_capacity(doc.text.len() + OPEN_ROW_ROOM);
-    text.push_str(&doc.text);
-    Doc {
-        seq: doc.seq,
-        end: doc.end,
-        ts: doc.ts,
-        text,
-        at: doc.at,
-        welds: doc.welds,
+/// A writer's fold, shared with this worker's queries (which read its open row).
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<Mutex<Folder>>);
+
+impl Shared {
+    /// A fold starting as `folder`.
+    pub fn new(folder: Folder) -> Self {
+        Shared(Arc::new(Mutex::new(folder)))
+    }
+
+    /// The fold, to read or to push lines into (nothing panics while holding it, so a poisoned
+    /// lock still holds a whole fold).
+    pub fn lock(&self) -> MutexGuard<'_, Folder> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is(&self, other: &Shared) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
 #[derive(Debug, Default)]
 struct State {
-    /// The open rows, by session: the few sessions streaming right now, looked up on every
-    /// delta appended, by a scan rather than a hash of the key.
-    open: Vec<(String, Doc)>,
+    /// The writers' folds, by session: the few sessions this worker writes.
+    open: Vec<(String, Shared)>,
     changed: HashSet<String>,
     relist: bool,
     /// The blobs written since the last segment build looked at them.
@@ -43,58 +51,82 @@ struct State {
 /// One server's sessions as this worker's writers changed them, by session folder name.
 /// Cloning shares it.
 #[derive(Debug, Clone, Default)]
-pub struct Live(Arc<Mutex<State>>);
+pub struct Live(Arc<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    state: Mutex<State>,
+    /// Counts the removals that dropped shared folds: a writer whose fold was dropped shares
+    /// it again with its next lines ([`Live::tracks`]).
+    removals: AtomicU64,
+}
 
 impl Live {
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
-        self.0.lock().ok().map(|mut s| f(&mut s))
+        self.0.state.lock().ok().map(|mut s| f(&mut s))
     }
 
-    /// Sets session `key`'s open row: `None` when it has none. The same row grown is extended
-    /// by what it gained, not copied again.
-    pub fn set_open(&self, key: &str, open: Option<&Doc>) {
-        self.with(|s| {
-            let at = s.open.iter().position(|(k, _)| k == key);
-            match (at, open) {
-                (Some(i), Some(doc)) if s.open[i].1.seq == doc.seq => {
-                    let held = &mut s.open[i].1;
-                    if let Some(more) = doc.text.get(held.text.len()..) {
-                        held.text.push_str(more);
-                    }
-                    held.end = doc.end;
-                }
-                (Some(i), Some(doc)) => s.open[i].1 = roomy(doc),
-                (None, Some(doc)) => s.open.push((key.to_string(), roomy(doc))),
-                (Some(i), None) => {
-                    s.open.swap_remove(i);
-                }
-                (None, None) => {}
-            }
+    /// Whether a fold shared when [`Live::removals`] answered `seen` is still shared: no
+    /// removal came since (one atomic read, for every delta appended).
+    pub fn tracks(&self, seen: u64) -> bool {
+        self.removals() == seen
+    }
+
+    /// The removals so far (see [`Live::tracks`]).
+    pub fn removals(&self) -> u64 {
+        self.0.removals.load(Ordering::Acquire)
+    }
+
+    fn dropped_folds(&self) {
+        self.0.removals.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Session `key`'s writer folds into `folder` from now on: its open row is searched (in
+    /// place of another fold shared for `key` before).
+    pub fn track(&self, key: &str, folder: &Shared) {
+        self.with(|s| match s.open.iter_mut().find(|(k, _)| k == key) {
+            Some((_, held)) => *held = folder.clone(),
+            None => s.open.push((key.to_string(), folder.clone())),
         });
+    }
+
+    /// Session `key`'s writer stopped folding into `folder` (it resyncs): its open row is no
+    /// longer searched, unless another fold was shared for `key` since.
+    pub fn untrack(&self, key: &str, folder: &Shared) {
+        self.with(|s| s.open.retain(|(k, held)| k != key || !held.is(folder)));
     }
 
     /// The sessions with an open row.
     pub fn streaming(&self) -> Vec<String> {
-        self.with(|s| s.open.iter().map(|(k, _)| k.clone()).collect())
-            .unwrap_or_default()
+        let open = self.with(|s| s.open.clone()).unwrap_or_default();
+        open.into_iter()
+            .filter(|(_, folder)| folder.lock().pending().is_some())
+            .map(|(k, _)| k)
+            .collect()
     }
 
-    /// Session `key`'s open row, if any.
+    /// Session `key`'s open row, if any (a copy of it as it stands).
     pub fn open(&self, key: &str) -> Option<Doc> {
-        self.with(|s| {
-            s.open
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, d)| d.clone())
-        })
-        .flatten()
+        let folder = self
+            .with(|s| {
+                s.open
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, f)| f.clone())
+            })
+            .flatten()?;
+        let row = folder.lock().pending().cloned();
+        row
     }
 
     /// Session `key`'s index blob was written, cut or removed by this worker.
     pub fn changed(&self, key: &str) {
         self.with(|s| {
-            s.changed.insert(key.to_string());
-            s.unbuilt.insert(key.to_string());
+            for set in [&mut s.changed, &mut s.unbuilt] {
+                if !set.contains(key) {
+                    set.insert(key.to_string());
+                }
+            }
         });
     }
 
@@ -110,13 +142,16 @@ impl Live {
         self.with(|s| s.unbuilt.insert(key.to_string()));
     }
 
-    /// Session `key`'s folder was removed by this worker: the next query lists the sessions.
+    /// Session `key`'s folder was removed by this worker: the next query lists the sessions,
+    /// and its open row is not searched (a view still streaming shares its fold again with
+    /// its next delta).
     pub fn removed(&self, key: &str) {
         self.with(|s| {
             s.open.retain(|(k, _)| k != key);
             s.changed.insert(key.to_string());
             s.relist = true;
         });
+        self.dropped_folds();
     }
 
     /// Every session may have changed (the server's whole folder was removed).
@@ -125,12 +160,13 @@ impl Live {
     }
 
     /// Every session was removed: no open row is searched any more (a view still streaming
-    /// publishes its row again with its next delta).
+    /// shares its fold again with its next delta).
     pub fn removed_all(&self) {
         self.with(|s| {
             s.open.clear();
             s.relist = true;
         });
+        self.dropped_folds();
     }
 
     /// What changed since the last call: the sessions, and whether to list them again.
@@ -148,36 +184,69 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Line;
 
-    fn row(seq: u64, end: u64, text: &str) -> Doc {
-        Doc {
-            seq,
-            end,
-            ts: 0.0,
-            text: text.to_string(),
-            at: 0,
-            welds: false,
-        }
+    /// A fold of assistant deltas `texts` from seq `seq` (one reply, still open).
+    fn fold(seq: u64, texts: &[&str]) -> Shared {
+        let lines: Vec<Line> = (seq..)
+            .zip(texts)
+            .map(|(seq, text)| {
+                let event =
+                    serde_json::json!({"type": "assistantText", "text": text, "messageId": "m"});
+                let line = serde_json::json!({"seq": seq, "ts": 1.0, "event": event});
+                Line::parse(&line.to_string()).unwrap()
+            })
+            .collect();
+        let folder = Shared::new(Folder::default());
+        folder.lock().push_all(None, &lines, &mut Vec::new());
+        folder
+    }
+
+    fn text(live: &Live, key: &str) -> Option<String> {
+        live.open(key).map(|d| d.text)
     }
 
     #[test]
     fn each_session_streaming_keeps_its_own_open_row() {
         let live = Live::default();
-        live.set_open("a", Some(&row(1, 2, "one")));
-        live.set_open("b", Some(&row(7, 8, "seven")));
-        // Grown: extended by what it gained; a new row replaces the old one.
-        live.set_open("a", Some(&row(1, 3, "one two")));
-        live.set_open("b", Some(&row(9, 10, "nine")));
-        assert_eq!(live.open("a"), Some(row(1, 3, "one two")));
-        assert_eq!(live.open("b"), Some(row(9, 10, "nine")));
-        // One ends, the other streams on; a removed session has none.
-        live.set_open("a", None);
-        assert_eq!(live.open("a"), None);
-        assert_eq!(live.open("b"), Some(row(9, 10, "nine")));
-        live.set_open("a", Some(&row(4, 5, "four")));
+        let (a, b) = (fold(1, &["one"]), fold(7, &["seven"]));
+        live.track("a", &a);
+        live.track("b", &b);
+        assert_eq!(text(&live, "a").as_deref(), Some("one"));
+        // Grown in its writer's fold: searched as it stands, with no copy made per delta.
+        let more = Line::parse(
+            r#"{"seq":2,"ts":1,"event":{"type":"assistantText","text":" two","messageId":"m"}}"#,
+        )
+        .unwrap();
+        let first = Line::parse(
+            r#"{"seq":1,"ts":1,"event":{"type":"assistantText","text":"one","messageId":"m"}}"#,
+        )
+        .unwrap();
+        a.lock().push_all(Some(&first), &[more], &mut Vec::new());
+        assert_eq!(
+            live.open("a").map(|d| (d.seq, d.end, d.text)),
+            Some((1, 3, "one two".into()))
+        );
+        let mut streaming = live.streaming();
+        streaming.sort();
+        assert_eq!(streaming, ["a", "b"]);
+        // A writer that resyncs takes its row away; one that starts again shares a new fold,
+        // which an older writer's untracking leaves alone.
+        live.untrack("a", &a);
+        assert_eq!(text(&live, "a"), None);
+        let a2 = fold(4, &["four"]);
+        live.track("a", &a2);
+        live.untrack("a", &a);
+        assert_eq!(text(&live, "a").as_deref(), Some("four"));
+        // A removed session has none, and its writer sees it must share its fold again.
+        let seen = live.removals();
         live.removed("b");
-        assert_eq!(live.open("b"), None);
-        assert_eq!(live.open("a"), Some(row(4, 5, "four")));
-        assert_eq!(live.open("c"), None);
+        assert_eq!(text(&live, "b"), None);
+        assert!(!live.tracks(seen));
+        assert_eq!(text(&live, "a").as_deref(), Some("four"));
+        assert_eq!(text(&live, "c"), None);
+        // A fold whose row completed has none open.
+        live.track("b", &Shared::new(Folder::default()));
+        assert_eq!(live.streaming(), ["a"]);
     }
 }

@@ -1,7 +1,7 @@
 //! The writer's side: the session's index blob, appended as rows complete.
 
 use super::doc::{Doc, Folder};
-use super::live::Live;
+use super::live::{Live, Shared};
 use super::segment::SEGMENT;
 use crate::protocol::Line;
 use crate::store::{Store, StoreError};
@@ -33,10 +33,13 @@ fn last_line(tail: &[u8], start: bool) -> Option<(std::ops::Range<usize>, usize)
 /// ([`IndexWriter::resume`]) and feeds it the cached lines from there ([`IndexWriter::start`]).
 #[derive(Debug, Default)]
 pub struct IndexWriter {
-    folder: Option<Folder>,
+    /// The fold, shared with this worker's queries through `live` (they search its open row).
+    folder: Option<Shared>,
+    /// `live`'s removals when the fold was shared ([`Live::tracks`]).
+    shared_at: u64,
     /// A write failed: nothing more is written until the next resync.
     stopped: bool,
-    /// Where the open row is published for queries, and this session's key there.
+    /// Where the fold is shared with queries, and this session's key there.
     live: Live,
     key: String,
     /// The blob's path.
@@ -44,7 +47,7 @@ pub struct IndexWriter {
 }
 
 impl IndexWriter {
-    /// The writer of the blob at `path`, publishing its open row and its writes in `live`
+    /// The writer of the blob at `path`, sharing its fold and telling its writes in `live`
     /// under `key` (the session's folder name).
     pub fn new(live: Live, key: String, path: String) -> Self {
         IndexWriter {
@@ -58,9 +61,10 @@ impl IndexWriter {
     /// Forgets the fold: the next write resyncs from the blob (after a reopen, purge, or a
     /// change of role).
     pub fn reset(&mut self) {
-        self.folder = None;
+        if let Some(folder) = self.folder.take() {
+            self.live.untrack(&self.key, &folder);
+        }
         self.stopped = false;
-        self.live.set_open(&self.key, None);
         self.live.changed(&self.key);
     }
 
@@ -114,7 +118,10 @@ impl IndexWriter {
     /// welded while it streamed, whose piece below was written then (nothing else has a seq
     /// in it: every row ending below `at` was written, none from it).
     pub fn start(&mut self, at: u64) {
-        self.folder = Some(Folder::at(at, true));
+        let folder = Shared::new(Folder::at(at, true));
+        self.shared_at = self.live.removals();
+        self.live.track(&self.key, &folder);
+        self.folder = Some(folder);
         self.stopped = false;
         self.live.changed(&self.key); // the blob may have been cut or removed
     }
@@ -122,23 +129,30 @@ impl IndexWriter {
     /// Where the fold stands while it writes: every row below the first seq is indexed, and
     /// the second is the seq after the newest line folded (the open row, if any, between).
     pub fn ends(&self) -> Option<(u64, u64)> {
-        let folder = self.folder.as_ref().filter(|_| !self.stopped)?;
+        let folder = self.folder.as_ref().filter(|_| !self.stopped)?.lock();
         Some((folder.end(), folder.through()))
     }
 
     /// Folds appended lines (`prev`: the cached line just before them) and appends the rows
     /// they complete, in one write.
     pub async fn push<S: Store>(&mut self, store: &S, prev: Option<&Line>, lines: &[Line]) {
-        let Some(folder) = self.folder.as_mut().filter(|_| !self.stopped) else {
+        let Some(shared) = self.folder.as_ref().filter(|_| !self.stopped) else {
             return;
         };
+        if !self.live.tracks(self.shared_at) {
+            // A removal dropped it (its session or every one): its row is searched again.
+            self.shared_at = self.live.removals();
+            self.live.track(&self.key, shared);
+        }
         let mut done = Vec::new();
-        folder.push_all(prev, lines, &mut done);
-        self.live.set_open(&self.key, folder.pending());
+        let live_end = {
+            let mut folder = shared.lock();
+            folder.push_all(prev, lines, &mut done);
+            folder.end()
+        };
         // Each row records how far the index holds once it is written: a write cut short
         // (a crash) keeps whole rows only, and resuming from the last one's `at` re-folds
         // every row after it. Only the last holds the live end.
-        let live_end = folder.end();
         let mut docs = done.iter_mut().peekable();
         while let Some(doc) = docs.next() {
             doc.at = if docs.peek().is_some() {
@@ -166,7 +180,7 @@ impl IndexWriter {
         head: &[Line],
         tail: &[Line],
     ) {
-        let Some(folder) = self.folder.as_mut().filter(|_| !self.stopped) else {
+        let Some(shared) = self.folder.as_ref().filter(|_| !self.stopped) else {
             return;
         };
         let mut page = Folder::default();
@@ -176,24 +190,27 @@ impl IndexWriter {
         // The page's last row continued by the tail (which holds only lines joining it).
         let mut whole = page.clone();
         whole.push_all(lines.last(), tail, &mut docs);
-        let complete = folder.end();
-        let open = folder.pending().map(|d| (d.seq, d.end));
         let welded = whole.into_open();
-        match (welded, open, tail.first()) {
-            (Some(mut row), Some((seq, end)), Some(above))
-                if seq == above.seq() && row.end == end =>
-            {
-                // The row still streaming: it starts lower now, and replaces, once written
-                // whole, the page's piece, written now as it stands (what another tab finds
-                // meanwhile, and what a reopen resumes from: the live end moved to its start).
-                row.welds = true;
-                folder.weld_open(row);
-                self.live.set_open(&self.key, folder.pending());
-                docs.extend(page.into_open());
+        let (complete, at) = {
+            let mut folder = shared.lock();
+            let complete = folder.end();
+            let open = folder.pending().map(|d| (d.seq, d.end));
+            match (welded, open, tail.first()) {
+                (Some(mut row), Some((seq, end)), Some(above))
+                    if seq == above.seq() && row.end == end =>
+                {
+                    // The row still streaming: it starts lower now, and replaces, once
+                    // written whole, the page's piece, written now as it stands (what another
+                    // tab finds meanwhile, and what a reopen resumes from: the live end moved
+                    // to its start).
+                    row.welds = true;
+                    folder.weld_open(row);
+                    docs.extend(page.into_open());
+                }
+                (row, _, _) => docs.extend(row),
             }
-            (row, _, _) => docs.extend(row),
-        }
-        let at = folder.end();
+            (complete, folder.end())
+        };
         let (first, above) = (lines.first(), tail.first());
         for doc in &mut docs {
             doc.at = at;
@@ -212,13 +229,54 @@ impl IndexWriter {
         // Sized for the texts and the fields around them, so that the writing never regrows it.
         let mut bytes = Vec::with_capacity(docs.iter().map(|d| d.text.len() + 128).sum());
         for doc in docs {
-            serde_json::to_writer(&mut bytes, doc).expect("plain data serializes");
-            bytes.push(b'\n');
+            doc.write_line(&mut bytes);
         }
         self.live.changed(&self.key);
         if let Err(e) = store.append(&self.path, &bytes).await {
             log::info!("scrollback: the search index {} stopped: {e}", self.path);
             self.stopped = true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn delta(seq: u64, text: &str) -> Line {
+        let event = serde_json::json!({"type": "assistantText", "text": text, "messageId": "m"});
+        Line::parse(&serde_json::json!({"seq": seq, "ts": 1.0, "event": event}).to_string())
+            .unwrap()
+    }
+
+    /// The open row a query searches is the writer's own fold as it grows; a removal takes it
+    /// away, and the writer's next delta shares it again (a view still streaming); a resync
+    /// takes it away until the writer starts over.
+    #[test]
+    fn the_open_row_is_the_writers_fold() {
+        pollster::block_on(async {
+            let (store, live) = (MemoryStore::new(), Live::default());
+            let mut writer = IndexWriter::new(live.clone(), "k".into(), "d/k/search.jsonl".into());
+            let text = || live.open("k").map(|d| d.text);
+            let lines = [
+                delta(1, "about the okapi"),
+                delta(2, " and"),
+                delta(3, " zebra"),
+            ];
+            writer.start(1);
+            writer.push(&store, None, &lines[..1]).await;
+            assert_eq!(text().as_deref(), Some("about the okapi"));
+            live.removed_all();
+            assert_eq!(text(), None);
+            writer.push(&store, Some(&lines[0]), &lines[1..2]).await;
+            assert_eq!(text().as_deref(), Some("about the okapi and"));
+            live.removed("k");
+            assert_eq!(text(), None);
+            writer.push(&store, Some(&lines[1]), &lines[2..]).await;
+            assert_eq!(text().as_deref(), Some("about the okapi and zebra"));
+            writer.reset();
+            assert_eq!((text(), live.streaming().len()), (None, 0));
+        });
     }
 }

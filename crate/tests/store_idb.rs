@@ -286,3 +286,74 @@ async fn a_write_is_not_held_back_by_reads_that_keep_coming() {
     assert!(after < 300, "the write waited for all {after} reads");
     assert_eq!(store.read("s/a", 0, 3).await.unwrap(), b"two");
 }
+
+#[wasm_bindgen_test]
+async fn reads_right_after_a_listing_answer_what_is_there() {
+    // A listing keeps the records it read with its read transaction, and the reads that ride
+    // that transaction (a search reads every session's index just after listing them) take
+    // their blob's record from it: they must answer exactly what a read on its own does,
+    // including what another connection or this store wrote since.
+    let name = unique("test-idb-listed");
+    let store = IdbStore::open_named(&name).await.unwrap();
+    let other = IdbStore::open_named(&name).await.unwrap();
+    let long: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    store.write("srv/a/x", &long).await.unwrap();
+    store.write("srv/a/y", b"why").await.unwrap();
+    store.write("srv/b/z", b"zed").await.unwrap();
+    store.write("srvx/w", b"outside").await.unwrap();
+    let read_all = || async {
+        let entries = store.list("srv").await.unwrap();
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        // Issued together, at once after the listing, as a search does.
+        let (x, x_end, x_mid, y, z, gone, outside) = futures::join!(
+            store.read("srv/a/x", 0, usize::MAX),
+            store.read_end("srv/a/x", 100),
+            store.read("srv/a/x", 16_000, 500),
+            store.read("srv/a/y", 0, 10),
+            store.read("srv/b/z", 1, 2),
+            store.read("srv/a/none", 0, 10),
+            store.read("srvx/w", 0, 7),
+        );
+        (
+            x.unwrap(),
+            x_end.unwrap(),
+            x_mid.unwrap(),
+            y.unwrap(),
+            z.unwrap(),
+            gone,
+            outside.unwrap(),
+        )
+    };
+    let (x, (x_size, x_end), x_mid, y, z, gone, outside) = read_all().await;
+    assert_eq!(x, long);
+    assert_eq!((x_size, x_end.as_slice()), (40_000, &long[39_900..]));
+    assert_eq!(x_mid, &long[16_000..16_500]);
+    assert_eq!((y.as_slice(), z.as_slice()), (&b"why"[..], &b"ed"[..]));
+    assert!(matches!(gone, Err(StoreError::NotFound(_))), "{gone:?}");
+    assert_eq!(outside, b"outside");
+
+    // Another connection changes a blob and removes one: the next listing and its reads see it.
+    other.append("srv/a/y", b" not").await.unwrap();
+    other.flush().await.unwrap();
+    other.remove("srv/b/z").await.unwrap();
+    store.list("srv").await.unwrap();
+    let (y, z) = futures::join!(store.read("srv/a/y", 0, 10), store.read("srv/b/z", 0, 3));
+    assert_eq!(y.unwrap(), b"why not");
+    assert!(matches!(z, Err(StoreError::NotFound(_))), "{z:?}");
+
+    // This store's own appends, still buffered when the reads come, are read too.
+    store.list("srv").await.unwrap();
+    store.append("srv/a/y", b"?").await.unwrap();
+    store.append("srv/a/new", b"fresh").await.unwrap();
+    let (y, new) = futures::join!(store.read("srv/a/y", 0, 10), store.read("srv/a/new", 0, 5));
+    assert_eq!(
+        (y.unwrap(), new.unwrap()),
+        (b"why not?".to_vec(), b"fresh".to_vec())
+    );
+
+    // And a read long after the listing (its transaction over) asks again.
+    store.list("srv").await.unwrap();
+    scrollback::testing::sleep(50).await;
+    other.write("srv/a/y", b"later").await.unwrap();
+    assert_eq!(store.read("srv/a/y", 0, 10).await.unwrap(), b"later");
+}

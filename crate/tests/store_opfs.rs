@@ -217,3 +217,51 @@ async fn a_waiter_given_up_before_its_turn_never_holds_the_lock() {
     let next = WriterLock::try_acquire(&key).await.unwrap();
     assert!(next.is_some(), "the lock is free once its holder let go");
 }
+
+#[wasm_bindgen_test]
+async fn reads_after_a_listing_follow_folders_another_store_replaced() {
+    // A listing keeps its subfolders' handles, so that the reads of their blobs that follow (a
+    // search lists a server's sessions, then reads each one's index) start from them. Another
+    // context may remove such a folder and make it again: the reads must find what is there now.
+    let dir = format!("test-opfs/{}", unique("listed-dirs"));
+    let reader = OpfsStore::open_in(&dir).await.unwrap();
+    let other = OpfsStore::open_in(&dir).await.unwrap();
+    other.write("srv/a/x", b"first a").await.unwrap();
+    other.write("srv/b/x", b"first b").await.unwrap();
+    let names: Vec<String> = reader
+        .list("srv")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let (a, b) = futures::join!(
+        reader.read("srv/a/x", 0, 100),
+        reader.read("srv/b/x", 0, 100)
+    );
+    assert_eq!(
+        (a.unwrap(), b.unwrap()),
+        (b"first a".to_vec(), b"first b".to_vec())
+    );
+
+    // `a` removed and made again, `b` removed for good, by the other store.
+    other.remove("srv/a").await.unwrap();
+    other.remove("srv/b").await.unwrap();
+    other.write("srv/a/x", b"second a").await.unwrap();
+    other.close_handles();
+    assert_eq!(reader.read("srv/a/x", 0, 100).await.unwrap(), b"second a");
+    assert!(matches!(
+        reader.read("srv/b/x", 0, 100).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(size(&reader, "srv/a/x").await, 8);
+    let names: Vec<String> = reader
+        .list("srv")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec!["a".to_string()]);
+}

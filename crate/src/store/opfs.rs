@@ -558,6 +558,10 @@ impl Store for OpfsStore {
             let name = pair.get(0).as_string().unwrap_or_default();
             let handle: FileSystemHandle = pair.get(1).unchecked_into();
             if handle.kind() == FileSystemHandleKind::Directory {
+                // Its blobs' reads start from it too (a search lists a server's sessions, then
+                // reads each one's index): one call each, not a walk from the root.
+                let sub = format!("{}/{name}", segs.join("/"));
+                self.dirs.borrow_mut().insert(sub, handle.unchecked_into());
                 out.push(Entry {
                     name,
                     is_dir: true,

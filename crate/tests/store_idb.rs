@@ -355,5 +355,19 @@ async fn reads_right_after_a_listing_answer_what_is_there() {
     store.list("srv").await.unwrap();
     scrollback::testing::sleep(50).await;
     other.write("srv/a/y", b"later").await.unwrap();
+    other.write("srv/a/brand-new", b"made since").await.unwrap();
+    other.write("srv/a/emptied", b"").await.unwrap();
     assert_eq!(store.read("srv/a/y", 0, 10).await.unwrap(), b"later");
+    // Nor does it take a blob the listing did not see for missing, or an empty one's size.
+    assert_eq!(
+        store.read("srv/a/brand-new", 0, 20).await.unwrap(),
+        b"made since"
+    );
+    store.list("srv").await.unwrap();
+    scrollback::testing::sleep(50).await;
+    other.write("srv/a/emptied", b"full").await.unwrap();
+    assert_eq!(
+        store.read_end("srv/a/emptied", 0).await.unwrap(),
+        (4, Vec::new())
+    );
 }

@@ -173,23 +173,33 @@ impl IdbStore {
     ) -> StoreResult<(u64, Vec<u8>)> {
         segments(path)?;
         self.inner.flush_all().await;
+        // Only a read that asks the listing's transaction for records may trust its listing:
+        // asking fails once the transaction is over. A blob the listing did not find, or a
+        // read of nothing, asks for its record (the blob may have been made since).
         if let Some((tx, rec)) = self.inner.listed(path) {
-            match read_segments(&tx, path, rec, offset, len) {
-                Ok(read) => return read.await,
-                // The transaction finished since: the record is asked for in a new one.
-                Err(e) if error_name(&e) == "TransactionInactiveError" => {}
-                Err(e) => return Err(js_error(path, &e)),
+            let (start, end) = span(rec.size, offset(rec.size), len);
+            if start < end {
+                match read_segments(&tx, path, rec.id, start, end) {
+                    Ok(read) => return Ok((rec.size, read.await?)),
+                    // The transaction finished since: the record is asked for in a new one.
+                    Err(e) if error_name(&e) == "TransactionInactiveError" => {}
+                    Err(e) => return Err(js_error(path, &e)),
+                }
             }
         }
         let (tx, rec) = self
             .inner
             .reading(path, |tx| tx.meta.get(&path.into()))
             .await?;
-        let rec = rec_of(&rec.await?);
-        match read_segments(&tx, path, rec, offset, len) {
-            Ok(read) => read.await,
-            Err(e) => Err(js_error(path, &e)),
+        let Some(rec) = rec_of(&rec.await?) else {
+            return Err(StoreError::NotFound(path.to_string()));
+        };
+        let (start, end) = span(rec.size, offset(rec.size), len);
+        if start == end {
+            return Ok((rec.size, Vec::new()));
         }
+        let read = read_segments(&tx, path, rec.id, start, end).map_err(|e| js_error(path, &e))?;
+        Ok((rec.size, read.await?))
     }
 
     /// Takes `len` bytes from the simulated quota, or fails.
@@ -233,9 +243,8 @@ impl Inner {
     }
 
     /// The shared read transaction and the record of `path` in it, when a `list` in that
-    /// transaction covered `path` (the record `None`: not there) and no write of this store
-    /// began since.
-    fn listed(&self, path: &str) -> Option<(Rc<Tx>, Option<Rec>)> {
+    /// transaction found it and no write of this store began since.
+    fn listed(&self, path: &str) -> Option<(Rc<Tx>, Rec)> {
         let (tx, writes) = self.reading.borrow().as_ref().cloned()?;
         if writes != self.writes.get() {
             return None;
@@ -401,11 +410,11 @@ struct Tx {
     seg: IdbObjectStore,
     outcome: Promise,
     path: String,
-    /// The `meta` records of every blob below a folder, as a `list` of it in this
-    /// transaction read them (the folder with its trailing `/`): a read in this transaction
-    /// of a blob below it takes its record from here instead of asking for it (the records
-    /// cannot change while a read-only transaction runs).
-    listed: RefCell<Option<(String, HashMap<String, Rec>)>>,
+    /// The `meta` records of the blobs that a `list` in this transaction read (every blob
+    /// below the folder listed), by path: a read in this transaction of one of them takes
+    /// its record from here instead of asking for it (the records cannot change while a
+    /// read-only transaction runs).
+    listed: RefCell<HashMap<String, Rec>>,
 }
 
 impl Tx {
@@ -435,17 +444,13 @@ impl Tx {
             seg,
             outcome,
             path: path.to_string(),
-            listed: RefCell::new(None),
+            listed: RefCell::default(),
         })
     }
 
-    /// The record of `path` as a `list` in this transaction found it: `Some(None)` when the
-    /// listing covered it and it was not there, `None` when no listing covered it.
-    fn listed(&self, path: &str) -> Option<Option<Rec>> {
-        let listed = self.listed.borrow();
-        let (dir, recs) = listed.as_ref()?;
-        path.starts_with(dir.as_str())
-            .then(|| recs.get(path).copied())
+    /// The record of `path` as a `list` in this transaction found it, if one did.
+    fn listed(&self, path: &str) -> Option<Rec> {
+        self.listed.borrow().get(path).copied()
     }
 
     /// Waits for the transaction to commit.
@@ -562,34 +567,19 @@ fn below(dir: &str) -> StoreResult<IdbKeyRange> {
 }
 
 /// Asks `tx` (at once: an error if it is no longer active) for the segment records of blob
-/// `path` (its `meta` record `rec`) that `len` bytes from `offset(size)` cover; the future
-/// answers the blob's size and those bytes.
+/// `id` (at `path`) that bytes `start..end` (not empty) cover; the future answers those bytes.
 fn read_segments(
     tx: &Tx,
     path: &str,
-    rec: Option<Rec>,
-    offset: &dyn Fn(u64) -> u64,
-    len: usize,
-) -> Result<impl Future<Output = StoreResult<(u64, Vec<u8>)>>, JsValue> {
+    id: f64,
+    start: u64,
+    end: u64,
+) -> Result<impl Future<Output = StoreResult<Vec<u8>>>, JsValue> {
+    let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
+    let range = IdbKeyRange::bound(&key(id, first as f64), &key(id, last as f64))?;
+    let parts = tx.seg.get_all_with_key(&range)?;
     let path = path.to_string();
-    let mut span_read = None;
-    if let Some(rec) = rec {
-        let (start, end) = span(rec.size, offset(rec.size), len);
-        let (first, last) = (start / SEGMENT, end.saturating_sub(1) / SEGMENT);
-        let mut parts = None;
-        if start < end {
-            let range = IdbKeyRange::bound(&key(rec.id, first as f64), &key(rec.id, last as f64))?;
-            parts = Some(tx.seg.get_all_with_key(&range)?);
-        }
-        span_read = Some((rec.size, start, end, first, last, parts));
-    }
     Ok(async move {
-        let Some((size, start, end, first, last, parts)) = span_read else {
-            return Err(StoreError::NotFound(path));
-        };
-        let Some(parts) = parts else {
-            return Ok((size, Vec::new()));
-        };
         let parts: Array = read_request(&path, parts).await?.into();
         if parts.length() as u64 != last - first + 1 {
             return Err(damaged(&path));
@@ -605,7 +595,7 @@ fn read_segments(
         if out.len() as u64 != end - start {
             return Err(damaged(&path));
         }
-        Ok((size, out))
+        Ok(out)
     })
 }
 
@@ -686,7 +676,7 @@ impl Store for IdbStore {
         // reads each session's index just after listing them) need not ask for their records.
         let recs = keys.iter().zip(&values);
         let recs = recs.filter_map(|(k, v)| Some((k.clone(), rec_of(v)?)));
-        *tx.listed.borrow_mut() = Some((format!("{dir}/"), recs.collect()));
+        tx.listed.borrow_mut().extend(recs);
         Ok(entries_below(
             dir,
             keys.into_iter().zip(values.iter()),

@@ -60,11 +60,6 @@ const FIXED: usize = 64;
 const BLOCK: usize = 64;
 /// The blob bytes recorded at its start and before `covered`.
 const EDGE: usize = 64;
-/// The first read of a segment: the header, the document column, the block index and, for
-/// most sessions, the dictionary (kept: a query then reads only postings). The bytes of this
-/// read are most of a first query's cost in the browser's stores (64 sessions of 4 MB: 256 kB
-/// each took 127-144 ms, 128 kB 84-94).
-const FIRST_READ: usize = 128 * 1024;
 /// The blob bytes past a segment (or in a blob without one) worth a build: below this, the
 /// JSON lines load in a moment.
 pub const MIN_TAIL: u64 = 16 * 1024;
@@ -439,7 +434,12 @@ impl Segment {
     /// does not read is removed (derived data: the next build makes it again).
     pub async fn open<S: Store>(store: &S, dir: &str) -> Option<Segment> {
         let path = format!("{dir}/{SEGMENT}");
-        let bytes = store.read(&path, 0, FIRST_READ).await.ok()?;
+        // The header, the document column, the block index and, as far as the store reads
+        // ahead, the dictionary (kept: a query then reads only postings where it fits).
+        let bytes = store
+            .read(&path, 0, store.read_ahead().max(FIXED))
+            .await
+            .ok()?;
         let (read, bytes) = match header(&bytes) {
             Ok(read) => (read, bytes),
             Err(whole) => match store.read(&path, 0, whole).await {
@@ -798,27 +798,35 @@ mod tests {
         let covered = docs.len() as u64; // (each line empty, and its newline)
         let bytes = encode(docs, covered, b"", b"");
         let store = MemoryStore::new();
+        let terms: Vec<String> = memory.sorted_terms().map(|(t, _)| t.to_string()).collect();
+        let mut asked: Vec<(String, bool)> = Vec::new();
+        for t in &terms {
+            asked.push((t.clone(), false));
+            for (i, _) in t.char_indices().skip(1) {
+                asked.push((t[..i].to_string(), true));
+            }
+            asked.push((format!("{t}0"), false));
+        }
+        asked.extend([("".into(), true), ("a".into(), false), ("zz".into(), true)]);
         pollster::block_on(async {
             store.write(&format!("d/{SEGMENT}"), &bytes).await.unwrap();
-            let seg = Segment::open(&store, "d").await.unwrap();
-            assert!(seg.blocks.len() > 5, "{} blocks", seg.blocks.len());
-            let terms: Vec<String> = memory.sorted_terms().map(|(t, _)| t.to_string()).collect();
-            let mut asked: Vec<(String, bool)> = Vec::new();
-            for t in &terms {
-                asked.push((t.clone(), false));
-                for (i, _) in t.char_indices().skip(1) {
-                    asked.push((t[..i].to_string(), true));
+            // The first read holding the whole segment, then not the dictionary (a block read
+            // per word), then less than the fixed header (the header read again, whole).
+            for ahead in [None, Some(2048), Some(16)] {
+                store.set_read_ahead(ahead);
+                let seg = Segment::open(&store, "d").await.unwrap();
+                assert!(seg.blocks.len() > 5, "{} blocks", seg.blocks.len());
+                let in_first = seg.first.len() as u64 >= seg.post_at;
+                assert_eq!(in_first, ahead.is_none(), "{ahead:?}: {}", seg.first.len());
+                for (term, prefix) in &asked {
+                    let got = seg.postings(&store, "d", term, *prefix).await.unwrap();
+                    let want = memory.postings(term, *prefix);
+                    let got: Vec<(u32, u32, u8)> =
+                        got.iter().map(|p| (p.doc, p.tf, p.next)).collect();
+                    let want: Vec<(u32, u32, u8)> =
+                        want.iter().map(|p| (p.doc, p.tf, p.next)).collect();
+                    assert_eq!(got, want, "{ahead:?}: {term:?} prefix {prefix}");
                 }
-                asked.push((format!("{t}0"), false));
-            }
-            asked.extend([("".into(), true), ("a".into(), false), ("zz".into(), true)]);
-            for (term, prefix) in asked {
-                let got = seg.postings(&store, "d", &term, prefix).await.unwrap();
-                let want = memory.postings(&term, prefix);
-                let got: Vec<(u32, u32, u8)> = got.iter().map(|p| (p.doc, p.tf, p.next)).collect();
-                let want: Vec<(u32, u32, u8)> =
-                    want.iter().map(|p| (p.doc, p.tf, p.next)).collect();
-                assert_eq!(got, want, "{term:?} prefix {prefix}");
             }
         });
     }

@@ -149,6 +149,9 @@ impl Store for BrowserStore {
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
         delegate!(self, s => s.read_end(path, len).await)
     }
+    fn read_ahead(&self) -> usize {
+        delegate!(self, s => s.read_ahead())
+    }
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         delegate!(self, s => s.write(path, bytes).await)
     }

@@ -13,6 +13,7 @@ pub struct MemoryStore {
     budget: Mutex<Option<u64>>,
     clock: Mutex<u64>,
     writers: Writers,
+    read_ahead: Mutex<Option<usize>>,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +33,12 @@ impl MemoryStore {
     /// [`StoreError::QuotaExceeded`], changing nothing. `None` lifts the limit.
     pub fn limit_writes(&self, bytes: Option<u64>) {
         *self.budget.lock().unwrap() = bytes;
+    }
+
+    /// Answers `bytes` for [`Store::read_ahead`] from now on (the browser backends differ),
+    /// `None` the default.
+    pub fn set_read_ahead(&self, bytes: Option<usize>) {
+        *self.read_ahead.lock().unwrap() = bytes;
     }
 
     /// Removes everything, as a browser does when site data is cleared.
@@ -95,6 +102,9 @@ impl Store for MemoryStore {
         Ok(blob[start..end].to_vec())
     }
 
+    fn read_ahead(&self) -> usize {
+        self.read_ahead.lock().unwrap().unwrap_or(super::READ_AHEAD)
+    }
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
         let k = key(path)?;
         let blobs = self.blobs.lock().unwrap();

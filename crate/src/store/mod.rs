@@ -78,6 +78,10 @@ pub struct Meta {
     pub modified: u64,
 }
 
+/// [`Store::read_ahead`]'s default: an OPFS read costs a call to the browser's storage thread
+/// (a millisecond or two here) at any size up to hundreds of kilobytes.
+pub const READ_AHEAD: usize = 128 * 1024;
+
 /// Plain blob operations over `/`-separated paths. Folders exist implicitly: writing a blob
 /// creates its parents, and removing a folder removes everything below it.
 #[allow(async_fn_in_trait)]
@@ -98,6 +102,14 @@ pub trait Store {
         let start = meta.size.saturating_sub(len as u64);
         let bytes = self.read(path, start, len).await?;
         Ok((start + bytes.len() as u64, bytes))
+    }
+    /// How many bytes a read should ask for when it can only guess how far the reader will go
+    /// (a search segment's first read: its header, and its dictionary where that fits, or a
+    /// read per word after it). A store where a read costs about the same at any size gains
+    /// from reading further; one that pays per byte loses. [`READ_AHEAD`] by default;
+    /// IndexedDB, which pays per 16 kB record, reads half as far.
+    fn read_ahead(&self) -> usize {
+        READ_AHEAD
     }
     /// Creates or replaces a whole blob.
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()>;
@@ -148,6 +160,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
     }
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
         (**self).read_end(path, len).await
+    }
+    fn read_ahead(&self) -> usize {
+        (**self).read_ahead()
     }
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         (**self).write(path, bytes).await

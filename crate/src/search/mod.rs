@@ -120,12 +120,13 @@
 //!
 //! The first query of a worker that just started reads every session's segment header and
 //! blob end (together), and per word its postings (and a dictionary block, where the first read
-//! did not hold it): 70-140 ms in IndexedDB and 200-250 in OPFS at 64 sessions. Each read
-//! there is one request (IndexedDB: the listing's records ride its transaction) or starts from
-//! its session's folder (OPFS: the listing's folder handles), but a read still costs about half
-//! a millisecond in IndexedDB and two in OPFS however small, and concurrent reads barely
-//! overlap, while the query's own work is 8 ms natively; reading less per session costs a read
-//! more per word, and reading whole segments costs more bytes: both measured slower. One index
+//! did not hold it: its size is the store's [`read_ahead`](crate::store::Store::read_ahead),
+//! 64 kB in IndexedDB, which pays per byte, 128 kB in OPFS, which pays per read): 55-100 ms in
+//! IndexedDB and 200-250 in OPFS at 64 sessions. Each read there is one request (IndexedDB:
+//! the listing's records ride its transaction) or starts from its session's folder (OPFS: the
+//! listing's folder handles), but a read still costs about half a millisecond in IndexedDB and
+//! two in OPFS however small, and concurrent reads barely overlap, while the query's own work
+//! is 8 ms natively; reading whole segments costs more bytes, measured slower. One index
 //! per server (one dictionary, one read per word) would leave one read per session, of its
 //! blob's end, to see what it gained. A session whose cache holds only chunks older than the
 //! suffix (never served) is indexed only as those pages were stored.

@@ -13,6 +13,19 @@ use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
+/// The names listed below `dir`, sorted.
+async fn names(store: &OpfsStore, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .list(dir)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    names
+}
+
 async fn fresh(tag: &str) -> OpfsStore {
     OpfsStore::open_in(&format!("test-opfs/{}", unique(tag)))
         .await
@@ -78,14 +91,7 @@ async fn a_second_instance_reads_what_the_writer_holds_open() {
         reader.read("s/1-open.raw.jsonl", 0, 100).await,
         Err(StoreError::NotFound(_))
     ));
-    let names: Vec<String> = reader
-        .list("s")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, vec!["1-3.raw.jsonl".to_string()]);
+    assert_eq!(names(&reader, "s").await, ["1-3.raw.jsonl"]);
     assert_eq!(
         reader.read("s/1-3.raw.jsonl", 0, 100).await.unwrap(),
         b"one\ntwo\n"
@@ -228,14 +234,7 @@ async fn reads_after_a_listing_follow_folders_another_store_replaced() {
     let other = OpfsStore::open_in(&dir).await.unwrap();
     other.write("srv/a/x", b"first a").await.unwrap();
     other.write("srv/b/x", b"first b").await.unwrap();
-    let names: Vec<String> = reader
-        .list("srv")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names(&reader, "srv").await, ["a", "b"]);
     let (a, b) = futures::join!(
         reader.read("srv/a/x", 0, 100),
         reader.read("srv/b/x", 0, 100)
@@ -256,12 +255,5 @@ async fn reads_after_a_listing_follow_folders_another_store_replaced() {
         Err(StoreError::NotFound(_))
     ));
     assert_eq!(size(&reader, "srv/a/x").await, 8);
-    let names: Vec<String> = reader
-        .list("srv")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, vec!["a".to_string()]);
+    assert_eq!(names(&reader, "srv").await, ["a"]);
 }

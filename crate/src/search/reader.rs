@@ -64,12 +64,11 @@ impl Hit {
     }
 }
 
-/// A blob loaded: how far, its first bytes, its segment (if one covers its start), and the
-/// documents past the segment, in memory.
+/// A blob loaded: how far, the bytes before that, its segment (if one covers its start), and
+/// the documents past the segment, in memory.
 #[derive(Debug, Default)]
 struct Loaded {
     size: u64,
-    head: Vec<u8>,
     /// The blob's last bytes before `size` (at most [`HEAD`]): what was read is still there
     /// only if they are (a blob rebuilt from the same first row, grown past `size`, is another).
     edge: Vec<u8>,
@@ -269,31 +268,23 @@ async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: boo
             },
         }
     }
-    let Ok(Some(meta)) = store.stat(&path).await else {
+    // The blob's size and end, in one step: they hold what it gained when that is little,
+    // with the bytes before the end read last time. If those changed, the blob is another
+    // (rebuilt after a purge or a replaced file) and is read again from its start.
+    let Ok((size, end)) = store.read_end(&path, END_READ).await else {
         return false;
     };
-    if meta.size < loaded.size {
+    if size < loaded.size {
         *loaded = Loaded::default();
     }
-    if loaded.size > 0 {
-        match store.read(&path, 0, loaded.head.len()).await {
-            Ok(head) if head == loaded.head => {}
-            _ => *loaded = Loaded::default(),
-        }
-    }
-    // What it gained, read with the bytes before it: if those changed, the blob is another
-    // (rebuilt after a purge or a replaced file) and is read again from its start.
     for _ in 0..2 {
-        let from = loaded.size;
-        if meta.size == from {
-            return true;
-        }
-        let back = loaded.edge.len() as u64;
-        let Ok(bytes) = store
-            .read(&path, from - back, (meta.size - from + back) as usize)
-            .await
-        else {
-            return false;
+        let from = loaded.size - loaded.edge.len() as u64;
+        let bytes = match size.checked_sub(end.len() as u64) {
+            Some(end_at) if end_at <= from => end[(from - end_at) as usize..].to_vec(),
+            _ => match store.read(&path, from, (size - from) as usize).await {
+                Ok(bytes) => bytes,
+                Err(_) => return false,
+            },
         };
         match bytes.strip_prefix(loaded.edge.as_slice()) {
             Some(gained) => {
@@ -340,7 +331,6 @@ async fn from_segment<S: Store>(
     };
     let tail = bytes.strip_prefix(segment.edge.as_slice())?;
     loaded.size = segment.covered;
-    loaded.head = segment.head.clone();
     loaded.edge = segment.edge.clone();
     loaded.segment = Some(segment); // before the lines: their ids follow its documents
     add_lines(loaded, tail);
@@ -358,9 +348,6 @@ fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
         if let Ok(doc) = serde_json::from_slice::<Doc>(line) {
             loaded.add(doc);
         }
-    }
-    if loaded.size == 0 {
-        loaded.head = bytes[..bytes.len().min(HEAD)].to_vec();
     }
     let read = &bytes[..=cut];
     loaded.edge = match read.len().checked_sub(HEAD) {

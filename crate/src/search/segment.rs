@@ -10,10 +10,10 @@
 //!
 //! - a fixed header of 64 bytes: magic, `covered`, the words counted, where the
 //!   dictionary and the postings start, the whole size, the documents and the blocks counted,
-//!   the lengths of `head` and `edge` (the blob's first bytes and the bytes just before
-//!   `covered`: a segment whose blob was rebuilt or cut under it is not used) and of the
-//!   document column;
-//! - `head`, `edge`;
+//!   the lengths of `head` and `edge` (the bytes just before `covered`: a segment whose blob
+//!   was rebuilt or cut under it is not used) and of the document column;
+//! - `head` (empty: segments built before held the blob's first bytes there, which a read
+//!   skips), `edge`;
 //! - the document column: per document, its length in words, its seq, its timestamp and its
 //!   line's length in the blob (varints; seqs and timestamps as deltas from the document
 //!   before, a timestamp that is not whole milliseconds as an f64 after its varint): all that
@@ -116,8 +116,6 @@ pub(super) struct Segment {
     pub worded: u32,
     /// Their words.
     pub words: u64,
-    /// The blob's first bytes.
-    pub head: Vec<u8>,
     /// The blob's bytes just before `covered`.
     pub edge: Vec<u8>,
     column: Vec<Meta>,
@@ -216,7 +214,8 @@ impl<'a> Cursor<'a> {
 
 /// Encodes the segment of `docs` (each with its line's length in the blob, the lines in
 /// order from the blob's start, each followed by a newline), built from the blob's first
-/// `covered` bytes (`head`, `edge`: its first bytes and those before `covered`).
+/// `covered` bytes (`edge`: those before `covered`; `head`: nothing now, the blob's first
+/// bytes in segments built before, which a read skips).
 fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<u8> {
     let mut index = Indexed::default();
     let mut lines = Vec::with_capacity(docs.len());
@@ -370,7 +369,7 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
         };
     }
     let mut read = || -> Option<Segment> {
-        let head = c.take(usize::from(head))?.to_vec();
+        c.take(usize::from(head))?;
         let edge = c.take(usize::from(edge))?.to_vec();
         let mut col = Cursor::new(c.take(column as usize)?);
         let mut metas = Vec::with_capacity(docs as usize);
@@ -416,7 +415,6 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
             docs,
             worded,
             words,
-            head,
             edge,
             column: metas,
             blocks: out,
@@ -670,9 +668,8 @@ pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
             }
         }
     }
-    let head = &bytes[..covered.min(EDGE)];
     let edge = &bytes[covered - covered.min(EDGE)..covered];
-    let segment = encode(docs, covered as u64, head, edge);
+    let segment = encode(docs, covered as u64, &[], edge);
     let new = format!("{dir}/{SEGMENT_NEW}");
     let done = match store.write(&new, &segment).await {
         Ok(()) => store.rename(&new, &format!("{dir}/{SEGMENT}")).await,

@@ -23,8 +23,9 @@ const PHRASE_BATCHES: usize = 100;
 /// How much the newest hit gains over the oldest among the candidates (a tie-break that lets
 /// recent beat old at equal relevance, never a rare word lose to a common one by much).
 const RECENCY: f64 = 0.2;
-/// The bytes compared at a blob's start to notice it was rebuilt under us.
-const HEAD: usize = 64;
+/// The bytes kept from before a blob's end as read, compared when it is read again: if they
+/// changed, the blob was rebuilt under us.
+const EDGE: usize = 64;
 
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,7 +70,7 @@ impl Hit {
 #[derive(Debug, Default)]
 struct Loaded {
     size: u64,
-    /// The blob's last bytes before `size` (at most [`HEAD`]): what was read is still there
+    /// The blob's last bytes before `size` (at most [`EDGE`]): what was read is still there
     /// only if they are (a blob rebuilt from the same first row, grown past `size`, is another).
     edge: Vec<u8>,
     segment: Option<Segment>,
@@ -157,7 +158,7 @@ impl Loaded {
 /// built in idle time leaves past it until the next build (at least
 /// [`MIN_TAIL`](super::segment::MIN_TAIL)) and the bytes before it that are compared; a small
 /// blob without a segment is whole in it.
-const END_READ: usize = super::segment::MIN_TAIL as usize + HEAD;
+const END_READ: usize = super::segment::MIN_TAIL as usize + EDGE;
 
 /// How often a query re-reads every session's blob from the store (for what another tab's
 /// writer did: this worker's own writes are told through [`Live`]), in milliseconds.
@@ -350,10 +351,10 @@ fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
         }
     }
     let read = &bytes[..=cut];
-    loaded.edge = match read.len().checked_sub(HEAD) {
+    loaded.edge = match read.len().checked_sub(EDGE) {
         Some(at) => read[at..].to_vec(),
         None => {
-            let old = &loaded.edge[loaded.edge.len().saturating_sub(HEAD - read.len())..];
+            let old = &loaded.edge[loaded.edge.len().saturating_sub(EDGE - read.len())..];
             [old, read].concat()
         }
     };

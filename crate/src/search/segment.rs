@@ -58,7 +58,7 @@ const MAGIC: &[u8; 4] = b"SBI3";
 const FIXED: usize = 64;
 /// Terms per dictionary block.
 const BLOCK: usize = 64;
-/// The blob bytes recorded at its start and before `covered`.
+/// The blob bytes recorded before `covered`.
 const EDGE: usize = 64;
 /// The blob bytes past a segment (or in a blob without one) worth a build: below this, the
 /// JSON lines load in a moment.

@@ -249,6 +249,7 @@ async fn load<S: Store>(
 /// JSON lines past it.
 async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: bool) -> bool {
     let path = format!("{dir}/{INDEX}");
+    let mut read = None;
     if loaded.size == 0 && !loaded.no_segment {
         // The segment's header and the blob's end, asked together: one step, not two, for a
         // blob that gained little since its segment, or that is small and has none.
@@ -261,18 +262,19 @@ async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: boo
             },
             None => match end {
                 Err(StoreError::NotFound(_)) => return false,
-                Ok((size, bytes)) if bytes.len() as u64 == size => {
-                    add_lines(loaded, &bytes);
-                    return true;
-                }
-                _ => {}
+                Ok(end) => read = Some(end), // the blob alone, from this end on
+                Err(_) => {}                 // asked again below
             },
         }
     }
     // The blob's size and end, in one step: they hold what it gained when that is little,
     // with the bytes before the end read last time. If those changed, the blob is another
     // (rebuilt after a purge or a replaced file) and is read again from its start.
-    let Ok((size, end)) = store.read_end(&path, END_READ).await else {
+    let read = match read {
+        Some(read) => Ok(read),
+        None => store.read_end(&path, END_READ).await,
+    };
+    let Ok((size, end)) = read else {
         return false;
     };
     if size < loaded.size {

@@ -102,9 +102,6 @@ impl Store for MemoryStore {
         Ok(blob[start..end].to_vec())
     }
 
-    fn read_ahead(&self) -> usize {
-        self.read_ahead.lock().unwrap().unwrap_or(super::READ_AHEAD)
-    }
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
         let k = key(path)?;
         let blobs = self.blobs.lock().unwrap();
@@ -115,6 +112,9 @@ impl Store for MemoryStore {
         ))
     }
 
+    fn read_ahead(&self) -> usize {
+        self.read_ahead.lock().unwrap().unwrap_or(super::READ_AHEAD)
+    }
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         let k = key(path)?;
         let mut blobs = self.blobs.lock().unwrap();

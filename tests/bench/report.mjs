@@ -111,6 +111,7 @@ export function table(meta, results) {
     const w = meta.slow.worker;
     out.push(`The slow link: Chromium's \`Network.emulateNetworkConditions\`, ${meta.slow.latency} ms latency, ${(meta.slow.downloadThroughput * 8 / 1e6).toFixed(1)} Mbit/s down, ${(meta.slow.uploadThroughput * 8 / 1e3).toFixed(0)} kbit/s up, on the page (a dedicated worker's request: ${w ? `${Math.round(w.loopbackMs)} ms on loopback, ${Math.round(w.slowMs)} ms on the slow link, so workers are throttled too` : 'not checked'}).`);
   }
+  if (meta.repeats > 1) out.push(`Times of first visits, reopens (and their scroll back) and catch-ups are the median of ${meta.repeats} runs, each run listed after it (\`BENCH_REPEATS\`); every other figure is from one run.`);
   out.push('Each cell: the figure, then its ratio to the better alternative (no cache or hand-written, whichever is lower). The goal column checks each Scrollback backend against issue #14\'s Must show. Lower is better.');
   out.push('');
   for (const [id, r] of Object.entries(results)) {
@@ -130,7 +131,11 @@ export function table(meta, results) {
       const cells = keys.map((k) => {
         const v = r.by[k]?.[key];
         let cell = fmt(v, unit);
-        if (base !== undefined && v !== undefined && !ALTERNATIVES.includes(k)) cell += ` (${ratio(v, base)})`;
+        const notes = [];
+        if (base !== undefined && v !== undefined && !ALTERNATIVES.includes(k)) notes.push(ratio(v, base));
+        const runs = r.by[k]?.[`${key}Runs`];
+        if (runs?.length > 1) notes.push(`runs ${runs.map((x) => Math.round(x)).sort((a, b) => a - b).join(', ')}`);
+        if (notes.length) cell += ` (${notes.join('; ')})`;
         if (unfinished(k, key)) cell += ' (unfinished)';
         return cell;
       });

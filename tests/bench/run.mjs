@@ -3,6 +3,8 @@
 // contender and session, the bench page tests/bench/www/index.html driving one contender.
 // Requests and bytes are counted at the server (GET /stats: API routes only, response bodies as
 // sent, compressed; the page's own files and the driver's POST are not counted).
+// Each timed step (first visit, reopen and its scroll back, catch-up) runs BENCH_REPEATS times
+// (default 3) and its times are the medians.
 // Writes tests/out/bench.md, tests/out/bench.json, tests/out/bench.png (and, on a full run, the
 // README's chart tests/bench/bench.png); prints the table.
 import fs from 'node:fs/promises';
@@ -28,11 +30,35 @@ const SCROLL_CAP_MS = 90_000;
 // The emulated slow link (Chromium's Network.emulateNetworkConditions; bytes per second).
 const SLOW = { offline: false, latency: 150, downloadThroughput: 1.6e6 / 8, uploadThroughput: 750e3 / 8 };
 const SLOW_LINK = process.env.BENCH_SLOW !== '0'; // BENCH_SLOW=0: loopback only
+// Runs per timed step (first visit, reopen and its scroll back, catch-up; on the slow link,
+// reopen and catch-up): each time figure is their median, with every run kept in bench.json
+// (`<figure>Runs`). One run moved by up to ×2 on this shared machine.
+const REPEATS = Math.max(1, Number(process.env.BENCH_REPEATS ?? 3));
 const API_ROUTES = ['sessions', 'transcript', 'events'];
 const OUT = path.join(ROOT, 'tests/out');
 
 const log = (...a) => console.error('[bench]', ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The median of `runs` (the middle one; the lower middle of an even count). */
+const median = (runs) => [...runs].sort((a, b) => a - b)[(runs.length - 1) >> 1];
+
+/** Sets `f[key]` to the median of `runs` and keeps them as `f[key + 'Runs']`. */
+function medianOf(f, key, runs) {
+  f[key] = median(runs);
+  f[`${key}Runs`] = runs;
+}
+
+/** A fresh on-disk browser profile (a user's browser has one), removed by `close`. */
+async function freshContext() {
+  const profile = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-bench-profile-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  context.dispose = async () => {
+    await context.close();
+    await fs.rm(profile, { recursive: true, force: true });
+  };
+  return context;
+}
 
 /** Requests and bytes of the API routes since `before` (a /stats answer). */
 function diff(before, after) {
@@ -99,18 +125,47 @@ async function openPage(context, server, key, id, { slow = false } = {}) {
   }
 }
 
+/**
+ * Appends 300 new events (as a writer does while the page is closed), opens the page with
+ * `open()` and waits until the newest is on screen: the page, with `at`, when (from navigation).
+ */
+async function catchUp(server, id, open) {
+  const before = (await summary(server, id)).seq;
+  await server.append(id, await newLines(server, id, before, NEW_EVENTS));
+  const p = await open();
+  const at = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS);
+  return { ...p, at };
+}
+
+/** `step()` run `REPEATS - 1` times: the runs of a timed step besides the one measured whole. */
+async function moreRuns(step) {
+  const out = [];
+  for (let i = 1; i < REPEATS; i++) out.push(await step());
+  return out;
+}
+
 /** Every figure for one contender on one session, in a fresh browser profile. */
 async function measure(server, contender, id) {
-  const profile = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-bench-profile-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const { key } = contender;
   const f = {};
+  // The first visits besides the measured one, each in a profile of its own (nothing cached).
+  const colds = await moreRuns(async () => {
+    const context = await freshContext();
+    try {
+      const p = await openPage(context, server, key, id);
+      await p.page.evaluate(() => window.bench.settled());
+      return p;
+    } finally {
+      await context.dispose();
+    }
+  });
+  const context = await freshContext();
   try {
-    const { key } = contender;
     // First visit, then scroll back through everything.
     let s0 = await quiet(server);
     let p = await openPage(context, server, key, id);
-    f.coldFirstRowsMs = p.firstRowsMs;
-    f.coldFromOpenMs = p.fromOpenMs;
+    medianOf(f, 'coldFirstRowsMs', [...colds, p].map((r) => r.firstRowsMs));
+    medianOf(f, 'coldFromOpenMs', [...colds, p].map((r) => r.fromOpenMs));
     f.coldTimeline = await p.page.evaluate(() => window.bench.timeline());
     await p.page.evaluate(() => window.bench.settled());
     let s1 = await quiet(server);
@@ -122,31 +177,57 @@ async function measure(server, contender, id) {
     Object.assign(f, prefix('scrollCold', diff(s1, s2)));
     await p.page.close();
 
-    // Reopen: nothing changed on the server. (The driver's own GET /sessions stays outside
-    // the counted spans.)
+    // Reopen: nothing changed on the server, then scroll back through everything. The runs
+    // besides the measured one come first. (The driver's own GET /sessions stays outside the
+    // counted spans.)
     const newest = (await summary(server, id)).seq;
+    const reopen = async (p) => {
+      await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+      await p.page.evaluate(() => window.bench.settled());
+    };
+    const scrollBack = async (p) => {
+      const back = await p.page.evaluate((cap) => window.bench.scrollBack(cap), SCROLL_CAP_MS);
+      await p.page.evaluate(() => window.bench.settled());
+      return back;
+    };
+    const reopens = await moreRuns(async () => {
+      const q = await openPage(context, server, key, id);
+      await reopen(q);
+      await quiet(server); // as the measured run waits before its scroll back
+      const back = await scrollBack(q);
+      await q.page.close();
+      return { ...q, back };
+    });
     s0 = await quiet(server);
     p = await openPage(context, server, key, id);
-    f.reopenFirstRowsMs = p.firstRowsMs;
-    f.reopenFromOpenMs = p.fromOpenMs;
-    await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+    await reopen(p);
     f.timeline = await p.page.evaluate(() => window.bench.timeline());
-    await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
     Object.assign(f, prefix('reopen', diff(s0, s1)));
-    const back2 = await p.page.evaluate((cap) => window.bench.scrollBack(cap), SCROLL_CAP_MS);
-    await p.page.evaluate(() => window.bench.settled());
+    const back2 = await scrollBack(p);
     s2 = await quiet(server);
-    f.scrollWarmMs = back2.ms; f.scrollWarmDone = back2.done; f.scrollWarmPages = back2.pages;
+    const allReopens = [...reopens, { ...p, back: back2 }];
+    medianOf(f, 'reopenFirstRowsMs', allReopens.map((r) => r.firstRowsMs));
+    medianOf(f, 'reopenFromOpenMs', allReopens.map((r) => r.fromOpenMs));
+    medianOf(f, 'scrollWarmMs', allReopens.map((r) => r.back.ms));
+    f.scrollWarmDone = allReopens.every((r) => r.back.done);
+    f.scrollWarmPages = back2.pages;
     Object.assign(f, prefix('scrollWarm', diff(s1, s2)));
     await p.page.close();
 
-    // 300 new events while closed, then reopen: until the newest is on screen.
-    const before = (await summary(server, id)).seq;
-    await server.append(id, await newLines(server, id, before, NEW_EVENTS));
-    s0 = await quiet(server);
-    p = await openPage(context, server, key, id);
-    f.catchUpMs = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS);
+    // 300 new events while closed, then reopen: until the newest is on screen (the runs
+    // besides the measured one first, each with 300 events of its own).
+    const catchUps = await moreRuns(async () => {
+      const q = await catchUp(server, id, () => openPage(context, server, key, id));
+      await q.page.evaluate(() => window.bench.settled());
+      await q.page.close();
+      return q;
+    });
+    p = await catchUp(server, id, async () => {
+      s0 = await quiet(server);
+      return openPage(context, server, key, id);
+    });
+    medianOf(f, 'catchUpMs', [...catchUps, p].map((r) => r.at));
     f.catchUpTimeline = await p.page.evaluate(() => window.bench.timeline());
     await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
@@ -172,8 +253,7 @@ async function measure(server, contender, id) {
     f.storageOwn = st.own;
     await p.page.close();
   } finally {
-    await context.close();
-    await fs.rm(profile, { recursive: true, force: true });
+    await context.dispose();
   }
   return f;
 }
@@ -212,8 +292,7 @@ function prefix2(p, sizes) {
  * 300 new events. Times are from the app's first call (the contender's `open`).
  */
 async function measureSlow(server, contender, id) {
-  const profile = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-bench-profile-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const context = await freshContext();
   const f = {};
   const { key } = contender;
   const open = (opts) => openPage(context, server, key, id, { slow: true, ...opts });
@@ -226,29 +305,44 @@ async function measureSlow(server, contender, id) {
     Object.assign(f, prefix('slowCold', diff(s0, s1)));
     await p.page.close();
 
+    // Reopen and catch-up, the runs besides the measured one first (as on loopback).
     const newest = (await summary(server, id)).seq;
+    const reopen = async () => {
+      const q = await open();
+      await q.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+      await q.page.evaluate(() => window.bench.settled());
+      return q;
+    };
+    const reopens = await moreRuns(async () => {
+      const q = await reopen();
+      await q.page.close();
+      return q;
+    });
     s0 = await quiet(server);
-    p = await open();
-    f.slowReopenFirstRowsMs = p.fromOpenMs;
-    await p.page.evaluate((seq) => window.bench.waitCursor(seq), newest);
+    p = await reopen();
+    medianOf(f, 'slowReopenFirstRowsMs', [...reopens, p].map((r) => r.fromOpenMs));
     f.slowTimeline = await p.page.evaluate(() => window.bench.timeline());
-    await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
     Object.assign(f, prefix('slowReopen', diff(s0, s1)));
     await p.page.close();
 
-    const before = (await summary(server, id)).seq;
-    await server.append(id, await newLines(server, id, before, NEW_EVENTS));
-    s0 = await quiet(server);
-    p = await open();
-    f.slowCatchUpMs = await p.page.evaluate((seq) => window.bench.waitCursor(seq), before + NEW_EVENTS) - p.openAt;
+    const catchUps = await moreRuns(async () => {
+      const q = await catchUp(server, id, open);
+      await q.page.evaluate(() => window.bench.settled());
+      await q.page.close();
+      return q;
+    });
+    p = await catchUp(server, id, async () => {
+      s0 = await quiet(server);
+      return open();
+    });
+    medianOf(f, 'slowCatchUpMs', [...catchUps, p].map((r) => r.at - r.openAt));
     await p.page.evaluate(() => window.bench.settled());
     s1 = await quiet(server);
     Object.assign(f, prefix('slowCatchUp', diff(s0, s1)));
     await p.page.close();
   } finally {
-    await context.close();
-    await fs.rm(profile, { recursive: true, force: true });
+    await context.dispose();
   }
   return f;
 }
@@ -327,6 +421,7 @@ async function main() {
     contenders: CONTENDERS.filter((c) => !ONLY || ONLY.includes(c.key)),
     slow: SLOW_LINK ? { ...SLOW, worker: throttle } : null,
     seconds: (Date.now() - started) / 1000,
+    repeats: REPEATS,
   };
   await fs.writeFile(path.join(OUT, 'bench.json'), JSON.stringify({ meta, results }, null, 2));
   const md = table(meta, results);

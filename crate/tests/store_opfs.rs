@@ -249,6 +249,10 @@ async fn reads_after_a_listing_follow_folders_another_store_replaced() {
     other.remove("srv/b").await.unwrap();
     other.write("srv/a/x", b"second a").await.unwrap();
     other.close_handles();
+    // A stat starts from the listing's handles too (a search's recheck stats every session).
+    let a = reader.stat("srv/a/x").await.unwrap().map(|m| m.size);
+    let b = reader.stat("srv/b/x").await.unwrap();
+    assert_eq!((a, b), (Some(8), None));
     assert_eq!(reader.read("srv/a/x", 0, 100).await.unwrap(), b"second a");
     assert!(matches!(
         reader.read("srv/b/x", 0, 100).await,

@@ -241,7 +241,8 @@ impl OpfsStore {
         }
     }
 
-    /// A blob's file handle for a read, through the folder cache; `None` when it is missing.
+    /// A blob's file handle for a read or a stat, through the folder cache; `None` when it is
+    /// missing.
     async fn file_for_reading(&self, path: &str) -> StoreResult<Option<FileHandle>> {
         let segs = segments(path)?;
         let (name, parents) = segs.split_last().expect("split gives one segment at least");
@@ -601,7 +602,8 @@ impl Store for OpfsStore {
         if let Some(meta) = self.open_meta(path) {
             return Ok(Some(meta));
         }
-        let Some((_, file)) = self.file(path, false).await? else {
+        // Through the folder cache, as a read: a search's recheck asks it of every session.
+        let Some(file) = self.file_for_reading(path).await? else {
             return Ok(None);
         };
         file_meta(JsFuture::from(file.get_file()).await, path)

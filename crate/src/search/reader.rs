@@ -9,7 +9,7 @@ use super::segment::{Post, Segment, SEGMENT};
 use super::tokens::{follower_bit, words};
 use super::writer::INDEX;
 use crate::chunks::names::{decode, encode};
-use crate::store::{Store, StoreError};
+use crate::store::{Meta, Store, StoreError};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -83,6 +83,10 @@ struct Loaded {
     dead: HashSet<u32>,
     dead_worded: u32,
     dead_words: u64,
+    /// The blob's size and stamp as a `stat` found them right before the read that brought
+    /// `size` up to the blob's end (`None`: not asked): a recheck that finds them again has
+    /// nothing to read.
+    seen: Option<Meta>,
 }
 
 impl Loaded {
@@ -232,9 +236,13 @@ async fn load<S: Store>(
     let whole = loads.warm;
     let work = keys.into_iter().filter_map(|key| {
         let id = decode(&key)?;
-        let (_, mut loaded) = loads.sessions.remove(&key).unwrap_or_default();
+        let known = loads.sessions.remove(&key);
+        // A recheck of a session loaded before asks for its blob's size and stamp first (a
+        // first load does not wait for that).
+        let look = full && known.is_some();
+        let (_, mut loaded) = known.unwrap_or_default();
         Some(async move {
-            let ok = refresh(store, &format!("{dir}/{key}"), &mut loaded, whole).await;
+            let ok = refresh(store, &format!("{dir}/{key}"), &mut loaded, whole, look).await;
             loaded.index.prepare();
             ok.then_some((key, (id, loaded)))
         })
@@ -244,10 +252,37 @@ async fn load<S: Store>(
 }
 
 /// Brings `loaded` up to the blob of the session folder `dir`; `false` when there is no blob
-/// or it cannot be read. A fresh load starts from the segment when one covers the blob's
-/// start (its last bytes matching the blob's; held in memory when `whole`), and reads the
-/// JSON lines past it.
-async fn refresh<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: bool) -> bool {
+/// or it cannot be read. Given `look`, the blob's size and stamp are asked first, and a blob
+/// that has them as the last read left them is not read (a `stat` costs less than a read:
+/// a recheck of every session in OPFS was a read each). A fresh load starts from the segment
+/// when one covers the blob's start (its last bytes matching the blob's; held in memory when
+/// `whole`), and reads the JSON lines past it.
+async fn refresh<S: Store>(
+    store: &S,
+    dir: &str,
+    loaded: &mut Loaded,
+    whole: bool,
+    look: bool,
+) -> bool {
+    let seen = match look {
+        true => match store.stat(&format!("{dir}/{INDEX}")).await {
+            Ok(Some(meta)) if loaded.seen == Some(meta) => return true,
+            Ok(Some(meta)) => Some(meta),
+            Ok(None) | Err(_) => return false,
+        },
+        false => None,
+    };
+    loaded.seen = None;
+    let found = read_up(store, dir, loaded, whole).await;
+    if found {
+        // Taken before the read: a blob that grew meanwhile is read again at the next look.
+        loaded.seen = seen;
+    }
+    found
+}
+
+/// [`refresh`]'s reads.
+async fn read_up<S: Store>(store: &S, dir: &str, loaded: &mut Loaded, whole: bool) -> bool {
     let path = format!("{dir}/{INDEX}");
     let mut read = None;
     if loaded.size == 0 && !loaded.no_segment {
@@ -405,8 +440,10 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
                         loaded
                     }
                     None => {
+                        // With the blob's stamp (idle time can wait for it): the rechecks
+                        // after it read only the blobs that changed.
                         let mut loaded = Loaded::default();
-                        if !refresh(store, &folder, &mut loaded, true).await {
+                        if !refresh(store, &folder, &mut loaded, true, true).await {
                             return None;
                         }
                         loaded.index.prepare();
@@ -543,7 +580,7 @@ pub(crate) async fn search<S: Store>(
             no_segment: true,
             ..Loaded::default()
         };
-        refresh(store, folder, l, false).await;
+        refresh(store, folder, l, false, false).await;
     }
     rank_with_live(store, dir, live, &mut loaded, &query, limit)
         .await
@@ -784,4 +821,128 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunks::Cache;
+    use crate::protocol::Line;
+    use crate::store::{Entry, MemoryStore, StoreResult};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// The memory store, counting the reads and stats asked of it.
+    #[derive(Default)]
+    struct Counting {
+        inner: MemoryStore,
+        reads: AtomicUsize,
+        stats: AtomicUsize,
+    }
+
+    impl Store for Counting {
+        async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+            self.inner.list(dir).await
+        }
+        async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+            self.stats.fetch_add(1, Ordering::SeqCst);
+            self.inner.stat(path).await
+        }
+        async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            self.inner.read(path, offset, len).await
+        }
+        async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            self.inner.read_end(path, len).await
+        }
+        async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+            self.inner.write(path, bytes).await
+        }
+        async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+            self.inner.append(path, bytes).await
+        }
+        async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+            self.inner.truncate(path, len).await
+        }
+        async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+            self.inner.rename(from, to).await
+        }
+        async fn remove(&self, path: &str) -> StoreResult<()> {
+            self.inner.remove(path).await
+        }
+    }
+
+    fn user(seq: u64, text: &str) -> Line {
+        let event = serde_json::json!({"type": "userMessage", "text": text});
+        Line::parse(&serde_json::json!({"seq": seq, "ts": 1.0, "event": event}).to_string())
+            .unwrap()
+    }
+
+    /// What another tab's writer wrote is found at a recheck (every [`RECHECK_MS`]): a blob
+    /// that grew, and one rebuilt with another conversation. A recheck that finds a blob as
+    /// the last read left it (its size and stamp) reads nothing of it, after a query's load
+    /// (from the second recheck on) and after the warm-up (from the first).
+    #[test]
+    fn a_recheck_reads_only_what_another_writer_changed() {
+        pollster::block_on(async {
+            let store = Arc::new(Counting::default());
+            // The other tab: its writes reach this worker only through the store.
+            let writer = Cache::new(store.clone(), "example.com", 443).await;
+            let dir = writer.dir().to_string();
+            let mut session = writer.session("s").unwrap();
+            session.open().await;
+            for seq in 1..=3 {
+                session
+                    .append(&user(seq, &format!("the aardvark {seq}")))
+                    .await;
+            }
+            let (memo, live) = (Memo::default(), Live::default());
+            let found = |text: &'static str| {
+                let (store, dir, memo, live) = (&store, &dir, &memo, &live);
+                async move {
+                    let hits = search(store, dir, memo, live, text, 10, None).await;
+                    hits.iter().map(|h| h.seq).collect::<Vec<_>>()
+                }
+            };
+            let recheck = || async { memo.0.lock().await.checked = 0 };
+            let reads = || store.reads.load(Ordering::SeqCst);
+            let stats = || store.stats.load(Ordering::SeqCst);
+            assert_eq!(found("aardvark").await.len(), 3);
+
+            // Nothing changed: the first recheck reads the blob's end (the load took no
+            // stamp), the next ones only ask for its size and stamp.
+            recheck().await;
+            assert!(found("okapi").await.is_empty());
+            let (r, s) = (reads(), stats());
+            recheck().await;
+            assert!(found("okapi").await.is_empty());
+            assert_eq!(reads(), r, "nothing changed: nothing read");
+            assert!(stats() > s, "the recheck looked");
+
+            // The blob grew: read, and found.
+            session.append(&user(4, "an okapi")).await;
+            recheck().await;
+            assert_eq!(found("okapi").await, vec![4]);
+            assert!(reads() > r);
+
+            // Rebuilt with another conversation (purged, then written again).
+            session.purge().await;
+            for seq in 1..=5 {
+                session.append(&user(seq, &format!("a zebu {seq}"))).await;
+            }
+            recheck().await;
+            assert!(found("aardvark").await.is_empty(), "nothing of the old one");
+            assert_eq!(found("zebu").await.len(), 5);
+
+            // After the warm-up, the first recheck reads nothing either.
+            let warmed = Memo::default();
+            warm(&*store, &dir, &warmed).await;
+            warmed.0.lock().await.checked = 0;
+            let r = reads();
+            let hits = search(&*store, &dir, &warmed, &live, "okapi", 10, None).await;
+            assert!(hits.is_empty());
+            assert_eq!(reads(), r, "warmed up: nothing read at the recheck");
+        });
+    }
 }

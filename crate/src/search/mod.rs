@@ -87,7 +87,8 @@
 //! [`Cache`](crate::chunks::Cache). A query asks the store only about the sessions whose
 //! blob this worker changed since the last query ([`live`]: the writers say so), and about
 //! every session on the first query and at most every [`reader::RECHECK_MS`] after (what a
-//! writer in another tab did is seen then, from one read of each blob's size and end; a
+//! writer in another tab did is seen then: a stat of each blob, and one read of the size and
+//! end of each blob whose size or stamp changed since the stat before its last read; a
 //! rebuilt blob — shrunk, or its bytes before the end read last time changed — is reloaded).
 //! The worker warms up in idle time shortly after it opens
 //! ([`crate::chunks::Cache::warm_search`]): builds the segments that are behind, then loads

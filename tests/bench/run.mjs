@@ -137,6 +137,17 @@ async function catchUp(server, id, open) {
   return { ...p, at };
 }
 
+/**
+ * Waits, before a page of a catch-up run besides the measured one closes, for what the measured
+ * run waits for before the next step: the contender settled (Scrollback verified and live) and
+ * the server quiet, so that what it fetched is stored and the next run does not fetch it again.
+ */
+async function finished(server, p) {
+  await p.page.evaluate(() => window.bench.timeline());
+  await p.page.evaluate(() => window.bench.settled());
+  await quiet(server);
+}
+
 /** `step()` run `REPEATS - 1` times: the runs of a timed step besides the one measured whole. */
 async function moreRuns(step) {
   const out = [];
@@ -219,7 +230,7 @@ async function measure(server, contender, id) {
     // besides the measured one first, each with 300 events of its own).
     const catchUps = await moreRuns(async () => {
       const q = await catchUp(server, id, () => openPage(context, server, key, id));
-      await q.page.evaluate(() => window.bench.settled());
+      await finished(server, q);
       await q.page.close();
       return q;
     });
@@ -328,7 +339,7 @@ async function measureSlow(server, contender, id) {
 
     const catchUps = await moreRuns(async () => {
       const q = await catchUp(server, id, open);
-      await q.page.evaluate(() => window.bench.settled());
+      await finished(server, q);
       await q.page.close();
       return q;
     });

@@ -49,7 +49,7 @@ function medianOf(f, key, runs) {
   f[`${key}Runs`] = runs;
 }
 
-/** A fresh on-disk browser profile (a user's browser has one), removed by `close`. */
+/** A browser on a fresh on-disk profile (a user's browser has one), removed by `dispose`. */
 async function freshContext() {
   const profile = await fs.mkdtemp(path.join(os.tmpdir(), 'scrollback-bench-profile-'));
   const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });

@@ -172,9 +172,10 @@ pub const RECHECK_MS: u64 = 30_000;
 /// each one's segment header (the rest read by the queries, or held in memory once the worker
 /// warmed up) and the documents past it in memory. A query reads only what a blob gained
 /// since it was loaded (a recheck, only of the blobs whose size or stamp changed); a blob
-/// that shrank or whose bytes before the end read last changed was rebuilt and is reloaded. Which blobs to look at: those this worker changed ([`Live`]), and every one on
-/// the first query and at most every [`RECHECK_MS`] after (the store is the truth: a writer
-/// in another tab is seen then).
+/// that shrank or whose bytes before the end read last changed was rebuilt and is reloaded.
+/// Which blobs to look at: those this worker changed ([`Live`]), and every one on the first
+/// query and at most every [`RECHECK_MS`] after (the store is the truth: a writer in another
+/// tab is seen then).
 /// Queries take turns (an async lock): one loads, the next finds it loaded.
 #[derive(Default)]
 pub struct Memo(async_lock::Mutex<Loads>);

@@ -123,6 +123,12 @@ function closeView(viewId) {
 const WARM_AFTER_MS = 1500;
 /** How often the search segments of the sessions this worker wrote are brought up to date. */
 const BUILD_EVERY_MS = 60_000;
+/**
+ * How often the search indexes are looked at again for what another tab wrote, in idle time:
+ * more often than a search would do it itself (every 30 s: `RECHECK_MS` in
+ * crate/src/search/reader.rs), so that a search does not.
+ */
+const RECHECK_EVERY_MS = 25_000;
 
 // The first request the page asked before this worker was up (`opening`): its answer comes
 // in an `early` message, and the engine's first request of that session awaits it. (The page
@@ -143,6 +149,10 @@ const ops = {
       if (client === opened) opened.buildSearch().catch(() => {});
       else clearInterval(building);
     }, BUILD_EVERY_MS);
+    const rechecking = setInterval(() => {
+      if (client === opened) opened.recheckSearch().catch(() => {});
+      else clearInterval(rechecking);
+    }, RECHECK_EVERY_MS);
     return client.storage;
   },
   /** The worker's marks, by name: ms since the epoch (the page subtracts its timeOrigin). */

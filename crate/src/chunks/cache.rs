@@ -164,6 +164,14 @@ impl<S: Store> Cache<S> {
         crate::search::reader::warm(&*self.store, &self.dir, &self.search).await;
     }
 
+    /// Looks at every session's search index again for what another tab wrote, in idle time
+    /// (the worker calls it more often than [`crate::search::reader::RECHECK_MS`], so that a
+    /// query need not): a stat per session, and a read of the blobs that changed. Does
+    /// nothing before the first search or warm-up.
+    pub async fn recheck_search(&self) {
+        crate::search::reader::recheck(&*self.store, &self.dir, &self.search, &self.live).await;
+    }
+
     /// Builds the search segment ([`crate::search::segment`]) of every cached session whose
     /// index blob holds enough past its segment, each under its writer role (a session another
     /// tab or this worker is writing is left for later). Answers how many were built.

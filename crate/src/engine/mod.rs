@@ -132,6 +132,13 @@ impl<S: Store, T: Transport> Engine<S, T> {
         self.cache.warm_search().await;
     }
 
+    /// Looks at every session's search index again for what another tab wrote
+    /// ([`Cache::recheck_search`]): what the worker does in idle time, so that a search does
+    /// not.
+    pub async fn recheck_search(&self) {
+        self.cache.recheck_search().await;
+    }
+
     /// Builds the search segments of the sessions this engine wrote since the last build
     /// ([`Cache::build_written`]): what the worker does in idle time.
     pub async fn build_search(&self) -> usize {

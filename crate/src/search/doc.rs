@@ -50,7 +50,7 @@ impl Doc {
     /// Appends this document as one line of the index blob: a JSON object and a newline,
     /// `welds` only when set. Written by hand rather than through serde (which reads it
     /// back): it runs for every row a live stream completes, and serde_json escapes a text
-    /// byte by byte, where [`write_str`] copies it in runs of eight clean bytes.
+    /// byte by byte, where `write_str` copies it in runs of eight clean bytes.
     pub fn write_line(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"seq\":");
         number(out, self.seq);

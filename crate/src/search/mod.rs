@@ -90,6 +90,9 @@
 //! writer in another tab did is seen then: a stat of each blob, and one read of the size and
 //! end of each blob whose size or stamp changed since the stat before its last read; a
 //! rebuilt blob — shrunk, or its bytes before the end read last time changed — is reloaded).
+//! The worker does that recheck in idle time, more often
+//! ([`Cache::recheck_search`](crate::chunks::Cache::recheck_search), every 25 s),
+//! so that a query finds the memo fresh.
 //! The worker warms up in idle time shortly after it opens
 //! ([`crate::chunks::Cache::warm_search`]): builds the segments that are behind, then loads
 //! every session with its segment held in memory, so later queries read nothing but their

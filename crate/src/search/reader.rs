@@ -165,7 +165,10 @@ impl Loaded {
 const END_READ: usize = super::segment::MIN_TAIL as usize + EDGE;
 
 /// How often a query re-reads every session's blob from the store (for what another tab's
-/// writer did: this worker's own writes are told through [`Live`]), in milliseconds.
+/// writer did: this worker's own writes are told through [`Live`]), in milliseconds. A worker
+/// rechecks in idle time more often than this
+/// ([`Cache::recheck_search`](crate::chunks::Cache::recheck_search)), so that its queries do
+/// not.
 pub const RECHECK_MS: u64 = 30_000;
 
 /// The index blobs of one server's sessions as loaded, by session folder, with their ids:
@@ -462,6 +465,21 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
     let mut loads = memo.0.lock().await;
     loads.warm = true;
     loads.pending.clear();
+}
+
+/// Brings the memo up to the store as a query [`RECHECK_MS`] after the last recheck would
+/// (every session looked at again, with what this worker wrote), in idle time: the worker
+/// calls it more often than that, so that a query finds the memo fresh and asks the store
+/// nothing but its hits' lines. Nothing before a query or a warm-up loaded the memo (the first
+/// query lists every session anyway).
+pub(crate) async fn recheck<S: Store>(store: &S, dir: &str, memo: &Memo, live: &Live) {
+    let mut loads = memo.0.lock().await;
+    if loads.checked == 0 {
+        return;
+    }
+    let (mut changed, _) = live.take_changes();
+    changed.extend(std::mem::take(&mut loads.pending));
+    load(store, dir, &mut loads, &changed, true).await;
 }
 
 /// Lets the tasks woken meanwhile run before this one goes on: a query waiting for the memo
@@ -944,6 +962,42 @@ mod tests {
             let hits = search(&*store, &dir, &warmed, &live, "okapi", 10, None).await;
             assert!(hits.is_empty());
             assert_eq!(reads(), r, "warmed up: nothing read at the recheck");
+        });
+    }
+
+    /// The worker's recheck in idle time ([`recheck`]) brings what another tab wrote, so the
+    /// query after it finds it without asking the store about any session; before a first
+    /// query it does nothing.
+    #[test]
+    fn an_idle_recheck_spares_the_next_query() {
+        pollster::block_on(async {
+            let store = Arc::new(Counting::default());
+            let writer = Cache::new(store.clone(), "example.com", 443).await;
+            let dir = writer.dir().to_string();
+            let mut session = writer.session("s").unwrap();
+            session.open().await;
+            session.append(&user(1, "the aardvark")).await;
+            let (memo, live) = (Memo::default(), Live::default());
+            let stats = || store.stats.load(Ordering::SeqCst);
+            let seqs = |hits: Vec<Hit>| hits.iter().map(|h| h.seq).collect::<Vec<_>>();
+
+            let (r, s) = (store.reads.load(Ordering::SeqCst), stats());
+            recheck(&*store, &dir, &memo, &live).await;
+            assert_eq!(
+                (store.reads.load(Ordering::SeqCst), stats()),
+                (r, s),
+                "nothing loaded yet: nothing asked"
+            );
+
+            let hits = search(&*store, &dir, &memo, &live, "aardvark", 10, None).await;
+            assert_eq!(seqs(hits), vec![1]);
+            session.append(&user(2, "an okapi")).await;
+            // Within RECHECK_MS of the first query, a query alone would not look again.
+            recheck(&*store, &dir, &memo, &live).await;
+            let s = stats();
+            let hits = search(&*store, &dir, &memo, &live, "okapi", 10, None).await;
+            assert_eq!(seqs(hits), vec![2], "the idle recheck read it");
+            assert_eq!(stats(), s, "the query asked the store about no session");
         });
     }
 }

@@ -235,6 +235,17 @@ impl Client {
         })
     }
 
+    /// Looks at every session's search index again for what another tab wrote (the worker
+    /// calls it in idle time, more often than a search would, so that a search does not).
+    #[wasm_bindgen(js_name = recheckSearch)]
+    pub fn recheck_search(&self) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        future_to_promise(async move {
+            engine.recheck_search().await;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
     /// Builds the search segments of the sessions this worker wrote since the last build;
     /// resolves to how many were built (the worker calls it in idle time, every minute).
     #[wasm_bindgen(js_name = buildSearch)]

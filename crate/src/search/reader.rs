@@ -845,7 +845,7 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunks::Cache;
+    use crate::chunks::{Cache, SessionCache};
     use crate::protocol::Line;
     use crate::store::{Entry, MemoryStore, StoreResult};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -892,6 +892,16 @@ mod tests {
         }
     }
 
+    /// A store that counts, a session in it that another tab's cache writes (its writes reach
+    /// the memo under test only through the store), opened, and the server's folder.
+    async fn other_tab() -> (Arc<Counting>, SessionCache<Counting>, String) {
+        let store = Arc::new(Counting::default());
+        let writer = Cache::new(store.clone(), "example.com", 443).await;
+        let mut session = writer.session("s").unwrap();
+        session.open().await;
+        (store, session, writer.dir().to_string())
+    }
+
     fn user(seq: u64, text: &str) -> Line {
         let event = serde_json::json!({"type": "userMessage", "text": text});
         Line::parse(&serde_json::json!({"seq": seq, "ts": 1.0, "event": event}).to_string())
@@ -905,12 +915,7 @@ mod tests {
     #[test]
     fn a_recheck_reads_only_what_another_writer_changed() {
         pollster::block_on(async {
-            let store = Arc::new(Counting::default());
-            // The other tab: its writes reach this worker only through the store.
-            let writer = Cache::new(store.clone(), "example.com", 443).await;
-            let dir = writer.dir().to_string();
-            let mut session = writer.session("s").unwrap();
-            session.open().await;
+            let (store, mut session, dir) = other_tab().await;
             for seq in 1..=3 {
                 session
                     .append(&user(seq, &format!("the aardvark {seq}")))
@@ -971,11 +976,7 @@ mod tests {
     #[test]
     fn an_idle_recheck_spares_the_next_query() {
         pollster::block_on(async {
-            let store = Arc::new(Counting::default());
-            let writer = Cache::new(store.clone(), "example.com", 443).await;
-            let dir = writer.dir().to_string();
-            let mut session = writer.session("s").unwrap();
-            session.open().await;
+            let (store, mut session, dir) = other_tab().await;
             session.append(&user(1, "the aardvark")).await;
             let (memo, live) = (Memo::default(), Live::default());
             let stats = || store.stats.load(Ordering::SeqCst);

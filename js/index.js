@@ -81,21 +81,41 @@ function nextTask() {
 }
 
 /**
+ * Resolves once the page's next frame has been drawn (what the app asked to draw before the
+ * open call, the session's last screen, is then on screen), or at once in a page that draws no
+ * frames (a hidden one), or when the page is hidden meanwhile.
+ */
+function frameDrawn() {
+  const doc = globalThis.document;
+  if (typeof requestAnimationFrame !== 'function' || !doc || doc.visibilityState === 'hidden') {
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    requestAnimationFrame(() => setTimeout(resolve, 0));
+    doc.addEventListener('visibilitychange', resolve, { once: true });
+  });
+}
+
+/**
  * The page's small module (`scrollback_screen.js`: the crate's fold and view alone, a third of
  * the worker's module), fetched and compiled now, beside the early request, so that the opening
  * session's first screen is folded here as soon as the answer is in, not when the worker's
  * module, the store and the session are up. Once up, it warms up: its folds run once over a
  * small session of its own, so that the engine compiles them (V8 compiles a function on its
- * first call) while the answer is most likely still on its way. Resolves to its exports, or
- * null where it cannot load (the worker's view then comes first, as it would anyway).
+ * first call) while the answer is most likely still on its way. The warm-up holds the page's
+ * thread for a few milliseconds, so on a reopen (`drawn`: the frame after the open call) it
+ * waits for the frame that draws the last screen: that screen is what the user sees first,
+ * and the check of its cursor usually brings nothing to fold. Resolves to its exports, or null
+ * where it cannot load (the worker's view then comes first, as it would anyway).
  */
-function loadScreenModule() {
+function loadScreenModule(drawn) {
   const wasm = fetch(new URL('./scrollback_screen_bg.wasm', import.meta.url));
   wasm.catch(() => {});
   return import('./scrollback_screen.js')
     .then(async (glue) => {
       await glue.default({ module_or_path: wasm });
       performance.mark('scrollback:screen-module');
+      await drawn;
       glue.warmUp();
       performance.mark('scrollback:screen-warm');
       return glue;
@@ -202,7 +222,9 @@ export class Scrollback {
     const early = opening === undefined ? null : askEarly(options, opening);
     // Folded here by the small module, for the app's `onOpeningScreen`, once both the answer
     // and the module are in; the worker takes the same answer for the session's open.
-    const screenModule = early && onOpeningScreen ? loadScreenModule() : null;
+    // (On a reopen, the app has just asked for the last screen to be drawn.)
+    const drawn = early?.screen ? frameDrawn() : null;
+    const screenModule = early && onOpeningScreen ? loadScreenModule(drawn) : null;
     // Who is told of the opening screen, once: the app, unless the Scrollback was closed
     // meanwhile (`show` taken back) or a view of the session already shows rows of its own.
     const handing = screenModule ? { show: onOpeningScreen, shown: () => false } : null;

@@ -2,8 +2,10 @@
 // the real server: `close()` while a session is still opening ends the worker cleanly (not by
 // its time limit) and leaves the session free for the next open; an `onChange` or
 // `onOpeningScreen` that throws is reported as an uncaught error would be and stops nothing
-// else, and one whose screen is folded after `close()` is not called; a chat store's `close()` resolves once its worker is gone; bad arguments reject
-// (a promise-returning call never throws at the caller).
+// else, and one whose screen is folded after `close()` is not called; a reopen's small module
+// warms up (holding the page's thread) only after the frame that draws the last screen; a chat
+// store's `close()` resolves once its worker is gone; bad arguments reject (a promise-returning
+// call never throws at the caller).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pageAt, sharedServer } from './lib/setup.mjs';
@@ -136,6 +138,41 @@ test('an opening screen folded after close() is not handed over', async (t) => {
   });
   assert.equal(out.settledBefore, 0, 'the fold had not settled when the Scrollback closed');
   assert.equal(out.shown, 0, 'nothing handed over after close()');
+});
+
+test('a reopen warms the small module up only after the frame that draws the last screen', async (t) => {
+  const { page: p } = await page(t);
+  const out = await p.evaluate(async () => {
+    const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+    const { Scrollback } = await import('/pkg/index.js');
+    const server = location.origin;
+    // A first visit leaves the session's last screen.
+    let sb = await Scrollback.open({ server, storage: 'memory' });
+    const view = await sb.openSession('fix-build');
+    while (!view.state.live || Scrollback.lastScreen(server, 'fix-build') === null) await sleep(20);
+    await sb.close();
+    // The reopen, as an app does it: the last screen asked to be drawn, then the open call.
+    // The page's frames are held, so that the small module is up before the frame comes.
+    const held = [];
+    const pageFrame = window.requestAnimationFrame;
+    window.requestAnimationFrame = (fn) => held.push(fn);
+    let drawnAt = null;
+    requestAnimationFrame(() => { drawnAt = performance.now(); });
+    performance.clearMarks();
+    const opening = Scrollback.open({ server, storage: 'memory', opening: 'fix-build', onOpeningScreen: () => {} });
+    const marked = (name) => performance.getEntriesByName(name).length > 0;
+    while (!marked('scrollback:screen-module')) await sleep(5);
+    const warmBeforeFrame = marked('scrollback:screen-warm');
+    window.requestAnimationFrame = pageFrame;
+    for (const fn of held.splice(0)) fn(performance.now());
+    while (!marked('scrollback:screen-warm')) await sleep(5);
+    const warmAt = performance.getEntriesByName('scrollback:screen-warm')[0].startTime;
+    sb = await opening;
+    await sb.close();
+    return { warmBeforeFrame, drawnAt, warmAt };
+  });
+  assert.equal(out.warmBeforeFrame, false, 'the small module did not warm up while the frame was held');
+  assert.ok(out.drawnAt !== null && out.warmAt >= out.drawnAt, `warmed up after the frame: ${JSON.stringify(out)}`);
 });
 
 test('a chat store closes once its worker is gone; bad arguments reject rather than throw', async (t) => {

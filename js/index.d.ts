@@ -442,9 +442,10 @@ export declare class Scrollback {
    * The worker's start-up marks, as this page's `performance.now()` times: `start` (the worker
    * began), `module` (the wasm module was compiled and ready), `open` (the store was open),
    * and, once it made one, `request` and `response` (its first request to the server was sent,
-   * and its answer had arrived).
+   * and its answer had arrived), and `search-warm` (its own search warm-up, in idle time after
+   * the open, was done).
    */
-  marks(): Promise<{ start: number; module?: number; open?: number; request?: number; response?: number }>;
+  marks(): Promise<{ start: number; module?: number; open?: number; request?: number; response?: number; 'search-warm'?: number }>;
   /**
    * The windowed chat files and prompt backfill, in the same worker and storage. Each call is a
    * handle with its own options and backfill cache; bad options reject its calls (TypeError).

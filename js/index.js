@@ -470,7 +470,8 @@ export class Scrollback {
    * The worker's start-up marks, as `performance.now()` times of this page: `start` (the
    * worker began), `module` (the wasm module was ready), `open` (the store was open), and,
    * once it made one, `request` and `response` (its first request to the server was sent, and
-   * its answer had arrived).
+   * its answer had arrived), and `search-warm` (its own search warm-up, in idle time after the
+   * open, was done).
    * @returns {Promise<Record<string, number>>}
    */
   async marks() {

@@ -144,7 +144,12 @@ const ops = {
     performance.mark('scrollback:open');
     // The search indexes are loaded in idle time, once the first screen had its turn.
     const opened = client;
-    setTimeout(() => { if (client === opened) opened.warmSearch().catch(() => {}); }, WARM_AFTER_MS);
+    // (Marked once done: `sb.marks()['search-warm']`.)
+    setTimeout(() => {
+      if (client === opened) {
+        opened.warmSearch().then(() => performance.mark('scrollback:search-warm'), () => {});
+      }
+    }, WARM_AFTER_MS);
     const building = setInterval(() => {
       if (client === opened) opened.buildSearch().catch(() => {});
       else clearInterval(building);

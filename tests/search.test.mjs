@@ -1,7 +1,9 @@
 // Search in the browser: sb.search over what the worker cached, with the network cut off.
 // A session is opened (and scrolled back) online, the page goes offline, and the search still
 // answers from the cache: typed hits, the matched words marked, a session filter, a limit; then
-// from the search segment the warm-up built, in a worker that starts offline.
+// from the search segment the warm-up built, in a worker that starts offline. And what another
+// tab caches is found at once (its worker tells the others), not at the next look at every
+// session, 25 s later.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pageAt, sharedServer } from './lib/setup.mjs';
@@ -65,5 +67,61 @@ for (const storage of ['opfs', 'indexeddb']) {
     assert.deepEqual(again.warm, result.hits);
     assert.ok(again.some.length > 3, JSON.stringify(again.some.length));
     assert.deepEqual(again.warmSome, again.some);
+  });
+}
+
+// (Each storage posts to a session of its own: a message posted while the other's reply streams
+// would be queued.)
+for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode']]) {
+  test(`${storage}: what another tab caches is found at once, not at the next look at every session`, async (t) => {
+    const url = `${shared.server.url}/pkg/index.js`;
+    const { context, page: a } = await pageAt(t, shared.browser, url);
+    const word = `okapi${storage}`;
+    // Tab A caches a session and searches: it has looked at every session, and would not look
+    // again for 30 s (25 s in idle time) by itself.
+    const before = await a.evaluate(async ({ storage, word }) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      window.sb = sb;
+      const view = await sb.openSession('welcome');
+      while (!view.state.live) await sleep(20);
+      view.close();
+      // The worker's own warm-up, in idle time after it opened, has listed every session.
+      while (!(await sb.marks())['search-warm']) await sleep(50);
+      return sb.search(word);
+    }, { storage, word });
+    assert.deepEqual(before, []);
+    // Tab B, on the same store: a message posted to the session it shows is cached and
+    // indexed there.
+    const b = await context.newPage();
+    await b.goto(url);
+    await b.evaluate(async ({ storage, session, word }) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      window.sb = sb;
+      const view = await sb.openSession(session);
+      while (!view.state.live) await sleep(20);
+      await sb.postMessage(session, `what does an ${word} eat?`);
+      while (!view.state.rows.some((r) => r.kind === 'user' && r.text.includes(word))) await sleep(20);
+    }, { storage, session, word });
+    // Tab A finds it as soon as B's worker has told it (its write committed), in far less
+    // than the 25 s of its next look at every session.
+    const found = await a.evaluate(async (word) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const started = performance.now();
+      let hits = await window.sb.search(word);
+      while (hits.length === 0 && performance.now() - started < 10_000) {
+        await sleep(50);
+        hits = await window.sb.search(word);
+      }
+      return { hits, ms: performance.now() - started };
+    }, word);
+    t.diagnostic(`found ${Math.round(found.ms)} ms after the other tab showed it`);
+    assert.equal(found.hits.length, 1, `found within ${Math.round(found.ms)} ms: ${JSON.stringify(found.hits)}`);
+    assert.equal(found.hits[0].session, session);
+    assert.ok(found.hits[0].snippet.some((p) => p.hit && p.text.toLowerCase() === word), JSON.stringify(found.hits[0].snippet));
+    await b.close();
   });
 }

@@ -3,6 +3,7 @@
 use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
+use crate::search::live::Notify;
 use crate::search::segment;
 use crate::search::writer::{IndexWriter, INDEX};
 use crate::search::{Hit, Live, Memo};
@@ -170,6 +171,22 @@ impl<S: Store> Cache<S> {
     /// nothing before the first search or warm-up.
     pub async fn recheck_search(&self) {
         crate::search::reader::recheck(&*self.store, &self.dir, &self.search, &self.live).await;
+    }
+
+    /// Has `notify` told of every search index blob this cache's writers grow (the session's
+    /// folder name and the blob's new size), for the other tabs: see [`Cache::search_told`].
+    pub fn on_search_written(&self, notify: Notify) {
+        self.live.on_written(notify);
+    }
+
+    /// Another tab's writer grew the search index blob of the session whose folder is `key` to
+    /// `size` bytes (what its [`Cache::on_search_written`] told): the next search reads it, so
+    /// that what another tab just wrote is found at once, not at the next recheck of every
+    /// session ([`Cache::recheck_search`]).
+    pub fn search_told(&self, key: &str, size: u64) {
+        if decode(key).is_some() {
+            self.live.told(key, size);
+        }
     }
 
     /// Builds the search segment ([`crate::search::segment`]) of every cached session whose

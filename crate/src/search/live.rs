@@ -11,9 +11,15 @@
 //!   session at most every [`super::reader::RECHECK_MS`]), instead of asking the store about
 //!   every session on every query (a stat per session: hundreds of ms in OPFS at 50 sessions).
 //!   The idle build of the segments ([`super::segment`]) looks at those sessions too.
+//! - **What other tabs wrote.** A writer tells the other contexts of its origin when a blob
+//!   grew ([`Live::on_written`]: the worker posts it on a `BroadcastChannel`), and a context
+//!   told so ([`Live::told`]) reads that session again at its next query, rather than at its
+//!   next recheck of every session, up to [`super::reader::RECHECK_MS`] later. A notice carries
+//!   the blob's size: a read that does not reach it yet (another tab's write still buffered)
+//!   looks again at the next query.
 
 use super::doc::{Doc, Folder};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -46,19 +52,47 @@ struct State {
     relist: bool,
     /// The blobs written since the last segment build looked at them.
     unbuilt: HashSet<String>,
+    /// The blobs another context said it wrote, by session.
+    told: HashMap<String, Told>,
 }
+
+/// What another context said of a session's blob.
+#[derive(Debug)]
+struct Told {
+    /// The blob's size after its write.
+    size: u64,
+    /// When (ms since the epoch).
+    at: u64,
+    /// A query has looked at the blob since.
+    looked: bool,
+}
+
+/// Told of each blob this worker's writers grew: the session's folder name and the blob's new
+/// size ([`Live::on_written`]).
+pub type Notify = Arc<dyn Fn(&str, u64) + Send + Sync>;
 
 /// One server's sessions as this worker's writers changed them, by session folder name.
 /// Cloning shares it.
 #[derive(Debug, Clone, Default)]
 pub struct Live(Arc<Inner>);
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Inner {
     state: Mutex<State>,
     /// Counts the removals that dropped shared folds: a writer whose fold was dropped shares
     /// it again with its next lines ([`Live::tracks`]).
     removals: AtomicU64,
+    /// Told of each blob grown ([`Live::on_written`]).
+    notify: Mutex<Option<Notify>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("state", &self.state)
+            .field("removals", &self.removals)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Live {
@@ -128,6 +162,50 @@ impl Live {
                 }
             }
         });
+    }
+
+    /// Has `notify` told of every blob this worker's writers grow from now on (what the
+    /// worker posts to the other tabs).
+    pub fn on_written(&self, notify: Notify) {
+        *self.0.notify.lock().unwrap_or_else(PoisonError::into_inner) = Some(notify);
+    }
+
+    /// Session `key`'s blob was appended to by this worker and is now `size` bytes.
+    pub fn written(&self, key: &str, size: u64) {
+        let notify = self.0.notify.lock().ok().and_then(|n| n.clone());
+        if let Some(notify) = notify {
+            notify(key, size);
+        }
+    }
+
+    /// Another context wrote session `key`'s blob, which is now `size` bytes: the next query
+    /// looks at it (and the queries after it too, until a read reaches `size`, or for
+    /// [`super::reader::RECHECK_MS`], when every session is looked at anyway). A blob rebuilt
+    /// there is smaller than the one read here: that look reloads it.
+    pub fn told(&self, key: &str, size: u64) {
+        let at = crate::store::now_millis();
+        let told = Told {
+            size,
+            at,
+            looked: false,
+        };
+        self.with(|s| s.told.insert(key.to_string(), told));
+    }
+
+    /// The sessions that other contexts said they wrote and that a query is to look at: those
+    /// not looked at since, and those not read as far as told yet (given how far a read
+    /// reached, `read(key)`); forgets the others, and those told too long ago.
+    pub(super) fn told_unread(&self, read: impl Fn(&str) -> u64) -> HashSet<String> {
+        let now = crate::store::now_millis();
+        self.with(|s| {
+            s.told.retain(|key, told| {
+                (!told.looked || read(key) < told.size)
+                    && now.saturating_sub(told.at) < super::reader::RECHECK_MS
+            });
+            s.told.iter_mut().for_each(|(_, told)| told.looked = true);
+            s.told.keys().cloned().collect()
+        })
+        .unwrap_or_default()
     }
 
     /// The sessions whose blob this worker changed since the last call (for the idle build of

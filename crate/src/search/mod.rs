@@ -92,7 +92,9 @@
 //! rebuilt blob — shrunk, or its bytes before the end read last time changed — is reloaded).
 //! The worker does that recheck in idle time, more often
 //! ([`Cache::recheck_search`](crate::chunks::Cache::recheck_search), every 25 s),
-//! so that a query finds the memo fresh.
+//! so that a query finds the memo fresh. What another tab's writer appends is told at once
+//! ([`live`]: the worker posts each blob's new size to the other tabs, and a query reads the
+//! sessions it was told of), so the recheck is left with what no notice told.
 //! The worker warms up in idle time shortly after it opens
 //! ([`crate::chunks::Cache::warm_search`]): builds the segments that are behind, then loads
 //! every session with its segment held in memory, so later queries read nothing but their

@@ -478,8 +478,14 @@ pub(crate) async fn recheck<S: Store>(store: &S, dir: &str, memo: &Memo, live: &
         return;
     }
     let (mut changed, _) = live.take_changes();
+    changed.extend(live.told_unread(|key| read_so_far(&loads, key)));
     changed.extend(std::mem::take(&mut loads.pending));
     load(store, dir, &mut loads, &changed, true).await;
+}
+
+/// How far session `key`'s blob was read (0: not loaded).
+fn read_so_far(loads: &Loads, key: &str) -> u64 {
+    loads.sessions.get(key).map_or(0, |(_, l)| l.size)
 }
 
 /// Lets the tasks woken meanwhile run before this one goes on: a query waiting for the memo
@@ -564,6 +570,7 @@ pub(crate) async fn search<S: Store>(
     }
     let mut loads = memo.0.lock().await;
     let (mut changed, relist) = live.take_changes();
+    changed.extend(live.told_unread(|key| read_so_far(&loads, key)));
     let stale = crate::store::now_millis().saturating_sub(loads.checked) >= RECHECK_MS;
     let unknown = changed.iter().any(|k| !loads.sessions.contains_key(k));
     // A warm-up under way has listed them; it holds them once they are loaded.
@@ -902,6 +909,18 @@ mod tests {
         (store, session, writer.dir().to_string())
     }
 
+    /// The seqs of the hits of `text` over the sessions under `dir`.
+    async fn seqs_found(
+        store: &Counting,
+        dir: &str,
+        memo: &Memo,
+        live: &Live,
+        text: &str,
+    ) -> Vec<u64> {
+        let hits = search(store, dir, memo, live, text, 10, None).await;
+        hits.iter().map(|h| h.seq).collect()
+    }
+
     fn user(seq: u64, text: &str) -> Line {
         let event = serde_json::json!({"type": "userMessage", "text": text});
         Line::parse(&serde_json::json!({"seq": seq, "ts": 1.0, "event": event}).to_string())
@@ -922,13 +941,7 @@ mod tests {
                     .await;
             }
             let (memo, live) = (Memo::default(), Live::default());
-            let found = |text: &'static str| {
-                let (store, dir, memo, live) = (&store, &dir, &memo, &live);
-                async move {
-                    let hits = search(store, dir, memo, live, text, 10, None).await;
-                    hits.iter().map(|h| h.seq).collect::<Vec<_>>()
-                }
-            };
+            let found = |text| seqs_found(&store, &dir, &memo, &live, text);
             let recheck = || async { memo.0.lock().await.checked = 0 };
             let reads = || store.reads.load(Ordering::SeqCst);
             let stats = || store.stats.load(Ordering::SeqCst);
@@ -999,6 +1012,85 @@ mod tests {
             let hits = search(&*store, &dir, &memo, &live, "okapi", 10, None).await;
             assert_eq!(seqs(hits), vec![2], "the idle recheck read it");
             assert_eq!(stats(), s, "the query asked the store about no session");
+        });
+    }
+
+    /// What another tab's writer tells ([`Live::on_written`], posted by the worker to the
+    /// other tabs; [`Live::told`] where it is heard) is read at the next query, well within
+    /// [`RECHECK_MS`] of the last look at every session: a blob that grew, and the blob of a
+    /// session this worker had not listed, and a blob rebuilt there (smaller). A notice of a
+    /// size the blob has not reached yet (the other tab's write still buffered) is looked at
+    /// by the queries after it too, until a read reaches it; one that was read is not read
+    /// again.
+    #[test]
+    fn what_another_tab_tells_is_read_at_the_next_query() {
+        pollster::block_on(async {
+            let store = Arc::new(Counting::default());
+            let writer = Cache::new(store.clone(), "example.com", 443).await;
+            let notices = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let heard = notices.clone();
+            writer.on_search_written(Arc::new(move |key: &str, size| {
+                heard.lock().unwrap().push((key.to_string(), size));
+            }));
+            let dir = writer.dir().to_string();
+            let mut session = writer.session("s").unwrap();
+            session.open().await;
+            session.append(&user(1, "the aardvark")).await;
+            let (memo, live) = (Memo::default(), Live::default());
+            let found = |text| seqs_found(&store, &dir, &memo, &live, text);
+            let reads = || store.reads.load(Ordering::SeqCst);
+            let last = || notices.lock().unwrap().last().cloned().unwrap();
+            assert_eq!(found("aardvark").await, vec![1]);
+
+            session.append(&user(2, "an okapi")).await;
+            let (key, size) = last();
+            let blob = format!("{dir}/{key}/{INDEX}");
+            let stat = store.inner.stat(&blob).await.unwrap().unwrap();
+            assert_eq!(
+                size, stat.size,
+                "the notice: the blob's size after the write"
+            );
+            assert!(
+                found("okapi").await.is_empty(),
+                "not told: not looked at before RECHECK_MS"
+            );
+            live.told(&key, size);
+            assert_eq!(
+                found("okapi").await,
+                vec![2],
+                "told: read at the next query"
+            );
+            let r = reads();
+            assert!(found("nothing").await.is_empty());
+            assert_eq!(reads(), r, "read as far as told: not read again");
+
+            // Told of a size its read does not reach yet: looked at again by the next query.
+            live.told(&key, size + 1000);
+            let r = reads();
+            found("nothing").await;
+            assert!(reads() > r, "told: looked at");
+            let r = reads();
+            found("nothing").await;
+            assert!(reads() > r, "not reached yet: looked at again");
+
+            // Rebuilt there with another conversation: smaller than what was read here.
+            session.purge().await;
+            session.append(&user(1, "a zebu")).await;
+            let (_, size) = last();
+            live.told(&key, size);
+            assert_eq!(found("zebu").await, vec![1], "told: reloaded");
+            assert!(found("okapi").await.is_empty(), "nothing of the old one");
+
+            // A session this worker had not listed.
+            let mut other = writer.session("t").unwrap();
+            other.open().await;
+            other.append(&user(1, "a pangolin")).await;
+            let (other_key, size) = last();
+            assert_ne!(other_key, key);
+            live.told(&other_key, size);
+            let hits = search(&*store, &dir, &memo, &live, "pangolin", 10, None).await;
+            let sessions: Vec<_> = hits.iter().map(|h| h.session.as_str()).collect();
+            assert_eq!(sessions, ["t"], "a new session told: listed and read");
         });
     }
 }

@@ -232,9 +232,12 @@ impl IndexWriter {
             doc.write_line(&mut bytes);
         }
         self.live.changed(&self.key);
-        if let Err(e) = store.append(&self.path, &bytes).await {
-            log::info!("scrollback: the search index {} stopped: {e}", self.path);
-            self.stopped = true;
+        match store.append(&self.path, &bytes).await {
+            Ok(size) => self.live.written(&self.key, size),
+            Err(e) => {
+                log::info!("scrollback: the search index {} stopped: {e}", self.path);
+                self.stopped = true;
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 use super::chats::{ChatOptions, ChatState, Chats};
 use super::error::{anchor, to_js, BindingError};
 use super::session::{SessionHandle, Tally};
+use super::tabs::Tabs;
 use crate::engine::{Config, Engine};
 use crate::protocol::SessionSummary;
 use crate::store::{open_store, Backend, BrowserStore, Store};
@@ -60,6 +61,8 @@ pub struct Client {
     summaries: Rc<RefCell<HashMap<String, SessionSummary>>>,
     tally: Rc<Tally>,
     chats: Rc<ChatState>,
+    /// The other tabs, told what this worker's search writers grew, and telling its searches.
+    _tabs: Option<Tabs>,
 }
 
 #[wasm_bindgen]
@@ -82,10 +85,11 @@ impl Client {
                 transport.base(),
                 store.name()
             );
-            let engine = Engine::assemble(Arc::new(store), transport, config).await;
+            let engine = Rc::new(Engine::assemble(Arc::new(store), transport, config).await);
             Ok(Client {
                 chats: ChatState::new(engine.cache().store().clone()),
-                engine: Rc::new(engine),
+                _tabs: Tabs::join(&engine),
+                engine,
                 summaries: Rc::default(),
                 tally: Rc::default(),
             }

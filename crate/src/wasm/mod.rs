@@ -6,6 +6,7 @@
 //!   [`Engine::assemble`](crate::engine::Engine::assemble)) and the chats beside it;
 //! - [`session`]: `SessionHandle`, one open session;
 //! - [`chats`]: `Chats`, the windowed chat files and prompt backfill in the same storage;
+//! - [`tabs`]: the other tabs of the origin, told what this worker's search writers grew;
 //! - [`bench`]: hidden hooks on `Client` for `npm run bench:search` (not the API).
 //!
 //! Errors become real JS `Error`s with readable messages ([`error`]); options arrive as plain
@@ -16,6 +17,7 @@ mod chats;
 mod client;
 mod error;
 mod session;
+mod tabs;
 
 use wasm_bindgen::prelude::*;
 

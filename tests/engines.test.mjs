@@ -3,8 +3,9 @@
 // picks there, a cold open, a reopen after a page reload with one probe and the rows from the
 // cache, scrolling back through cached pages without a request, a reply streaming while the
 // page is reloaded continuing in one row, search (from the blob, then from the segment the
-// warm-up built), `view.reload()`, and a stream that goes silent without closing (through a
-// relay) reconnected by the server's keep-alive. One description for all engines.
+// warm-up built; what another worker on the store caches, found at once), `view.reload()`, and
+// a stream that goes silent without closing (through a relay) reconnected by the server's
+// keep-alive. One description for all engines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -174,6 +175,43 @@ it('search finds what was read; a worker that starts answers the same from the s
   const again = await ask();
   assert.deepEqual(again.hits, first.hits, 'read from the segment, before the warm-up');
   assert.deepEqual(again.warm, first.hits);
+});
+
+it('two workers on one store, as two tabs have: what one caches, the other\'s next search finds', async () => {
+  await copySession('tab-a', 'welcome');
+  await copySession('tab-b', 'fix-build');
+  await reload();
+  const out = await browser.run(async ({ server }) => {
+    const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+    const { Scrollback } = await import('/pkg/index.js');
+    // The first: a session cached, then its own warm-up has looked at every session (it would
+    // not look again for 25 s by itself).
+    const a = await Scrollback.open({ server, storage: 'auto' });
+    const seen = await a.openSession('tab-a');
+    while (!seen.state.live) await sleep(20);
+    seen.close();
+    while (!(await a.marks())['search-warm']) await sleep(50);
+    const before = await a.search('okapiengine');
+    // The second, on the same store: a message posted to the session it shows.
+    const b = await Scrollback.open({ server, storage: 'auto' });
+    const shown = await b.openSession('tab-b');
+    while (!shown.state.live) await sleep(20);
+    await b.postMessage('tab-b', 'what does an okapiengine eat?');
+    while (!shown.state.rows.some((r) => r.kind === 'user' && r.text.includes('okapiengine'))) await sleep(20);
+    const started = performance.now();
+    let hits = await a.search('okapiengine');
+    while (hits.length === 0 && performance.now() - started < 10_000) {
+      await sleep(50);
+      hits = await a.search('okapiengine');
+    }
+    const ms = Math.round(performance.now() - started);
+    shown.close();
+    await b.close();
+    await a.close();
+    return { before, sessions: hits.map((h) => h.session), ms };
+  }, { server: server.url });
+  assert.deepEqual(out.before, []);
+  assert.deepEqual(out.sessions, ['tab-b'], `found ${out.ms} ms after the other worker showed it`);
 });
 
 it('a reply streaming across a page reload continues in one row, no delta missing or doubled', async () => {

@@ -4,6 +4,7 @@
 //! [`RECHECK_MS`](crate::search::reader::RECHECK_MS) for its next look at every session.
 
 use super::client::BrowserEngine;
+use crate::store::BrowserStore;
 use serde::{Deserialize, Serialize};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -33,11 +34,14 @@ pub(super) struct Tabs {
 
 impl Tabs {
     /// Joins the channel of `engine`'s store and server: its writers' notices are posted
-    /// there, and the notices of the other workers tell its searches. `None` where the
-    /// browser has no `BroadcastChannel` (each search then looks at every session at most
-    /// every `RECHECK_MS`, as before).
+    /// there, and the notices of the other workers tell its searches. `None` for a memory
+    /// store, and where the browser has no `BroadcastChannel` (each search then looks at every
+    /// session at most every `RECHECK_MS`, as before).
     pub(super) fn join(engine: &Rc<BrowserEngine>) -> Option<Tabs> {
         let cache = engine.cache();
+        if let BrowserStore::Memory(_) = **cache.store() {
+            return None; // this worker's alone: no other one writes to it
+        }
         let name = format!("scrollback:search:{}:{}", cache.store().name(), cache.dir());
         let channel = BroadcastChannel::new(&name).ok()?;
         let me = format!("{}", js_sys::Math::random());

@@ -6,8 +6,9 @@
 use super::client::BrowserEngine;
 use crate::store::BrowserStore;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::rc::{Rc, Weak};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{BroadcastChannel, MessageEvent};
@@ -15,16 +16,22 @@ use web_sys::{BroadcastChannel, MessageEvent};
 /// The largest integer a JS number holds exactly.
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
-/// What a worker posts when one of its writers grew a session's search index blob.
+/// How long a worker gathers what its writers grew before it posts it, in milliseconds: one
+/// message for every blob grown meanwhile, however fast lines are appended (a message a row
+/// took three quarters of the indexed append rate in the search bench).
+const GATHER_MS: u32 = 50;
+
+/// What a worker posts when its writers grew sessions' search index blobs.
 #[derive(Debug, Serialize, Deserialize)]
 struct Notice {
     /// Who posted it (a worker hears its own notices: they are left alone).
     from: String,
-    /// The session's folder name.
-    key: String,
-    /// The blob's size after the write (bytes).
-    size: f64,
+    /// Each session's folder name, with its blob's size after the last write (bytes).
+    sizes: Vec<(String, f64)>,
 }
+
+/// The blobs grown since the last notice, by session folder name: their sizes.
+type Gathered = Arc<Mutex<HashMap<String, u64>>>;
 
 /// This worker on its store and server's channel: listening while it lives.
 pub(super) struct Tabs {
@@ -33,7 +40,7 @@ pub(super) struct Tabs {
 }
 
 impl Tabs {
-    /// Joins the channel of `engine`'s store and server: its writers' notices are posted
+    /// Joins the channel of `engine`'s store and server: what its writers grow is posted
     /// there, and the notices of the other workers tell its searches. `None` for a memory
     /// store, and where the browser has no `BroadcastChannel` (each search then looks at every
     /// session at most every `RECHECK_MS`, as before).
@@ -45,22 +52,27 @@ impl Tabs {
         let name = format!("scrollback:search:{}:{}", cache.store().name(), cache.dir());
         let channel = BroadcastChannel::new(&name).ok()?;
         let me = format!("{}", js_sys::Math::random());
-        // Posted on a channel object of its own (the notifier holds no JS value, so that the
-        // core's `Live` stays `Send`), which this worker's own channel hears too: `from` says
-        // it is its own.
+        let gathered = Gathered::default();
         let (from, out) = (me.clone(), name);
         cache.on_search_written(Arc::new(move |key, size| {
-            let notice = Notice {
-                from: from.clone(),
-                key: key.to_string(),
-                size: size as f64,
-            };
-            if let (Ok(channel), Ok(data)) = (
-                BroadcastChannel::new(&out),
-                serde_wasm_bindgen::to_value(&notice),
-            ) {
-                let _ = channel.post_message(&data);
-                channel.close();
+            let mut sizes = gathered.lock().unwrap_or_else(PoisonError::into_inner);
+            let first = sizes.is_empty();
+            match sizes.get_mut(key) {
+                Some(known) => *known = size,
+                None => {
+                    sizes.insert(key.to_string(), size);
+                }
+            }
+            drop(sizes);
+            if first {
+                let (gathered, from, out) = (gathered.clone(), from.clone(), out.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    gloo_timers::future::TimeoutFuture::new(GATHER_MS).await;
+                    let sizes = std::mem::take(
+                        &mut *gathered.lock().unwrap_or_else(PoisonError::into_inner),
+                    );
+                    post(&out, from, sizes);
+                });
             }
         }));
         let engine: Weak<BrowserEngine> = Rc::downgrade(engine);
@@ -68,12 +80,13 @@ impl Tabs {
             let Ok(notice) = serde_wasm_bindgen::from_value::<Notice>(event.data()) else {
                 return; // not a notice of this version: nothing to do
             };
-            let size = notice.size;
-            if notice.from == me || !(0.0..=MAX_SAFE).contains(&size) {
+            let Some(engine) = engine.upgrade().filter(|_| notice.from != me) else {
                 return;
-            }
-            if let Some(engine) = engine.upgrade() {
-                engine.cache().search_told(&notice.key, size as u64);
+            };
+            for (key, size) in notice.sizes {
+                if (0.0..=MAX_SAFE).contains(&size) {
+                    engine.cache().search_told(&key, size as u64);
+                }
             }
         });
         channel.set_onmessage(Some(listen.as_ref().unchecked_ref()));
@@ -81,6 +94,21 @@ impl Tabs {
             channel,
             _listen: listen,
         })
+    }
+}
+
+/// Posts what was gathered on the channel `name`, from a channel object of its own (the
+/// writers' notifier holds no JS value, so that the core's `Live` stays `Send`), which this
+/// worker's own channel hears too: `from` says it is its own.
+fn post(name: &str, from: String, sizes: HashMap<String, u64>) {
+    let sizes = sizes.into_iter().map(|(k, s)| (k, s as f64)).collect();
+    let notice = Notice { from, sizes };
+    if let (Ok(channel), Ok(data)) = (
+        BroadcastChannel::new(name),
+        serde_wasm_bindgen::to_value(&notice),
+    ) {
+        let _ = channel.post_message(&data);
+        channel.close();
     }
 }
 

@@ -223,8 +223,9 @@ export class Scrollback {
     // Folded here by the small module, for the app's `onOpeningScreen`, once both the answer
     // and the module are in; the worker takes the same answer for the session's open.
     // (On a reopen, the app has just asked for the last screen to be drawn.)
-    const drawn = early?.screen ? frameDrawn() : null;
-    const screenModule = early && onOpeningScreen ? loadScreenModule(drawn) : null;
+    const screenModule = early && onOpeningScreen
+      ? loadScreenModule(early.screen ? frameDrawn() : null)
+      : null;
     // Who is told of the opening screen, once: the app, unless the Scrollback was closed
     // meanwhile (`show` taken back) or a view of the session already shows rows of its own.
     const handing = screenModule ? { show: onOpeningScreen, shown: () => false } : null;

@@ -458,8 +458,9 @@ export declare class Scrollback {
   static chats(options?: ChatStoreOptions): Promise<Chats>;
   /**
    * Closes every view and stops the worker once it has finished what it was writing (calls
-   * under way answered, sessions stopped, buffered appends committed), or after two seconds if
-   * it does not answer. Calls made after it reject. Resolves when the worker is gone.
+   * under way answered, sessions stopped, buffered appends committed, the other tabs told what
+   * it added to the search indexes), or after two seconds if it does not answer. Calls made
+   * after it reject. Resolves when the worker is gone.
    */
   close(): Promise<void>;
 }

@@ -546,8 +546,8 @@ export class Scrollback {
 
   /**
    * Closes every view and stops the worker once it has finished what it was writing (calls
-   * under way answered, sessions stopped, buffered appends committed), or after
-   * {@link CLOSE_WAIT_MS} if it does not answer. Calls made after `close` reject at once.
+   * under way answered, sessions stopped, buffered appends committed, the other tabs told what
+   * it added to the search indexes), or after {@link CLOSE_WAIT_MS} if it does not answer. Calls made after `close` reject at once.
    * Resolves when the worker is gone; calling it again returns the same promise.
    * @returns {Promise<void>}
    */

@@ -3,7 +3,8 @@
 // picks there, a cold open, a reopen after a page reload with one probe and the rows from the
 // cache, scrolling back through cached pages without a request, a reply streaming while the
 // page is reloaded continuing in one row, search (from the blob, then from the segment the
-// warm-up built; what another worker on the store caches, found at once), `view.reload()`, and
+// warm-up built; what another worker on the store caches, found at once, also when it closes
+// right after), `view.reload()`, and
 // a stream that goes silent without closing (through a relay) reconnected by the server's
 // keep-alive. One description for all engines.
 import { test, before, after } from 'node:test';
@@ -205,13 +206,25 @@ it('two workers on one store, as two tabs have: what one caches, the other\'s ne
       hits = await a.search('okapiengine');
     }
     const ms = Math.round(performance.now() - started);
+    // Another message, and the second closes as soon as it shows it (before its gathered
+    // notice would go): it tells the first as it closes.
+    await b.postMessage('tab-b', 'and okapiclose?');
+    while (!shown.state.rows.some((r) => r.text?.includes('okapiclose'))) await sleep(5);
     shown.close();
     await b.close();
+    const closed = performance.now();
+    let last = await a.search('okapiclose');
+    while (last.length === 0 && performance.now() - closed < 10_000) {
+      await sleep(50);
+      last = await a.search('okapiclose');
+    }
+    const lastMs = Math.round(performance.now() - closed);
     await a.close();
-    return { before, sessions: hits.map((h) => h.session), ms };
+    return { before, sessions: hits.map((h) => h.session), ms, last: last.map((h) => h.session), lastMs };
   }, { server: server.url });
   assert.deepEqual(out.before, []);
   assert.deepEqual(out.sessions, ['tab-b'], `found ${out.ms} ms after the other worker showed it`);
+  assert.deepEqual(out.last, ['tab-b'], `found ${out.lastMs} ms after the other worker closed`);
 });
 
 it('a reply streaming across a page reload continues in one row, no delta missing or doubled', async () => {

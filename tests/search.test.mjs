@@ -2,8 +2,8 @@
 // A session is opened (and scrolled back) online, the page goes offline, and the search still
 // answers from the cache: typed hits, the matched words marked, a session filter, a limit; then
 // from the search segment the warm-up built, in a worker that starts offline. And what another
-// tab caches is found at once (its worker tells the others), not at the next look at every
-// session, 25 s later.
+// tab caches is found at once (its worker tells the others, and a tab that closes tells them as
+// it closes), not at the next look at every session, 25 s later.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pageAt, sharedServer } from './lib/setup.mjs';
@@ -102,6 +102,7 @@ for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode'
       const sb = await Scrollback.open({ server: location.origin, storage });
       window.sb = sb;
       const view = await sb.openSession(session);
+      window.view = view;
       while (!view.state.live) await sleep(20);
       await sb.postMessage(session, `what does an ${word} eat?`);
       while (!view.state.rows.some((r) => r.kind === 'user' && r.text.includes(word))) await sleep(20);
@@ -122,6 +123,32 @@ for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode'
     assert.equal(found.hits.length, 1, `found within ${Math.round(found.ms)} ms: ${JSON.stringify(found.hits)}`);
     assert.equal(found.hits[0].session, session);
     assert.ok(found.hits[0].snippet.some((p) => p.hit && p.text.toLowerCase() === word), JSON.stringify(found.hits[0].snippet));
+
+    // B posts again and closes as soon as the row is shown, before its worker would have
+    // posted what it gathered (50 ms): it tells the other tabs as it closes.
+    const last = `${word}s`;
+    const closed = await b.evaluate(async ({ session, last }) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const { view } = window;
+      await window.sb.postMessage(session, `and ${last}?`);
+      while (!view.state.rows.some((r) => r.text?.includes(last))) await sleep(5);
+      const shown = performance.now();
+      await window.sb.close();
+      return performance.now() - shown;
+    }, { session, last });
+    const foundLast = await a.evaluate(async (word) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const started = performance.now();
+      let hits = await window.sb.search(word);
+      while (hits.length === 0 && performance.now() - started < 10_000) {
+        await sleep(50);
+        hits = await window.sb.search(word);
+      }
+      return { hits, ms: performance.now() - started };
+    }, last);
+    t.diagnostic(`B closed ${Math.round(closed)} ms after showing its last row; A found it ${Math.round(foundLast.ms)} ms after that`);
+    assert.equal(foundLast.hits.length, 1, `found within ${Math.round(foundLast.ms)} ms: ${JSON.stringify(foundLast.hits)}`);
+    assert.equal(foundLast.hits[0].session, session);
     await b.close();
   });
 }

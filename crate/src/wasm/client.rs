@@ -62,7 +62,7 @@ pub struct Client {
     tally: Rc<Tally>,
     chats: Rc<ChatState>,
     /// The other tabs, told what this worker's search writers grew, and telling its searches.
-    _tabs: Option<Tabs>,
+    tabs: Option<Rc<Tabs>>,
 }
 
 #[wasm_bindgen]
@@ -88,7 +88,7 @@ impl Client {
             let engine = Rc::new(Engine::assemble(Arc::new(store), transport, config).await);
             Ok(Client {
                 chats: ChatState::new(engine.cache().store().clone()),
-                _tabs: Tabs::join(&engine),
+                tabs: Tabs::join(&engine).map(Rc::new),
                 engine,
                 summaries: Rc::default(),
                 tally: Rc::default(),
@@ -181,15 +181,21 @@ impl Client {
 
     /// Finishes what the cache was writing, for a worker about to end: resolves once every
     /// closed session's run has ended (its writer role given up, its appends committed) and
-    /// the store's buffered writes are committed. Close the sessions first; a session still
-    /// open keeps this waiting.
+    /// the store's buffered writes are committed, and the other tabs are told what its search
+    /// indexes grew since its last notice. Close the sessions first; a session still open
+    /// keeps this waiting.
     pub fn close(&self) -> js_sys::Promise {
         let engine = self.engine.clone();
         let tally = self.tally.clone();
+        let tabs = self.tabs.clone();
         future_to_promise(async move {
             tally.settled().await;
             if let Err(e) = engine.cache().store().flush().await {
                 log::info!("scrollback: a buffered write failed as the cache closed: {e}");
+            }
+            // What the last writes grew, told now: the other tabs' searches find it at once.
+            if let Some(tabs) = tabs {
+                tabs.flush();
             }
             Ok(JsValue::UNDEFINED)
         })

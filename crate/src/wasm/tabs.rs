@@ -37,6 +37,7 @@ type Gathered = Arc<Mutex<HashMap<String, u64>>>;
 pub(super) struct Tabs {
     channel: BroadcastChannel,
     _listen: Closure<dyn FnMut(MessageEvent)>,
+    poster: Poster,
 }
 
 impl Tabs {
@@ -52,10 +53,17 @@ impl Tabs {
         let name = format!("scrollback:search:{}:{}", cache.store().name(), cache.dir());
         let channel = BroadcastChannel::new(&name).ok()?;
         let me = format!("{}", js_sys::Math::random());
-        let gathered = Gathered::default();
-        let (from, out) = (me.clone(), name);
+        let poster = Poster {
+            name,
+            from: me.clone(),
+            gathered: Gathered::default(),
+        };
+        let gathering = poster.clone();
         cache.on_search_written(Arc::new(move |key, size| {
-            let mut sizes = gathered.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut sizes = gathering
+                .gathered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let first = sizes.is_empty();
             match sizes.get_mut(key) {
                 Some(known) => *known = size,
@@ -65,13 +73,10 @@ impl Tabs {
             }
             drop(sizes);
             if first {
-                let (gathered, from, out) = (gathered.clone(), from.clone(), out.clone());
+                let poster = gathering.clone();
                 wasm_bindgen_futures::spawn_local(async move {
                     gloo_timers::future::TimeoutFuture::new(GATHER_MS).await;
-                    let sizes = std::mem::take(
-                        &mut *gathered.lock().unwrap_or_else(PoisonError::into_inner),
-                    );
-                    post(&out, from, sizes);
+                    poster.post();
                 });
             }
         }));
@@ -93,27 +98,55 @@ impl Tabs {
         Some(Tabs {
             channel,
             _listen: listen,
+            poster,
         })
+    }
+
+    /// Posts what was gathered now, not at the end of the gathering: for a worker about to
+    /// end (after its last writes committed), whose timer would never fire.
+    pub(super) fn flush(&self) {
+        self.poster.post();
     }
 }
 
-/// Posts what was gathered on the channel `name`, from a channel object of its own (the
-/// writers' notifier holds no JS value, so that the core's `Live` stays `Send`), which this
-/// worker's own channel hears too: `from` says it is its own.
-fn post(name: &str, from: String, sizes: HashMap<String, u64>) {
-    let sizes = sizes.into_iter().map(|(k, s)| (k, s as f64)).collect();
-    let notice = Notice { from, sizes };
-    if let (Ok(channel), Ok(data)) = (
-        BroadcastChannel::new(name),
-        serde_wasm_bindgen::to_value(&notice),
-    ) {
-        let _ = channel.post_message(&data);
-        channel.close();
+/// What this worker's writers grew and it has not posted yet, and where it posts it.
+#[derive(Clone)]
+struct Poster {
+    /// The channel's name.
+    name: String,
+    /// This worker, in its notices.
+    from: String,
+    gathered: Gathered,
+}
+
+impl Poster {
+    /// Posts what was gathered (nothing when nothing was), from a channel object of its own
+    /// (the writers' notifier holds no JS value, so that the core's `Live` stays `Send`),
+    /// which this worker's own channel hears too: `from` says it is its own.
+    fn post(&self) {
+        let sizes =
+            std::mem::take(&mut *self.gathered.lock().unwrap_or_else(PoisonError::into_inner));
+        if sizes.is_empty() {
+            return;
+        }
+        let sizes = sizes.into_iter().map(|(k, s)| (k, s as f64)).collect();
+        let notice = Notice {
+            from: self.from.clone(),
+            sizes,
+        };
+        if let (Ok(channel), Ok(data)) = (
+            BroadcastChannel::new(&self.name),
+            serde_wasm_bindgen::to_value(&notice),
+        ) {
+            let _ = channel.post_message(&data);
+            channel.close();
+        }
     }
 }
 
 impl Drop for Tabs {
     fn drop(&mut self) {
+        self.flush();
         self.channel.set_onmessage(None);
         self.channel.close();
     }

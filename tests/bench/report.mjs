@@ -105,7 +105,7 @@ export function table(meta, results) {
   const labels = Object.fromEntries(meta.contenders.map((c) => [c.key, c.label]));
   const out = [];
   out.push(`Figures from \`npm run bench\` on ${meta.date.slice(0, 10)}: ${meta.machine}, Chromium ${meta.chromium}, headless, server on loopback; load average ${meta.load.toFixed(1)} (the machine is shared: times are noisy).`);
-  out.push('Requests and bytes are counted at the server (`GET /stats`, API routes only: response bodies as sent, gzip where the server compresses).');
+  out.push('Requests and bytes are counted at the server (`GET /stats`, API routes only: response bodies as sent: compressed where the server compresses, with brotli, which Chromium accepts).');
   out.push('Loopback times are from navigation start in the page unless the row says otherwise; slow-link times are from the app\'s first call (the contender\'s `open`).');
   if (meta.slow) {
     const w = meta.slow.worker;

@@ -70,6 +70,22 @@ for (const storage of ['opfs', 'indexeddb']) {
   });
 }
 
+/**
+ * Searches `word` in `page`'s `window.sb` until something is found, for 10 s at most (far less
+ * than the 25 s until the worker would look at every session by itself): the hits, and the ms
+ * it took.
+ */
+const searchUntilFound = (page, word) => page.evaluate(async (word) => {
+  const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+  const started = performance.now();
+  let hits = await window.sb.search(word);
+  while (hits.length === 0 && performance.now() - started < 10_000) {
+    await sleep(50);
+    hits = await window.sb.search(word);
+  }
+  return { hits, ms: performance.now() - started };
+}, word);
+
 // (Each storage posts to a session of its own: a message posted while the other's reply streams
 // would be queued.)
 for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode']]) {
@@ -109,16 +125,7 @@ for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode'
     }, { storage, session, word });
     // Tab A finds it as soon as B's worker has told it (its write committed), in far less
     // than the 25 s of its next look at every session.
-    const found = await a.evaluate(async (word) => {
-      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
-      const started = performance.now();
-      let hits = await window.sb.search(word);
-      while (hits.length === 0 && performance.now() - started < 10_000) {
-        await sleep(50);
-        hits = await window.sb.search(word);
-      }
-      return { hits, ms: performance.now() - started };
-    }, word);
+    const found = await searchUntilFound(a, word);
     t.diagnostic(`found ${Math.round(found.ms)} ms after the other tab showed it`);
     assert.equal(found.hits.length, 1, `found within ${Math.round(found.ms)} ms: ${JSON.stringify(found.hits)}`);
     assert.equal(found.hits[0].session, session);
@@ -136,16 +143,7 @@ for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode'
       await window.sb.close();
       return performance.now() - shown;
     }, { session, last });
-    const foundLast = await a.evaluate(async (word) => {
-      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
-      const started = performance.now();
-      let hits = await window.sb.search(word);
-      while (hits.length === 0 && performance.now() - started < 10_000) {
-        await sleep(50);
-        hits = await window.sb.search(word);
-      }
-      return { hits, ms: performance.now() - started };
-    }, last);
+    const foundLast = await searchUntilFound(a, last);
     t.diagnostic(`B closed ${Math.round(closed)} ms after showing its last row; A found it ${Math.round(foundLast.ms)} ms after that`);
     assert.equal(foundLast.hits.length, 1, `found within ${Math.round(foundLast.ms)} ms: ${JSON.stringify(foundLast.hits)}`);
     assert.equal(foundLast.hits[0].session, session);

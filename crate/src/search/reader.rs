@@ -26,6 +26,9 @@ const RECENCY: f64 = 0.2;
 /// The bytes kept from before a blob's end as read, compared when it is read again: if they
 /// changed, the blob was rebuilt under us.
 const EDGE: usize = 64;
+/// The bytes of segment documents' texts kept per session after a query read them from the
+/// blob ([`Loaded::keep_text`]).
+const TEXTS_KEPT: usize = 64 * 1024;
 
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,12 +90,32 @@ struct Loaded {
     /// `size` up to the blob's end (`None`: not asked): a recheck that finds them again has
     /// nothing to read.
     seen: Option<Meta>,
+    /// Texts of segment documents that queries read from the blob (their snippets, their
+    /// phrase checks), by id, for the queries after: typed a letter at a time, they show
+    /// mostly the same hits. At most [`TEXTS_KEPT`] bytes; gone with the rest when the blob
+    /// is read again from its start.
+    texts: HashMap<u32, String>,
+    texts_bytes: usize,
 }
 
 impl Loaded {
     /// The documents in the segment (the ids of those in memory start there).
     fn base(&self) -> u32 {
         self.segment.as_ref().map_or(0, |s| s.docs)
+    }
+
+    /// Keeps the text of segment document `doc`, read from the blob, for the next queries;
+    /// past [`TEXTS_KEPT`] bytes the texts kept until then go (one longer is not kept).
+    fn keep_text(&mut self, doc: u32, text: String) {
+        if text.len() > TEXTS_KEPT || self.texts.contains_key(&doc) {
+            return;
+        }
+        if self.texts_bytes + text.len() > TEXTS_KEPT {
+            self.texts.clear();
+            self.texts_bytes = 0;
+        }
+        self.texts_bytes += text.len();
+        self.texts.insert(doc, text);
     }
 
     /// Adds a document read from the blob: a welded one first replaces the documents before
@@ -537,15 +560,27 @@ async fn posts<S: Store>(
     Some(out)
 }
 
-/// The text of document `doc` of a session: from memory, or read through its segment.
-async fn text_of<S: Store>(store: &S, dir: &str, loaded: &Loaded, doc: u32) -> Option<String> {
+/// The text of document `doc` of a session: from memory (a document past the segment, or one
+/// whose text a query read before), or read through its segment; and whether it was read.
+async fn text_of<S: Store>(
+    store: &S,
+    dir: &str,
+    loaded: &Loaded,
+    doc: u32,
+) -> Option<(String, bool)> {
     match doc.checked_sub(loaded.base()) {
         Some(d) => loaded
             .index
             .docs
             .get(d as usize)
-            .map(|(d, _)| d.text.clone()),
-        None => Some(loaded.segment.as_ref()?.doc(store, dir, doc).await?.text),
+            .map(|(d, _)| (d.text.clone(), false)),
+        None => match loaded.texts.get(&doc) {
+            Some(text) => Some((text.clone(), false)),
+            None => Some((
+                loaded.segment.as_ref()?.doc(store, dir, doc).await?.text,
+                true,
+            )),
+        },
     }
 }
 
@@ -632,7 +667,10 @@ async fn rank_with_live<S: Store>(
             added.push((s, l.index.add(row), buried));
         }
     }
-    let ranked = rank(store, loaded, query, limit).await;
+    let mut ranked = rank(store, loaded, query, limit).await;
+    for (s, doc, text) in std::mem::take(&mut ranked.read) {
+        loaded[s].2.keep_text(doc, text);
+    }
     for (s, before, buried) in added {
         loaded[s].2.index.remove_last(before);
         loaded[s].2.unbury(buried);
@@ -640,11 +678,14 @@ async fn rank_with_live<S: Store>(
     ranked
 }
 
-/// What a query found, and the sessions whose segment did not read.
+/// What a query found, the sessions whose segment did not read, and the texts it read from
+/// the blobs.
 struct Ranked {
     hits: Vec<Hit>,
     /// By index into the sessions ranked.
     broken: Vec<usize>,
+    /// Session (by index), document, text.
+    read: Vec<(usize, u32, String)>,
 }
 
 /// Ranks the documents of `loaded` (folder, id, index) that match `query`: the best `limit`.
@@ -754,6 +795,7 @@ async fn rank<S: Store>(
     // best first, until `limit` hold: `limit` first, then twice as many each time (a rare
     // phrase checks every candidate: fewer rounds of reads).
     let mut hits = Vec::with_capacity(limit.min(found.len()));
+    let mut read = Vec::new();
     let most = limit.saturating_mul(PHRASE_BATCHES).min(found.len());
     let (mut from, mut size) = (0, limit);
     while from < most && hits.len() < limit {
@@ -766,7 +808,7 @@ async fn rank<S: Store>(
         .await;
         for (&(score, s, p), text) in batch.iter().zip(texts) {
             // A document that does not read is left out (its segment is built again).
-            let Some(text) = text else {
+            let Some((text, fresh)) = text else {
                 broken.push(s);
                 continue;
             };
@@ -779,9 +821,12 @@ async fn rank<S: Store>(
                     snippet: snippet(&text, query),
                 });
             }
+            if fresh {
+                read.push((s, p.doc, text));
+            }
         }
     }
-    Ranked { hits, broken }
+    Ranked { hits, broken, read }
 }
 
 /// Whether every phrase appears in `text` as adjacent words.
@@ -980,6 +1025,68 @@ mod tests {
             let hits = search(&*store, &dir, &warmed, &live, "okapi", 10, None).await;
             assert!(hits.is_empty());
             assert_eq!(reads(), r, "warmed up: nothing read at the recheck");
+        });
+    }
+
+    /// A query keeps the texts it read through a session's segment (its hits' lines): the
+    /// same hits again, a letter typed later, read nothing; past the bytes kept, they are read
+    /// again. A blob rebuilt with another conversation of the same size (the same document
+    /// ids) is loaded afresh, and shows its own texts.
+    #[test]
+    fn texts_read_through_a_segment_are_kept_for_the_next_query() {
+        pollster::block_on(async {
+            let (store, mut session, dir) = other_tab().await;
+            let folder = format!("{dir}/{}", encode("s").unwrap());
+            for seq in 1..=3 {
+                session
+                    .append(&user(seq, &format!("the aardvark {seq}")))
+                    .await;
+            }
+            super::super::segment::build(&*store, &folder)
+                .await
+                .unwrap();
+            let (memo, live) = (Memo::default(), Live::default());
+            let reads = || store.reads.load(Ordering::SeqCst);
+            let marked = |hits: &[Hit]| hits.iter().map(Hit::marked).collect::<Vec<_>>();
+            let first = search(&*store, &dir, &memo, &live, "aard", 10, None).await;
+            let want: Vec<String> = (1..=3).map(|n| format!("the [aardvark] {n}")).collect();
+            assert_eq!(marked(&first), want);
+            let r = reads();
+            let again = search(&*store, &dir, &memo, &live, "aardvark", 10, None).await;
+            assert_eq!(marked(&again), want);
+            assert_eq!(reads(), r, "the hits' texts were kept: nothing read");
+
+            // Past the bytes kept, the texts kept before go (and one longer is not kept).
+            {
+                let mut loads = memo.0.lock().await;
+                let (_, loaded) = loads.sessions.values_mut().next().unwrap();
+                assert!(loaded.segment.is_some(), "read through the segment");
+                loaded.keep_text(99, "x".repeat(TEXTS_KEPT));
+                assert_eq!(loaded.texts.len(), 1);
+                loaded.keep_text(100, "x".repeat(TEXTS_KEPT + 1));
+                assert!(!loaded.texts.contains_key(&100));
+            }
+            let again = search(&*store, &dir, &memo, &live, "aardvark", 10, None).await;
+            assert_eq!(marked(&again), want);
+            assert!(reads() > r, "read again");
+
+            // Another conversation, its blob as long as the first's: its own texts.
+            session.purge().await;
+            for seq in 1..=3 {
+                session
+                    .append(&user(seq, &format!("the zebuzebu {seq}")))
+                    .await;
+            }
+            super::super::segment::build(&*store, &folder)
+                .await
+                .unwrap();
+            memo.0.lock().await.checked = 0; // (a recheck is due)
+            let zebu = search(&*store, &dir, &memo, &live, "zebuzebu", 10, None).await;
+            let want: Vec<String> = (1..=3).map(|n| format!("the [zebuzebu] {n}")).collect();
+            assert_eq!(marked(&zebu), want);
+            assert!(search(&*store, &dir, &memo, &live, "aardvark", 10, None)
+                .await
+                .is_empty());
         });
     }
 

@@ -80,7 +80,8 @@
 //! A query reads, per session and word, one dictionary block and one run of postings (one
 //! run for a prefix too: the postings are in the dictionary's order), scores from the postings
 //! and the column, and reads only its hits' lines from the blob (their snippets; a phrase's
-//! candidates, best first, to check it). A posting carries a one-byte signature of the words
+//! candidates, best first, to check it), which each session then keeps (up to 64 kB: a query
+//! typed a letter at a time shows mostly the same hits). A posting carries a one-byte signature of the words
 //! that follow its term in the document (a bit of 8 per word, from a hash), so a phrase `a b`
 //! reads the text only of documents where `a`'s signature has `b`'s bit: about one in eight
 //! of the documents holding both words but not the phrase. The memo lives on the

@@ -32,7 +32,8 @@
 //! a piece that a welded document after it replaces, [`Doc::welds`]). A query
 //! reads the header once per worker (with the dictionary, for most sessions), then per word
 //! one dictionary block (unless read with the header) and one run of postings per session,
-//! and per hit shown its line in the blob (its snippet); a warmed-up worker holds the whole
+//! and per hit shown its line in the blob (its snippet, kept by the reader for the queries
+//! after); a warmed-up worker holds the whole
 //! segment (`Segment::hold`).
 //!
 //! A segment that does not read (a torn write, a wrong magic, a range past its end) is not used:
@@ -124,7 +125,8 @@ pub(super) struct Segment {
     post_at: u64,
     size: u64,
     /// The whole segment, once read into memory ([`Segment::hold`]): queries then read
-    /// nothing from the store but the lines of the hits they show.
+    /// nothing from the store but the lines of the hits they show (once: the reader keeps
+    /// them).
     body: Option<Vec<u8>>,
     /// Its first bytes, as read with the header (the dictionary, often).
     first: Vec<u8>,

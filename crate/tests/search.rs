@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use scrollback::chunks::Cache;
 use scrollback::protocol::{coalesce, Line};
 use scrollback::search::doc::docs_of;
+use scrollback::search::pack;
 use scrollback::search::segment::{self, SEGMENT};
 use scrollback::search::tokens::terms;
 use scrollback::search::{Hit, INDEX};
@@ -478,7 +479,10 @@ async fn a_segment_answers_as_the_blob<S: Store>(store: Arc<S>) {
     for (q, want) in queries.iter().zip(want.iter_mut()) {
         *want = cache.search(q, 10, None).await;
     }
-    // A damaged segment is not used: the blob answers (and a build replaces it).
+    // A damaged segment is not used: the blob answers (and a build replaces it). (Without
+    // the server's pack the warm-ups above built, which a worker that starts would read
+    // instead of the session's segment.)
+    store.remove(&pack::path(cache.dir())).await.unwrap();
     let bytes = store.read(&seg, 0, 1 << 20).await.unwrap();
     for damage in [
         bytes[..bytes.len() / 2].to_vec(),
@@ -804,8 +808,13 @@ proptest! {
             let started = Cache::new(store.clone(), "example.com", 443).await;
             started.session("p").unwrap().open().await; // the row still streaming, if any
             prop_assert_eq!(answers(&started).await, incremental.clone());
-            started.warm_search().await; // the segment held in memory
+            started.warm_search().await; // the segment held in memory, and the pack built
             prop_assert_eq!(answers(&started).await, incremental.clone());
+            // A worker that starts after that reads the server's pack (where it holds the
+            // session: not one a welded row left pieces in until its next segment build).
+            let packed = Cache::new(store.clone(), "example.com", 443).await;
+            packed.session("p").unwrap().open().await;
+            prop_assert_eq!(answers(&packed).await, incremental.clone());
 
             store.remove(&format!("{}/p/{INDEX}", cache.dir())).await.unwrap();
             let rebuilt = Cache::new(store.clone(), "example.com", 443).await;

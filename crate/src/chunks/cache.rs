@@ -4,8 +4,8 @@ use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
 use crate::search::live::Notify;
-use crate::search::segment;
 use crate::search::writer::{IndexWriter, INDEX};
+use crate::search::{pack, segment};
 use crate::search::{Hit, Live, Memo};
 use crate::store::Store;
 use std::sync::Arc;
@@ -163,6 +163,27 @@ impl<S: Store> Cache<S> {
     pub async fn warm_search(&self) {
         self.build_search().await;
         crate::search::reader::warm(&*self.store, &self.dir, &self.search).await;
+        self.build_search_pack().await;
+    }
+
+    /// Builds the server's search pack ([`crate::search::pack`]: every session's index in one,
+    /// for a worker's first query) from what the worker holds once warmed up, if the one in
+    /// the store is behind; in idle time, after [`Cache::warm_search`]'s warm-up. Answers
+    /// whether it wrote one.
+    pub async fn build_search_pack(&self) -> bool {
+        let store = &*self.store;
+        let built = crate::search::reader::build_pack(store, &self.dir, &self.search).await;
+        if built {
+            let _ = store.flush().await;
+            store.hand_over(&pack::path(&self.dir)).await;
+        }
+        built
+    }
+
+    /// The bytes of the server's search pack (0 when there is none): the budget counts them.
+    pub async fn search_pack_size(&self) -> u64 {
+        let pack = self.store.stat(&pack::path(&self.dir)).await;
+        pack.ok().flatten().map_or(0, |m| m.size)
     }
 
     /// Looks at every session's search index again for what another tab wrote, in idle time
@@ -266,6 +287,7 @@ impl<S: Store> Cache<S> {
     pub async fn purge_all(&self) {
         self.live.removed_all();
         let _ = self.store.remove(&self.list).await;
+        let _ = self.store.remove(&pack::path(&self.dir)).await;
         if let Err(e) = self.store.remove(&self.dir).await {
             log::info!("scrollback: could not purge the cache: {e}");
         }
@@ -287,7 +309,8 @@ impl<S: Store> Cache<S> {
     pub async fn enforce_budget(&self, budget: u64, keep: &str) -> Vec<String> {
         let keep = encode(keep).ok();
         let mut sessions = self.sessions().await;
-        let mut total: u64 = sessions.iter().map(|s| s.size).sum();
+        let mut pack = self.search_pack_size().await;
+        let mut total = sessions.iter().map(|s| s.size).sum::<u64>() + pack;
         sessions.sort_by(|a, b| (a.opened, &a.key).cmp(&(b.opened, &b.key)));
         let mut evicted = Vec::new();
         for session in sessions {
@@ -303,15 +326,20 @@ impl<S: Store> Cache<S> {
                 continue;
             };
             if self.remove(&session.key).await {
-                total -= session.size;
+                total -= session.size + std::mem::take(&mut pack); // the pack went with it
                 evicted.extend(session.id);
             }
         }
         evicted
     }
 
+    /// Deletes one session's folder, and the search pack (which holds its words: built again
+    /// in idle time without them).
     async fn remove(&self, key: &str) -> bool {
         self.live.removed(key);
+        if let Err(e) = self.store.remove(&pack::path(&self.dir)).await {
+            log::info!("scrollback: could not delete the search pack: {e}");
+        }
         match self.store.remove(&format!("{}/{key}", self.dir)).await {
             Ok(()) => true,
             Err(e) => {

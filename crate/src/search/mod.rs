@@ -142,6 +142,7 @@
 mod accents;
 pub mod doc;
 pub mod live;
+pub mod pack;
 mod postings;
 pub mod query;
 pub mod reader;

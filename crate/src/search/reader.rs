@@ -3,6 +3,7 @@
 
 use super::doc::Doc;
 use super::live::Live;
+use super::pack::{self, Pack};
 use super::postings::Indexed;
 use super::query::Query;
 use super::segment::{Post, Segment, SEGMENT};
@@ -12,6 +13,7 @@ use crate::chunks::names::{decode, encode};
 use crate::store::{Meta, Store, StoreError};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
@@ -96,6 +98,10 @@ struct Loaded {
     /// is read again from its start.
     texts: HashMap<u32, String>,
     texts_bytes: usize,
+    /// Each document in memory's line's bytes in the blob (what a [`pack`] needs of it), and
+    /// whether a line past the segment did not read (the session is then left out of it).
+    lines: Vec<u32>,
+    gaps: bool,
 }
 
 impl Loaded {
@@ -215,6 +221,13 @@ struct Loads {
     warm: bool,
     /// Sessions a warm-up listed and has not loaded yet: a query meanwhile loads them itself.
     pending: HashSet<String>,
+    /// The server's [`Pack`], read by the first query when it comes before the warm-up (its
+    /// sessions' parts hold it until the warm-up loads their own segments), and whether it
+    /// was looked for.
+    pack: Option<Arc<Pack>>,
+    pack_tried: bool,
+    /// A session's part of the pack was not its blob's: the pack is built again.
+    pack_missed: bool,
 }
 
 impl std::fmt::Debug for Memo {
@@ -249,8 +262,21 @@ async fn load<S: Store>(
     changed: &HashSet<String>,
     full: bool,
 ) {
+    // The sessions' blobs' sizes and stamps, taken beside the pack's read.
+    let mut stats = HashMap::new();
     let keys: Vec<String> = if full {
-        let Some(listed) = session_folders(store, dir).await else {
+        // A worker's first query, before its warm-up: from the server's pack, where it holds
+        // the sessions (asked beside the listing).
+        let cold = loads.sessions.is_empty() && !loads.warm && !loads.pack_tried;
+        let (listed, (pack, seen)) = match cold {
+            true => futures::join!(session_folders(store, dir), open_pack(store, dir)),
+            false => (session_folders(store, dir).await, Default::default()),
+        };
+        stats = seen;
+        if cold {
+            (loads.pack, loads.pack_tried) = (pack, true);
+        }
+        let Some(listed) = listed else {
             loads.sessions.clear();
             return;
         };
@@ -261,21 +287,48 @@ async fn load<S: Store>(
         changed.iter().cloned().collect()
     };
     let whole = loads.warm;
+    let pack = loads.pack.clone().filter(|_| !whole);
     let work = keys.into_iter().filter_map(|key| {
         let id = decode(&key)?;
         let known = loads.sessions.remove(&key);
         // A recheck of a session loaded before asks for its blob's size and stamp first (a
         // first load does not wait for that).
         let look = full && known.is_some();
+        let fresh = known.is_none();
         let (_, mut loaded) = known.unwrap_or_default();
+        let pack = pack.clone().zip(stats.remove(&key)).filter(|_| fresh);
         Some(async move {
-            let ok = refresh(store, &format!("{dir}/{key}"), &mut loaded, whole, look).await;
+            let folder = format!("{dir}/{key}");
+            let packed = match pack {
+                Some((pack, seen)) => {
+                    from_pack(store, &folder, &key, &mut loaded, &pack, seen).await
+                }
+                None => None,
+            };
+            let (ok, missed) = match packed {
+                Some(Some(found)) => (found, false),
+                // Its part was not this blob's: loaded the usual way.
+                Some(None) => {
+                    loaded = Loaded::default();
+                    (
+                        refresh(store, &folder, &mut loaded, whole, look).await,
+                        true,
+                    )
+                }
+                None => (
+                    refresh(store, &folder, &mut loaded, whole, look).await,
+                    false,
+                ),
+            };
             loaded.index.prepare();
-            ok.then_some((key, (id, loaded)))
+            (ok.then_some((key, (id, loaded))), missed)
         })
     });
     let done = futures::future::join_all(work.collect::<Vec<_>>()).await;
-    loads.sessions.extend(done.into_iter().flatten());
+    for (found, missed) in done {
+        loads.pack_missed |= missed;
+        loads.sessions.extend(found);
+    }
 }
 
 /// Brings `loaded` up to the blob of the session folder `dir`; `false` when there is no blob
@@ -306,6 +359,63 @@ async fn refresh<S: Store>(
         loaded.seen = seen;
     }
     found
+}
+
+/// The server's pack and, asked beside its header's read, the size and stamp of the blob of
+/// each session it holds (by folder).
+async fn open_pack<S: Store>(store: &S, dir: &str) -> (Option<Arc<Pack>>, HashMap<String, Stat>) {
+    let Some(opening) = Pack::open(store, dir).await else {
+        return Default::default();
+    };
+    let keys: Vec<String> = opening
+        .keys()
+        .filter(|k| decode(k).is_some())
+        .cloned()
+        .collect();
+    let stats = keys.into_iter().map(|key| async move {
+        let seen = store.stat(&format!("{dir}/{key}/{INDEX}")).await;
+        (key, seen)
+    });
+    let (pack, stats) = futures::join!(
+        opening.finish(store),
+        futures::future::join_all(stats.collect::<Vec<_>>())
+    );
+    (pack, stats.into_iter().collect())
+}
+
+/// A `stat`'s answer.
+type Stat = Result<Option<Meta>, StoreError>;
+
+/// Starts `loaded` (fresh) from session `key`'s part of `pack`, given its blob's `stat`
+/// (taken before this): a read only when the blob is not the one the pack recorded (of what
+/// it gained past the part, its last bytes compared). `None`: the pack does not hold the
+/// session; `Some(None)`: its part is not this blob's (rebuilt under it); else whether there
+/// is a blob.
+async fn from_pack<S: Store>(
+    store: &S,
+    dir: &str,
+    key: &str,
+    loaded: &mut Loaded,
+    pack: &Arc<Pack>,
+    stat: Stat,
+) -> Option<Option<bool>> {
+    let (part, recorded) = pack.part(key)?;
+    let seen = match stat {
+        Ok(Some(_)) if part.covered == 0 => return None, // a blob since: the usual way
+        Ok(Some(meta)) => meta,
+        Ok(None) => return Some(Some(false)),
+        Err(_) => return None,
+    };
+    // The blob as the pack recorded it ends where the part does, with the part's last bytes.
+    let end = match seen == recorded && recorded.size == part.covered {
+        true => Ok((part.covered, part.edge.clone())),
+        false => Err(StoreError::Io("grown past the pack".into())),
+    };
+    let found = from_segment(store, dir, loaded, part, false, end).await;
+    if found == Some(true) {
+        loaded.seen = Some(seen); // taken before the read, as a recheck's
+    }
+    Some(found)
 }
 
 /// [`refresh`]'s reads.
@@ -410,8 +520,12 @@ fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
         return;
     };
     for line in bytes[..cut].split(|&b| b == b'\n') {
-        if let Ok(doc) = serde_json::from_slice::<Doc>(line) {
-            loaded.add(doc);
+        match serde_json::from_slice::<Doc>(line) {
+            Ok(doc) => {
+                loaded.add(doc);
+                loaded.lines.push(line.len() as u32);
+            }
+            Err(_) => loaded.gaps = true,
         }
     }
     let read = &bytes[..=cut];
@@ -455,7 +569,9 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
         let work = turn.iter().filter_map(|key| {
             let id = decode(key)?;
             loads.pending.remove(key);
-            let known = loads.sessions.remove(key);
+            // A session a query loaded from the pack loads its own segment, held.
+            let known = (loads.sessions.remove(key))
+                .filter(|(_, l)| !l.segment.as_ref().is_some_and(Segment::packed));
             Some(async move {
                 let folder = format!("{dir}/{key}");
                 let loaded = match known {
@@ -488,6 +604,97 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
     let mut loads = memo.0.lock().await;
     loads.warm = true;
     loads.pending.clear();
+    loads.pack = None; // its parts were loaded again: nothing asks it now
+}
+
+/// Builds the server's [`pack`] from what the worker holds once it has warmed up (every
+/// session's segment held, and the documents past it), when the one in the store is behind
+/// ([`pack::behind`]); in idle time, after [`warm`]. A session whose blob did not read whole
+/// (a line past its segment that did not read, a piece a welded row replaced: its segment's
+/// next build mends both) is left out: a first query loads it the usual way. Answers whether
+/// it wrote a pack.
+pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> bool {
+    let mut loads = memo.0.lock().await;
+    if !loads.warm {
+        return false;
+    }
+    let listed = session_folders(store, dir).await.unwrap_or_default();
+    let mut keys: Vec<&String> = loads.sessions.keys().collect();
+    keys.sort();
+    // Each session's blob as read: the size and stamp taken before the read that brought it
+    // to the end read, or (loaded by a query, which does not wait for one) a stat now, if the
+    // blob has not grown since.
+    let mut seen = Vec::new();
+    for key in keys {
+        let loaded = &loads.sessions[key].1;
+        let whole = loaded.segment.as_ref().is_none_or(Segment::held);
+        if !whole || loaded.gaps || loaded.size == 0 {
+            continue;
+        }
+        let meta = match loaded.seen {
+            Some(meta) => Some(meta),
+            None => (store.stat(&format!("{dir}/{key}/{INDEX}")).await.ok()).flatten(),
+        };
+        seen.extend(
+            meta.filter(|m| m.size >= loaded.size)
+                .map(|m| (key.clone(), m)),
+        );
+    }
+    let mut parts: Vec<pack::Part> = (seen.iter())
+        .map(|(key, meta)| {
+            let loaded = &loads.sessions[key].1;
+            pack::Part {
+                key,
+                seen: *meta,
+                covered: loaded.size,
+                edge: &loaded.edge,
+                segment: loaded.segment.as_ref(),
+                tail: &loaded.index,
+                lines: &loaded.lines,
+                dead: &loaded.dead,
+            }
+        })
+        .collect();
+    // A session folder without a blob is held as empty: a first query asks it a stat, not two
+    // reads (a blob written since is loaded the usual way).
+    let (empty, none) = (Indexed::default(), HashSet::new());
+    let blobless = listed.iter().filter(|k| !loads.sessions.contains_key(*k));
+    parts.extend(blobless.map(|key| pack::Part {
+        key,
+        seen: Meta {
+            size: 0,
+            modified: 0,
+        },
+        covered: 0,
+        edge: &[],
+        segment: None,
+        tail: &empty,
+        lines: &[],
+        dead: &none,
+    }));
+    parts.sort_by_key(|p| p.key);
+    let on_disk = pack::entries(store, dir).await;
+    if !loads.pack_missed && !pack::behind(on_disk.as_ref(), &parts) {
+        return false;
+    }
+    let bytes = pack::encode(&parts);
+    drop(parts);
+    loads.pack_missed = false;
+    drop(loads);
+    if bytes.is_empty() {
+        return false;
+    }
+    let path = pack::path(dir);
+    let new = format!("{path}.new");
+    let done = match store.write(&new, &bytes).await {
+        Ok(()) => store.rename(&new, &path).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = &done {
+        log::info!("scrollback: no search pack for {dir}: {e}");
+        let _ = store.remove(&new).await; // a full disk keeps nothing half written
+    }
+    done.is_ok()
 }
 
 /// Brings the memo up to the store as a query [`RECHECK_MS`] after the last recheck would
@@ -633,19 +840,30 @@ pub(crate) async fn search<S: Store>(
     }
     // A session whose segment did not read is loaded again from its blob alone (which cannot
     // break: its documents are in memory), and the query asked again.
+    let mut pack_missed = false;
     for s in ranked.broken {
         let (folder, _, l) = &mut loaded[s];
-        // Derived data: removing it loses nothing (the next idle build makes it again).
-        let _ = store.remove(&format!("{folder}/{SEGMENT}")).await;
-        **l = Loaded {
-            no_segment: true,
-            ..Loaded::default()
-        };
+        if l.segment.as_ref().is_some_and(Segment::packed) {
+            // Its part of the pack is not its blob's (or the pack does not read): the
+            // session's own segment answers, and the pack is built again.
+            pack_missed = true;
+            **l = Loaded::default();
+        } else {
+            // Derived data: removing it loses nothing (the next idle build makes it again).
+            let _ = store.remove(&format!("{folder}/{SEGMENT}")).await;
+            **l = Loaded {
+                no_segment: true,
+                ..Loaded::default()
+            };
+        }
         refresh(store, folder, l, false, false).await;
     }
-    rank_with_live(store, dir, live, &mut loaded, &query, limit)
-        .await
-        .hits
+    let hits = rank_with_live(store, dir, live, &mut loaded, &query, limit).await;
+    if pack_missed {
+        let _ = store.remove(&pack::path(dir)).await;
+        (loads.pack, loads.pack_missed) = (None, true);
+    }
+    hits.hits
 }
 
 /// [`rank`], the rows still streaming joining their sessions for this query only.
@@ -1087,6 +1305,137 @@ mod tests {
             assert!(search(&*store, &dir, &memo, &live, "aardvark", 10, None)
                 .await
                 .is_empty());
+        });
+    }
+
+    /// A worker that starts answers its first query from the server's pack: a read of it, a
+    /// stat per session and its hits' lines, the same answers as a warmed-up worker's. What
+    /// a blob gained since is read past its part and found; a blob rebuilt under the pack is
+    /// loaded the usual way (nothing of the old conversation found) and the pack is built
+    /// again; a pack that does not read is removed, and the sessions answer all the same.
+    #[test]
+    fn a_worker_that_starts_answers_from_the_server_pack() {
+        pollster::block_on(async {
+            let store = Arc::new(Counting::default());
+            let writer = Cache::new(store.clone(), "example.com", 443).await;
+            let dir = writer.dir().to_string();
+            let folder = |id| format!("{dir}/{}", encode(id).unwrap());
+            let mut sessions = Vec::new();
+            for id in ["a", "b", "c"] {
+                let mut session = writer.session(id).unwrap();
+                session.open().await;
+                for seq in 1..=30 {
+                    let text = format!("the aardvark {id} {seq} okapi{}", seq % 3);
+                    session.append(&user(seq, &text)).await;
+                }
+                sessions.push(session);
+            }
+            // "a" has a segment, and rows past it.
+            super::super::segment::build(&*store, &folder("a"))
+                .await
+                .unwrap();
+            for seq in 31..=33 {
+                sessions[0].append(&user(seq, "past the segment")).await;
+            }
+            let live = Live::default();
+            let warmed = Memo::default();
+            warm(&*store, &dir, &warmed).await;
+            assert!(build_pack(&*store, &dir, &warmed).await, "built");
+            assert!(
+                !build_pack(&*store, &dir, &warmed).await,
+                "not behind: not again"
+            );
+            let queries = ["aardvark", "okapi1", "okap", "\"the aardvark\"", "segment"];
+            let mut want = Vec::new();
+            for q in queries {
+                want.push(search(&*store, &dir, &warmed, &live, q, 10, None).await);
+            }
+            assert_eq!(want[4].len(), 3);
+
+            let (reads, stats) = (
+                || store.reads.load(Ordering::SeqCst),
+                || store.stats.load(Ordering::SeqCst),
+            );
+            let memo = Memo::default();
+            let (r, s) = (reads(), stats());
+            let first = search(&*store, &dir, &memo, &live, queries[0], 10, None).await;
+            assert_eq!(first, want[0]);
+            assert_eq!(stats() - s, 3, "a stat per session");
+            assert_eq!(
+                reads() - r,
+                1 + first.len(),
+                "the pack, then the hits' lines"
+            );
+            for (q, want) in queries.iter().zip(&want) {
+                assert_eq!(
+                    &search(&*store, &dir, &memo, &live, q, 10, None).await,
+                    want,
+                    "{q}"
+                );
+            }
+            let packed = |memo: &Memo| {
+                let loads = memo.0.try_lock().unwrap();
+                let parts = loads.sessions.values();
+                parts
+                    .filter(|(_, l)| l.segment.as_ref().is_some_and(Segment::packed))
+                    .count()
+            };
+            assert_eq!(packed(&memo), 3);
+
+            // Another tab's writer adds to "b": read past its part, and found.
+            sessions[1].append(&user(31, "a zebu")).await;
+            let memo = Memo::default();
+            assert_eq!(
+                seqs_found(&store, &dir, &memo, &live, "zebu").await,
+                vec![31]
+            );
+            assert_eq!(packed(&memo), 3);
+
+            // "c" rebuilt under the pack, with another conversation.
+            sessions[2].purge().await; // the Reload button
+            for seq in 1..=30 {
+                sessions[2]
+                    .append(&user(seq, &format!("a wombat {seq}")))
+                    .await;
+            }
+            let memo = Memo::default();
+            let hits = search(&*store, &dir, &memo, &live, "aardvark", 100, None).await;
+            assert!(
+                hits.iter().all(|h| h.session != "c"),
+                "nothing of the old one"
+            );
+            assert_eq!(
+                seqs_found(&store, &dir, &memo, &live, "wombat").await.len(),
+                10
+            );
+            assert_eq!(packed(&memo), 2);
+            let warmed = Memo::default();
+            warm(&*store, &dir, &warmed).await;
+            assert!(build_pack(&*store, &dir, &warmed).await, "built again");
+            let memo = Memo::default();
+            assert_eq!(
+                seqs_found(&store, &dir, &memo, &live, "wombat").await.len(),
+                10
+            );
+            assert_eq!(packed(&memo), 3);
+
+            // A pack that does not read.
+            let path = pack::path(&dir);
+            let mut garbled = store.inner.read(&path, 0, usize::MAX).await.unwrap();
+            garbled.truncate(garbled.len() / 2);
+            store.inner.write(&path, &garbled).await.unwrap();
+            let memo = Memo::default();
+            assert_eq!(
+                seqs_found(&store, &dir, &memo, &live, "wombat").await.len(),
+                10
+            );
+            assert_eq!(
+                seqs_found(&store, &dir, &memo, &live, "segment")
+                    .await
+                    .len(),
+                3
+            );
+            assert_eq!(store.inner.stat(&path).await.unwrap(), None, "removed");
         });
     }
 

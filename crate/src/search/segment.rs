@@ -41,10 +41,12 @@
 //! ([`stale`]). It is written under another name and renamed into place.
 
 use super::doc::Doc;
+use super::pack::Pack;
 use super::postings::{merge_by_doc, Indexed, Posting};
 use super::writer::INDEX;
 use crate::store::{Store, StoreResult};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The segment's name in a session's folder.
 pub const SEGMENT: &str = "search.idx";
@@ -84,13 +86,14 @@ pub(super) struct Post {
 
 /// What the document column holds of one document.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Meta {
-    len: u32,
-    seq: u64,
-    ts: f64,
-    /// Its line in the blob.
-    at: u64,
-    bytes: u32,
+pub(super) struct Meta {
+    /// Its length in words.
+    pub len: u32,
+    pub seq: u64,
+    pub ts: f64,
+    /// Its line in the blob: where it starts, and its bytes (the newline after it left out).
+    pub at: u64,
+    pub bytes: u32,
 }
 
 /// One block of the dictionary, as the block index says.
@@ -130,9 +133,15 @@ pub(super) struct Segment {
     body: Option<Vec<u8>>,
     /// Its first bytes, as read with the header (the dictionary, often).
     first: Vec<u8>,
+    /// Where it starts in its file (a [`Pack`]'s starts after the pack's table).
+    origin: u64,
+    /// A session's part of its server's [`Pack`] (the pack, and where the session's documents
+    /// start in it), rather than a file of its own: its column is the session's (each `at` in
+    /// the session's blob), its postings the pack's, cut to the session's documents.
+    pack: Option<(Arc<Pack>, u32)>,
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -162,24 +171,24 @@ fn put_ts(out: &mut Vec<u8>, ts: f64, prev: i64) -> i64 {
 }
 
 /// A cursor over bytes; every read answers `None` past the end.
-struct Cursor<'a> {
+pub(super) struct Cursor<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
         Cursor { bytes, at: 0 }
     }
-    fn done(&self) -> bool {
+    pub(super) fn done(&self) -> bool {
         self.at >= self.bytes.len()
     }
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(super) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let out = self.bytes.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(out)
     }
-    fn varint(&mut self) -> Option<u64> {
+    pub(super) fn varint(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = *self.take(1)?.first()?;
@@ -208,7 +217,7 @@ impl<'a> Cursor<'a> {
     fn u16(&mut self) -> Option<u16> {
         Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
     }
-    fn str(&mut self) -> Option<&'a str> {
+    pub(super) fn str(&mut self) -> Option<&'a str> {
         let n = usize::try_from(self.varint()?).ok()?;
         std::str::from_utf8(self.take(n)?).ok()
     }
@@ -226,31 +235,56 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
         index.add(doc);
     }
     index.prepare();
-    let mut column = Vec::new();
+    let column: Vec<Meta> = (index.docs.iter().zip(lines))
+        .map(|((doc, len), bytes)| Meta {
+            len: *len,
+            seq: doc.seq,
+            ts: doc.ts,
+            at: 0,
+            bytes,
+        })
+        .collect();
+    let terms = (index.sorted_terms()).map(|(t, l)| (Cow::Borrowed(t), Cow::Borrowed(l)));
+    assemble(&column, terms, index.words, covered, head, edge)
+}
+
+/// Writes a segment: its documents' `column` (their `at` is implied: the lines follow one
+/// another), every term in sorted order with its postings (documents ascending), the words
+/// counted, and what it was built from (see [`encode`]). A session's segment is written from
+/// its blob ([`encode`]); a server's [`pack`](super::pack) from its sessions' segments.
+pub(super) fn assemble<'t>(
+    column: &[Meta],
+    terms: impl Iterator<Item = (Cow<'t, str>, Cow<'t, [Posting]>)>,
+    words: u64,
+    covered: u64,
+    head: &[u8],
+    edge: &[u8],
+) -> Vec<u8> {
+    let mut col = Vec::new();
     let (mut seq, mut ms) = (0u64, 0i64);
-    for ((doc, len), bytes) in index.docs.iter().zip(lines) {
-        put_varint(&mut column, u64::from(*len));
-        put_varint(&mut column, zigzag(doc.seq as i64 - seq as i64));
-        ms = put_ts(&mut column, doc.ts, ms);
-        put_varint(&mut column, u64::from(bytes));
-        seq = doc.seq;
+    for m in column {
+        put_varint(&mut col, u64::from(m.len));
+        put_varint(&mut col, zigzag(m.seq as i64 - seq as i64));
+        ms = put_ts(&mut col, m.ts, ms);
+        put_varint(&mut col, u64::from(m.bytes));
+        seq = m.seq;
     }
     let mut post = Vec::new();
     let mut dict = Vec::new();
     // (first term, dictionary bytes, where its first term's postings start)
-    let mut blocks: Vec<(&str, u64, u64)> = Vec::new();
-    let mut prev: &str = "";
-    for (n, (term, list)) in index.sorted_terms().enumerate() {
+    let mut blocks: Vec<(String, u64, u64)> = Vec::new();
+    let mut prev: Cow<str> = Cow::Borrowed("");
+    for (n, (term, list)) in terms.enumerate() {
         if n % BLOCK == 0 {
             if let Some((_, len, _)) = blocks.last_mut() {
                 *len = dict.len() as u64 - *len;
             }
-            blocks.push((term, dict.len() as u64, post.len() as u64));
-            prev = "";
+            blocks.push((term.to_string(), dict.len() as u64, post.len() as u64));
+            prev = Cow::Borrowed("");
         }
         let start = post.len();
         let mut last = 0;
-        for p in list {
+        for p in list.iter() {
             put_varint(&mut post, u64::from(p.doc - last));
             put_varint(&mut post, u64::from(p.tf));
             post.push(p.next);
@@ -276,15 +310,15 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
         put_varint(&mut block_index, *len);
         put_varint(&mut block_index, *post_start);
     }
-    let dict_at = (FIXED + head.len() + edge.len() + column.len() + block_index.len()) as u64;
+    let dict_at = (FIXED + head.len() + edge.len() + col.len() + block_index.len()) as u64;
     let post_at = dict_at + dict.len() as u64;
     let size = post_at + post.len() as u64;
     let mut out = Vec::with_capacity(size as usize);
     out.extend_from_slice(MAGIC);
-    for v in [covered, index.words, dict_at, post_at, size] {
+    for v in [covered, words, dict_at, post_at, size] {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    for v in [index.docs.len(), blocks.len(), column.len()] {
+    for v in [column.len(), blocks.len(), col.len()] {
         out.extend_from_slice(&(v as u32).to_le_bytes());
     }
     out.extend_from_slice(&(head.len() as u16).to_le_bytes());
@@ -292,7 +326,7 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
     out.resize(FIXED, 0);
     out.extend_from_slice(head);
     out.extend_from_slice(edge);
-    out.extend_from_slice(&column);
+    out.extend_from_slice(&col);
     out.extend_from_slice(&block_index);
     out.extend_from_slice(&dict);
     out.extend_from_slice(&post);
@@ -424,6 +458,8 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
             size,
             body: None,
             first: Vec::new(),
+            origin: 0,
+            pack: None,
         })
     };
     Ok(read())
@@ -440,19 +476,78 @@ impl Segment {
             .read(&path, 0, store.read_ahead().max(FIXED))
             .await
             .ok()?;
-        let (read, bytes) = match header(&bytes) {
-            Ok(read) => (read, bytes),
-            Err(whole) => match store.read(&path, 0, whole).await {
-                Ok(bytes) => (header(&bytes).unwrap_or(None), bytes),
-                Err(_) => return None,
-            },
-        };
-        let read = read.map(|s| Segment { first: bytes, ..s });
+        let read = Segment::read(store, &path, 0, bytes, 0).await;
         if read.is_none() {
             log::info!("scrollback: the search segment {path} does not read: removed");
             let _ = store.remove(&path).await;
         }
         read
+    }
+
+    /// The segment that starts at `origin` in the file at `path`, from `bytes` (its first
+    /// ones, as read) and, when they do not hold its whole header, one more read of it (and
+    /// `more` bytes after it: the dictionary's start). `None`: it does not read.
+    pub(super) async fn read<S: Store>(
+        store: &S,
+        path: &str,
+        origin: u64,
+        bytes: Vec<u8>,
+        more: usize,
+    ) -> Option<Segment> {
+        let (read, bytes) = match header(&bytes) {
+            Ok(read) => (read, bytes),
+            Err(whole) => match store.read(path, origin, whole.saturating_add(more)).await {
+                Ok(bytes) => (header(&bytes).unwrap_or(None), bytes),
+                Err(_) => return None,
+            },
+        };
+        read.map(|s| Segment {
+            first: bytes,
+            origin,
+            ..s
+        })
+    }
+
+    /// Session `first.. first + docs`'s part of `pack` (whose segment is `whole`): `covered`
+    /// bytes of its blob, `edge` the last of them.
+    pub(super) fn part(
+        pack: &Arc<Pack>,
+        whole: &Segment,
+        first: u32,
+        docs: u32,
+        covered: u64,
+        edge: Vec<u8>,
+    ) -> Option<Segment> {
+        let range = first as usize..first.checked_add(docs)? as usize;
+        let mut column = whole.column.get(range)?.to_vec();
+        let start = column.first().map_or(0, |m| m.at);
+        for m in &mut column {
+            m.at -= start;
+        }
+        let end = column.last().map_or(0, |m| m.at + u64::from(m.bytes) + 1);
+        if end != covered || edge.len() as u64 > covered {
+            return None;
+        }
+        Some(Segment {
+            covered,
+            docs,
+            worded: column.iter().filter(|m| m.len > 0).count() as u32,
+            words: column.iter().map(|m| u64::from(m.len)).sum(),
+            edge,
+            column,
+            blocks: Vec::new(),
+            post_at: 0,
+            size: 0,
+            body: None,
+            first: Vec::new(),
+            origin: 0,
+            pack: Some((pack.clone(), first)),
+        })
+    }
+
+    /// Whether it is a session's part of its server's [`Pack`].
+    pub fn packed(&self) -> bool {
+        self.pack.is_some()
     }
 
     /// The postings of `term` (or, as a prefix, of every term starting with it, merged by
@@ -462,6 +557,36 @@ impl Segment {
         &self,
         store: &S,
         dir: &str,
+        term: &str,
+        prefix: bool,
+    ) -> Option<Vec<Post>> {
+        match &self.pack {
+            Some((pack, first)) => {
+                let all = pack.postings(store, term, prefix).await?;
+                let end = first + self.docs;
+                let from = all.partition_point(|p| p.doc < *first);
+                let to = all.partition_point(|p| p.doc < end);
+                let mine = all[from..to].iter();
+                Some(
+                    mine.map(|p| Post {
+                        doc: p.doc - first,
+                        ..*p
+                    })
+                    .collect(),
+                )
+            }
+            None => {
+                self.postings_in(store, &format!("{dir}/{SEGMENT}"), term, prefix)
+                    .await
+            }
+        }
+    }
+
+    /// [`Segment::postings`] of the segment in the file at `path`.
+    pub(super) async fn postings_in<S: Store>(
+        &self,
+        store: &S,
+        path: &str,
         term: &str,
         prefix: bool,
     ) -> Option<Vec<Post>> {
@@ -482,9 +607,8 @@ impl Segment {
             }
             false => from,
         };
-        let path = format!("{dir}/{SEGMENT}");
         let dict = self
-            .range(store, &path, block.start, self.blocks[to].end)
+            .range(store, path, block.start, self.blocks[to].end)
             .await?;
         let mut c = Cursor::new(&dict);
         let mut ranges = Vec::new();
@@ -519,21 +643,11 @@ impl Segment {
         if hi_abs > self.size {
             return None;
         }
-        let bytes = self.range(store, &path, lo_abs, hi_abs).await?;
+        let bytes = self.range(store, path, lo_abs, hi_abs).await?;
         let mut found = Vec::new();
         for (a, b) in ranges {
             let at = |x: u64| usize::try_from(x.checked_sub(lo)?).ok();
-            let list = bytes.get(at(a)?..at(b)?)?;
-            let mut c = Cursor::new(list);
-            let mut doc = 0u64;
-            while !c.done() {
-                doc = doc.checked_add(c.varint()?)?;
-                found.push(Posting {
-                    doc: u32::try_from(doc).ok()?,
-                    tf: u32::try_from(c.varint()?).ok()?,
-                    next: *c.take(1)?.first()?,
-                });
-            }
+            decode_postings(bytes.get(at(a)?..at(b)?)?, &mut found)?;
         }
         if prefix {
             merge_by_doc(&mut found, |p| p.doc, Posting::absorb);
@@ -557,6 +671,9 @@ impl Segment {
     /// Reads the whole segment into memory (the worker's warm-up does, so that later queries
     /// cost no store reads); `false` when it does not read in full.
     pub async fn hold<S: Store>(&mut self, store: &S, dir: &str) -> bool {
+        if self.pack.is_some() {
+            return false; // the pack is read by ranges until the worker loads its own
+        }
         let path = format!("{dir}/{SEGMENT}");
         self.body = read_exact(store, &path, 0, self.size).await;
         if self.body.is_some() {
@@ -596,7 +713,10 @@ impl Segment {
         match held.get(from..to) {
             Some(bytes) => Some(Cow::Borrowed(bytes)),
             None if self.body.is_some() => None,
-            None => read_exact(store, path, start, end).await.map(Cow::Owned),
+            None => {
+                let (start, end) = (self.origin + start, self.origin + end);
+                read_exact(store, path, start, end).await.map(Cow::Owned)
+            }
         }
     }
 
@@ -609,6 +729,108 @@ impl Segment {
         serde_json::from_slice::<Doc>(&line)
             .ok()
             .filter(|d| d.seq == meta.seq)
+    }
+}
+
+/// Appends the postings one term's `bytes` hold to `out` (`None`: they do not read).
+fn decode_postings(bytes: &[u8], out: &mut Vec<Posting>) -> Option<()> {
+    let mut c = Cursor::new(bytes);
+    let mut doc = 0u64;
+    while !c.done() {
+        doc = doc.checked_add(c.varint()?)?;
+        out.push(Posting {
+            doc: u32::try_from(doc).ok()?,
+            tf: u32::try_from(c.varint()?).ok()?,
+            next: *c.take(1)?.first()?,
+        });
+    }
+    Some(())
+}
+
+/// Every term of a held segment in sorted order with its postings (what a [`Pack`] is
+/// merged from, [`Segment::terms`]): an item `None` where it does not read, and nothing after.
+pub(super) struct Terms<'a> {
+    segment: &'a Segment,
+    body: &'a [u8],
+    /// The next block, and the rest of the one being read.
+    block: usize,
+    dict: Cursor<'a>,
+    term: Vec<u8>,
+    /// Where the next term's postings start, from the postings' start.
+    at: u64,
+    done: bool,
+}
+
+impl Iterator for Terms<'_> {
+    type Item = Option<(String, Vec<Posting>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        while self.dict.done() {
+            let Some(block) = self.segment.blocks.get(self.block) else {
+                self.done = true;
+                return None;
+            };
+            self.block += 1;
+            let bytes = (usize::try_from(block.start).ok())
+                .zip(usize::try_from(block.end).ok())
+                .and_then(|(start, end)| self.body.get(start..end));
+            let Some(bytes) = bytes else {
+                self.done = true;
+                return Some(None);
+            };
+            (self.dict, self.at) = (Cursor::new(bytes), block.post);
+            self.term.clear();
+        }
+        let entry = self.entry();
+        self.done = entry.is_none();
+        Some(entry)
+    }
+}
+
+impl Terms<'_> {
+    /// The next term of the block being read, and its postings.
+    fn entry(&mut self) -> Option<(String, Vec<Posting>)> {
+        let shared = usize::try_from(self.dict.varint()?).ok()?;
+        let rest = usize::try_from(self.dict.varint()?).ok()?;
+        if shared > self.term.len() {
+            return None;
+        }
+        self.term.truncate(shared);
+        self.term.extend_from_slice(self.dict.take(rest)?);
+        let len = self.dict.varint()?;
+        let start = self.segment.post_at.checked_add(self.at)?;
+        let end = start.checked_add(len)?;
+        self.at = self.at.checked_add(len)?;
+        let bytes = self
+            .body
+            .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+        let mut list = Vec::new();
+        decode_postings(bytes, &mut list)?;
+        Some((String::from_utf8(self.term.clone()).ok()?, list))
+    }
+}
+
+impl Segment {
+    /// Its terms, in order, with their postings: `None` unless it is held in memory
+    /// ([`Segment::hold`]).
+    pub(super) fn terms(&self) -> Option<Terms<'_>> {
+        Some(Terms {
+            segment: self,
+            body: self.body.as_deref()?,
+            block: 0,
+            dict: Cursor::new(&[]),
+            term: Vec::new(),
+            at: 0,
+            done: false,
+        })
+    }
+
+    /// Its documents' column.
+    pub(super) fn column(&self) -> &[Meta] {
+        &self.column
     }
 }
 

@@ -76,9 +76,11 @@ impl Client {
                     segments += usize::from(name == SEGMENT && size.is_some());
                 }
             }
+            // The server's search pack, beside the sessions' folders.
+            let pack = cache.search_pack_size().await;
             let sizes = Sizes {
-                cached: sessions.iter().map(|s| s.size).sum(),
-                index,
+                cached: sessions.iter().map(|s| s.size).sum::<u64>() + pack,
+                index: index + pack,
                 sessions: sessions.len(),
                 segments,
             };

@@ -448,7 +448,8 @@ export class Scrollback {
   /**
    * Benchmarks only (`npm run bench:search`), not the API: `('append', id, jsonl, batch,
    * indexing)` appends lines to a session's cache as the stream does and resolves to the
-   * milliseconds it took; `('sizes')` resolves to `{cached, index, sessions}` bytes.
+   * milliseconds it took; `('sizes')` resolves to `{cached, index, sessions, segments, pack}`
+   * (bytes, but `sessions` and `segments`: counts).
    * @internal
    */
   _bench(what, ...args) {

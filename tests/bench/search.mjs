@@ -177,7 +177,7 @@ async function benchIn(context, server, storage) {
   // 5. Sizes.
   out.sizes = await page.evaluate(() => window.sb._bench('sizes'));
   out.sizes.share = out.sizes.index / out.sizes.cached;
-  log(storage, `index ${(out.sizes.index / 1e6).toFixed(1)} MB = ${(100 * out.sizes.share).toFixed(1)}% of ${(out.sizes.cached / 1e6).toFixed(1)} MB cached (${out.sizes.sessions} sessions)`);
+  log(storage, `index ${(out.sizes.index / 1e6).toFixed(1)} MB (the server's pack ${(out.sizes.pack / 1e6).toFixed(1)} MB of it) = ${(100 * out.sizes.share).toFixed(1)}% of ${(out.sizes.cached / 1e6).toFixed(1)} MB cached (${out.sizes.sessions} sessions)`);
 
   // 6. Queries: the first after a fresh start, then the later ones. Each first query is the
   //    median of STARTS starts (a page reloaded, a new worker): one start moves by half its
@@ -242,7 +242,7 @@ function table(results) {
     ['append, line by line: without / with the index (MB/s)', ...results.map((r) => `${f(r.append.plainMBs, 2)} / ${f(r.append.indexedMBs, 2)}`)],
     ['append ratio (with / without)', ...results.map((r) => f(r.append.ratio, 2))],
     ['generated set cached (MB raw, s)', ...results.map((r) => `${f(r.corpus.bytes / 1e6)} MB, ${f(r.corpus.seconds)} s`)],
-    ['index share of the cached bytes', ...results.map((r) => `${f(100 * r.sizes.share)}% (${f(r.sizes.index / 1e6)} of ${f(r.sizes.cached / 1e6)} MB)`)],
+    ['index share of the cached bytes (blobs, segments, the server\'s pack)', ...results.map((r) => `${f(100 * r.sizes.share)}% (${f(r.sizes.index / 1e6)} of ${f(r.sizes.cached / 1e6)} MB; pack ${f(r.sizes.pack / 1e6)} MB)`)],
   ];
   rows.push(['first query right after start before any segment is built, rare word (ms)', ...results.map((r) => f(r.unbuilt.ms))]);
   rows.push(['segments built (warm-up after the set was cached, s)', ...results.map((r) => f(r.build.seconds))]);

@@ -244,8 +244,8 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
             bytes,
         })
         .collect();
-    let terms = (index.sorted_terms()).map(|(t, l)| (Cow::Borrowed(t), Cow::Borrowed(l)));
-    assemble(&column, terms, index.words, covered, head, edge)
+    let mut terms = (index.sorted_terms()).map(|(t, l)| (Cow::Borrowed(t), Cow::Borrowed(l)));
+    assemble(&column, &mut terms, index.words, covered, head, edge)
 }
 
 /// Writes a segment: its documents' `column` (their `at` is implied: the lines follow one
@@ -254,7 +254,7 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
 /// its blob ([`encode`]); a server's [`pack`](super::pack) from its sessions' segments.
 pub(super) fn assemble<'t>(
     column: &[Meta],
-    terms: impl Iterator<Item = (Cow<'t, str>, Cow<'t, [Posting]>)>,
+    terms: &mut dyn Iterator<Item = (Cow<'t, str>, Cow<'t, [Posting]>)>,
     words: u64,
     covered: u64,
     head: &[u8],

@@ -19,6 +19,8 @@ struct Sizes {
     sessions: usize,
     /// The sessions with a search segment.
     segments: usize,
+    /// The server's search pack's bytes (0: none).
+    pack: u64,
 }
 
 #[wasm_bindgen]
@@ -83,6 +85,7 @@ impl Client {
                 index: index + pack,
                 sessions: sessions.len(),
                 segments,
+                pack,
             };
             Ok(to_js(&sizes)?)
         })

@@ -102,6 +102,18 @@
 //! hits' lines; a few sessions per turn of the memo, so a query typed meanwhile waits for one
 //! turn and loads only the sessions the warm-up has not reached. A reply still streaming is searched from its writer's memory ([`live`]).
 //!
+//! # The server's pack: a worker's first query
+//!
+//! A query that comes before the warm-up would read each session's segment header, its blob's
+//! end and its postings: two to four reads per session, and an OPFS read costs about half a
+//! millisecond however small. So once warmed up the worker also writes the server's [`pack`]
+//! (every session's documents in one segment, with a table of what each blob was: its size,
+//! its stamp, its last bytes), and a worker's first query before its warm-up reads that: its
+//! header and, beside that read, a `stat` of each session's blob; then one run of postings
+//! per word for every session at once, and its hits' lines. A blob as the pack recorded it is
+//! not read; one that grew is read past its part; one rebuilt under it, or a session the pack
+//! does not hold, is loaded as above (and the pack is built again at the next warm-up).
+//!
 //! # Crates considered
 //!
 //! - **tantivy**: the reference Rust search engine, but not for `wasm32-unknown-unknown` in a
@@ -126,18 +138,12 @@
 //!
 //! # Not done yet
 //!
-//! The first query of a worker that just started reads every session's segment header and
-//! blob end (together), and per word its postings (and a dictionary block, where the first read
-//! did not hold it: its size is the store's [`read_ahead`](crate::store::Store::read_ahead),
-//! 64 kB in IndexedDB, which pays per byte, 128 kB in OPFS, which pays per read): 55-100 ms in
-//! IndexedDB and 200-250 in OPFS at 64 sessions. Each read there is one request (IndexedDB:
-//! the listing's records ride its transaction) or starts from its session's folder (OPFS: the
-//! listing's folder handles), but a read still costs about half a millisecond in IndexedDB and
-//! two in OPFS however small, and concurrent reads barely overlap, while the query's own work
-//! is 8 ms natively; reading whole segments costs more bytes, measured slower. One index
-//! per server (one dictionary, one read per word) would leave one read per session, of its
-//! blob's end, to see what it gained. A session whose cache holds only chunks older than the
-//! suffix (never served) is indexed only as those pages were stored.
+//! The pack's header holds every document's column (about 7 bytes each: 1.4 MB for the
+//! 200,000 documents of the bench's 200 MB), read whole by a worker's first query: in OPFS
+//! that read is most of what the query costs (about 15 ms, and 6 to parse it). Postings that
+//! carried what ranking needs of their documents would leave the column to the hits. A
+//! session whose cache holds only chunks older than the suffix (never served) is indexed only
+//! as those pages were stored.
 
 mod accents;
 pub mod doc;

@@ -3,7 +3,7 @@
 //! `transcripts/v1/<server>.search.idx`, beside the server's folder (as the remembered
 //! session list is: no session folder can be named like it).
 //!
-//! A query before the worker has warmed up reads, per session, its [`Segment`]'s header, its
+//! A query before the worker has warmed up reads, per session, its [segment](super::segment)'s header, its
 //! blob's end and, per word, a run of postings: two to four reads each, and in OPFS a read costs
 //! about half a millisecond however small, while concurrent reads barely overlap. The pack
 //! holds every session's documents in one segment (one column, one dictionary, one run of
@@ -19,18 +19,24 @@
 //!
 //! `SBP1`, the table's length (u32, little-endian), the table (per session: its folder's
 //! name, its documents counted, the blob bytes they cover, the blob's size and stamp when it
-//! was read, the last bytes covered), then a [`Segment`] over the sessions' documents one
-//! session after another, in the table's order (its column's lines follow one another through
-//! each session's blob, and on into the next's).
+//! was read, the last bytes covered), then a [segment](super::segment) over the sessions'
+//! documents one session after another, in the table's order (its column's lines follow one
+//! another through each session's blob, and on into the next's). A session folder without a
+//! blob is in the table with no documents (a first query asks it a `stat`, not two reads).
 //!
 //! # Built
 //!
 //! In idle time, once the worker has warmed up and holds every session's segment and what
-//! lies past it ([`build`]): merged from them (the postings re-numbered, nothing tokenized
-//! again), when the pack is missing, leaves out a session, holds one that is gone, or the
-//! blobs gained a sixteenth (and [`MIN_TAIL`](super::segment::MIN_TAIL)) past it. Written under
-//! another name and renamed into place. Derived, like a segment: a pack that does not read is
-//! removed, and whatever removes a session (purge, eviction, retain-only, Reload) removes it.
+//! lies past it ([`Cache::build_search_pack`](crate::chunks::Cache::build_search_pack)):
+//! merged from them (the postings re-numbered, nothing tokenized again; the pieces a welded
+//! row replaced left empty), when the pack is missing, leaves out a session, holds one that
+//! is gone, or the blobs gained a sixteenth (and [`MIN_TAIL`](super::segment::MIN_TAIL)) past
+//! it, or a query found a part that was not its blob's. Written under another name and renamed
+//! into place. Derived, like a segment: a pack that does not read is removed. The cache's
+//! purge, eviction and retain-only remove it with any session (it holds the session's words),
+//! and counts it in the byte budget; a session a view throws away (Reload, or gone from the
+//! server) leaves a part no query uses (its blob is not the one recorded), gone at the next
+//! build.
 
 use super::postings::{Indexed, Posting};
 use super::segment::{assemble, put_varint, Cursor, Meta as Line, Post, Segment};

@@ -180,6 +180,16 @@ impl<S: Store> Cache<S> {
         built
     }
 
+    /// Removes the server's search pack, once a build under way in any tab is done (so that it
+    /// cannot write back the words of a session removed meanwhile).
+    async fn remove_search_pack(&self) {
+        let path = pack::path(&self.dir);
+        let _role = self.store.writer(&path, true).await;
+        if let Err(e) = self.store.remove(&path).await {
+            log::info!("scrollback: could not delete the search pack: {e}");
+        }
+    }
+
     /// The bytes of the server's search pack (0 when there is none): the budget counts them.
     pub async fn search_pack_size(&self) -> u64 {
         let pack = self.store.stat(&pack::path(&self.dir)).await;
@@ -287,7 +297,7 @@ impl<S: Store> Cache<S> {
     pub async fn purge_all(&self) {
         self.live.removed_all();
         let _ = self.store.remove(&self.list).await;
-        let _ = self.store.remove(&pack::path(&self.dir)).await;
+        self.remove_search_pack().await;
         if let Err(e) = self.store.remove(&self.dir).await {
             log::info!("scrollback: could not purge the cache: {e}");
         }
@@ -337,9 +347,7 @@ impl<S: Store> Cache<S> {
     /// in idle time without them).
     async fn remove(&self, key: &str) -> bool {
         self.live.removed(key);
-        if let Err(e) = self.store.remove(&pack::path(&self.dir)).await {
-            log::info!("scrollback: could not delete the search pack: {e}");
-        }
+        self.remove_search_pack().await;
         match self.store.remove(&format!("{}/{key}", self.dir)).await {
             Ok(()) => true,
             Err(e) => {

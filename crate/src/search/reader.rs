@@ -614,6 +614,12 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
 /// next build mends both) is left out: a first query loads it the usual way. Answers whether
 /// it wrote a pack.
 pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> bool {
+    // One builder at a time across tabs (two writing the pack's new file lock each other out
+    // of renaming it; a worker whose page just reloaded may still be building): the other's
+    // pack is looked at once it is done. Taken before the memo, which queries wait for.
+    let Some(_role) = store.writer(&pack::path(dir), true).await else {
+        return false;
+    };
     let mut loads = memo.0.lock().await;
     if !loads.warm {
         return false;
@@ -1146,7 +1152,11 @@ mod tests {
             self.inner.read_end(path, len).await
         }
         async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+            yield_now().await; // as a browser's store does: another task runs meanwhile
             self.inner.write(path, bytes).await
+        }
+        async fn writer(&self, key: &str, wait: bool) -> Option<crate::store::WriterRole> {
+            self.inner.writer(key, wait).await
         }
         async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
             self.inner.append(path, bytes).await
@@ -1436,6 +1446,37 @@ mod tests {
                 3
             );
             assert_eq!(store.inner.stat(&path).await.unwrap(), None, "removed");
+        });
+    }
+
+    /// Two workers warmed up at once build the server's pack one after the other: the second
+    /// finds it fresh and writes nothing (in OPFS two writing its new file at once locked each
+    /// other out of renaming it, and neither pack landed).
+    #[test]
+    fn two_workers_build_the_pack_one_at_a_time() {
+        pollster::block_on(async {
+            let (store, mut session, dir) = other_tab().await;
+            for seq in 1..=5 {
+                session.append(&user(seq, "the aardvark")).await;
+            }
+            let (a, b) = (Memo::default(), Memo::default());
+            warm(&*store, &dir, &a).await;
+            warm(&*store, &dir, &b).await;
+            let built =
+                futures::join!(build_pack(&*store, &dir, &a), build_pack(&*store, &dir, &b));
+            assert!(built.0 != built.1, "one of them built it: {built:?}");
+            let memo = Memo::default();
+            assert_eq!(
+                seqs_found(&store, &dir, &memo, &Live::default(), "aardvark")
+                    .await
+                    .len(),
+                5
+            );
+            let loads = memo.0.try_lock().unwrap();
+            assert!(loads
+                .sessions
+                .values()
+                .all(|(_, l)| l.segment.as_ref().is_some_and(Segment::packed)));
         });
     }
 

@@ -302,7 +302,7 @@ pub(super) fn encode(parts: &[Part]) -> Vec<u8> {
             },
             None => None,
         };
-        let seg_column = part.segment.map_or(&[][..], |s| s.column());
+        let seg_column = part.segment.map_or(&[][..], |s| s.metas());
         let tail = (part.tail.docs.iter().zip(part.lines)).map(|((doc, len), &bytes)| Line {
             len: *len,
             seq: doc.seq,

@@ -850,18 +850,18 @@ pub(crate) async fn search<S: Store>(
     for s in ranked.broken {
         let (folder, _, l) = &mut loaded[s];
         if l.segment.as_ref().is_some_and(Segment::packed) {
-            // Its part of the pack is not its blob's (or the pack does not read): the
-            // session's own segment answers, and the pack is built again.
+            // Its part of the pack is not its blob's (or the pack does not read): the pack is
+            // built again. (The session's own segment may be as old: a blob rebuilt to the
+            // same size and last bytes; the blob answers.)
             pack_missed = true;
-            **l = Loaded::default();
         } else {
             // Derived data: removing it loses nothing (the next idle build makes it again).
             let _ = store.remove(&format!("{folder}/{SEGMENT}")).await;
-            **l = Loaded {
-                no_segment: true,
-                ..Loaded::default()
-            };
         }
+        **l = Loaded {
+            no_segment: true,
+            ..Loaded::default()
+        };
         refresh(store, folder, l, false, false).await;
     }
     let hits = rank_with_live(store, dir, live, &mut loaded, &query, limit).await;

@@ -122,7 +122,11 @@ pub(super) struct Segment {
     pub words: u64,
     /// The blob's bytes just before `covered`.
     pub edge: Vec<u8>,
-    column: Vec<Meta>,
+    /// The document column, shared by a pack's parts (each reads its `span` of it, its lines'
+    /// `at` less `at_base`, where the session's blob starts in the pack's).
+    column: Arc<[Meta]>,
+    span: std::ops::Range<usize>,
+    at_base: u64,
     /// The dictionary's blocks.
     blocks: Vec<Block>,
     post_at: u64,
@@ -452,7 +456,9 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
             worded,
             words,
             edge,
-            column: metas,
+            column: metas.into(),
+            span: 0..docs as usize,
+            at_base: 0,
             blocks: out,
             post_at,
             size,
@@ -518,23 +524,24 @@ impl Segment {
         covered: u64,
         edge: Vec<u8>,
     ) -> Option<Segment> {
-        let range = first as usize..first.checked_add(docs)? as usize;
-        let mut column = whole.column.get(range)?.to_vec();
-        let start = column.first().map_or(0, |m| m.at);
-        for m in &mut column {
-            m.at -= start;
-        }
-        let end = column.last().map_or(0, |m| m.at + u64::from(m.bytes) + 1);
-        if end != covered || edge.len() as u64 > covered {
+        let span = first as usize..first.checked_add(docs)? as usize;
+        let metas = whole.metas().get(span.clone())?;
+        let start = metas.first().map_or(0, |m| m.at);
+        let end = metas
+            .last()
+            .map_or(start, |m| m.at + u64::from(m.bytes) + 1);
+        if end - start != covered || edge.len() as u64 > covered {
             return None;
         }
         Some(Segment {
             covered,
             docs,
-            worded: column.iter().filter(|m| m.len > 0).count() as u32,
-            words: column.iter().map(|m| u64::from(m.len)).sum(),
+            worded: metas.iter().filter(|m| m.len > 0).count() as u32,
+            words: metas.iter().map(|m| u64::from(m.len)).sum(),
             edge,
-            column,
+            column: whole.column.clone(),
+            span,
+            at_base: start,
             blocks: Vec::new(),
             post_at: 0,
             size: 0,
@@ -655,7 +662,7 @@ impl Segment {
         found
             .into_iter()
             .map(|p| {
-                let meta = self.column.get(p.doc as usize)?;
+                let meta = self.metas().get(p.doc as usize)?;
                 Some(Post {
                     doc: p.doc,
                     tf: p.tf,
@@ -684,7 +691,7 @@ impl Segment {
 
     /// Its documents whose seq lies in `seqs`, with their lengths in words.
     pub fn docs_in(&self, seqs: std::ops::Range<u64>) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let column = self.column.iter().enumerate();
+        let column = self.metas().iter().enumerate();
         column
             .filter(move |(_, m)| seqs.contains(&m.seq))
             .map(|(id, m)| (id as u32, m.len))
@@ -692,7 +699,7 @@ impl Segment {
 
     /// The highest seq of its documents.
     pub fn newest(&self) -> Option<u64> {
-        self.column.iter().map(|m| m.seq).max()
+        self.metas().iter().map(|m| m.seq).max()
     }
 
     /// Whether it is held in memory.
@@ -723,9 +730,10 @@ impl Segment {
     /// Document `doc` as the blob holds it (`None`: it does not read, or it is not the row the
     /// column says: the blob is not the one the segment was built from).
     pub async fn doc<S: Store>(&self, store: &S, dir: &str, doc: u32) -> Option<Doc> {
-        let meta = self.column.get(doc as usize)?;
-        let end = meta.at.checked_add(u64::from(meta.bytes))?;
-        let line = read_exact(store, &format!("{dir}/{INDEX}"), meta.at, end).await?;
+        let meta = self.metas().get(doc as usize)?;
+        let at = meta.at.checked_sub(self.at_base)?;
+        let end = at.checked_add(u64::from(meta.bytes))?;
+        let line = read_exact(store, &format!("{dir}/{INDEX}"), at, end).await?;
         serde_json::from_slice::<Doc>(&line)
             .ok()
             .filter(|d| d.seq == meta.seq)
@@ -828,9 +836,9 @@ impl Segment {
         })
     }
 
-    /// Its documents' column.
-    pub(super) fn column(&self) -> &[Meta] {
-        &self.column
+    /// Its documents' column (each line's `at` as in the segment it is a part of).
+    pub(super) fn metas(&self) -> &[Meta] {
+        &self.column[self.span.clone()]
     }
 }
 
@@ -1049,6 +1057,16 @@ mod tests {
                     assert_eq!(got, want, "{ahead:?}: {term:?} prefix {prefix}");
                 }
             }
+            // Held in memory, its terms in order with their postings, as a pack merges them.
+            let mut held = Segment::open(&store, "d").await.unwrap();
+            assert!(held.terms().is_none(), "not held yet");
+            assert!(held.hold(&store, "d").await);
+            let got: Vec<(String, Vec<Posting>)> =
+                held.terms().unwrap().map(Option::unwrap).collect();
+            let want: Vec<(String, Vec<Posting>)> = (memory.sorted_terms())
+                .map(|(t, l)| (t.to_string(), l.to_vec()))
+                .collect();
+            assert_eq!(got, want);
         });
     }
 

@@ -39,7 +39,7 @@
 //! build.
 
 use super::postings::{Indexed, Posting};
-use super::segment::{assemble, put_varint, Cursor, Meta as Line, Post, Segment};
+use super::segment::{put_varint, Assembler, Cursor, Meta as Line, Post, Segment};
 use crate::store::{Meta, Store};
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -248,62 +248,71 @@ pub(super) async fn entries<S: Store>(store: &S, dir: &str) -> Option<HashMap<St
     table(bytes.get(8..at)?)
 }
 
-/// One session, as a pack is built from it: what the worker holds of its blob.
-pub(super) struct Part<'a> {
+/// One session, as a pack is built from it: a copy of what the worker holds of its blob
+/// (taken under the memo, which queries then have back while the pack is merged).
+#[derive(Default)]
+pub(super) struct Part {
     /// Its folder's name.
-    pub key: &'a str,
+    pub key: String,
     /// The blob's size and stamp when it was read up to `covered`.
     pub seen: Meta,
     pub covered: u64,
-    pub edge: &'a [u8],
+    pub edge: Vec<u8>,
     /// Its segment, held in memory, if one covers the blob's start.
-    pub segment: Option<&'a Segment>,
+    pub segment: Option<Segment>,
     /// The documents past it, in order, and each one's line's bytes in the blob.
-    pub tail: &'a Indexed,
-    pub lines: &'a [u32],
+    pub tail: Indexed,
+    pub lines: Vec<u32>,
     /// Documents a welded one replaced (ids from the segment's first, then the tail's).
-    pub dead: &'a HashSet<u32>,
+    pub dead: HashSet<u32>,
 }
 
-/// Whether the pack `on_disk` is behind the `parts` a worker holds: it is missing, leaves
-/// out a session or holds one that is gone (or was rebuilt smaller), or the blobs gained a
-/// sixteenth (and [`MIN_TAIL`](super::segment::MIN_TAIL)) past it.
-pub(super) fn behind(on_disk: Option<&HashMap<String, Entry>>, parts: &[Part]) -> bool {
+/// Whether the pack `on_disk` is behind what a worker holds (each session folder and the blob
+/// bytes it holds): it is missing, leaves out a session or holds one that is gone (or was
+/// rebuilt smaller), or the blobs gained a sixteenth (and
+/// [`MIN_TAIL`](super::segment::MIN_TAIL)) past it.
+pub(super) fn behind(on_disk: Option<&HashMap<String, Entry>>, held: &[(&str, u64)]) -> bool {
     let Some(on_disk) = on_disk else {
         return true;
     };
     let (mut gained, mut total) = (0u64, 0u64);
-    for part in parts {
-        total += part.covered;
-        match on_disk.get(part.key) {
-            Some(e) if e.covered > part.covered => return true,
-            Some(e) => gained += part.covered - e.covered,
-            None => gained += part.covered,
+    for &(key, covered) in held {
+        total += covered;
+        match on_disk.get(key) {
+            Some(e) if e.covered > covered => return true,
+            Some(e) => gained += covered - e.covered,
+            None => gained += covered,
         }
     }
-    let gone = on_disk.keys().any(|k| !parts.iter().any(|p| p.key == k));
+    let gone = on_disk
+        .keys()
+        .any(|k| !held.iter().any(|&(key, _)| key == k));
     gone || gained >= super::segment::MIN_TAIL.max(total / 16)
 }
+
+/// The postings merged between two turns of the worker's event loop ([`encode`]): about a
+/// millisecond's work, so that a query typed meanwhile waits no longer.
+const TURN: usize = 20_000;
 
 /// Encodes the pack of `parts` (in their order); a part whose documents do not add up to
 /// the bytes it covers, or whose segment does not read, is left out. The pieces a welded
 /// document replaced are empty documents in it, as in a segment built from the blob.
-pub(super) fn encode(parts: &[Part]) -> Vec<u8> {
+pub(super) async fn encode(parts: &[Part]) -> Vec<u8> {
     let mut column: Vec<Line> = Vec::new();
     let mut table = Vec::new();
     let mut covered = 0u64;
     // Each source of terms (a segment, a tail) and where its documents start.
     let mut sources: Vec<(u32, Terms)> = Vec::new();
     for part in parts {
-        let seg_terms = match part.segment {
+        let seg_terms = match &part.segment {
             Some(s) => match s.terms() {
                 Some(t) => Some(t),
                 None => continue,
             },
             None => None,
         };
-        let seg_column = part.segment.map_or(&[][..], |s| s.metas());
-        let tail = (part.tail.docs.iter().zip(part.lines)).map(|((doc, len), &bytes)| Line {
+        let seg_column = part.segment.as_ref().map_or(&[][..], |s| s.metas());
+        let tail = (part.tail.docs.iter().zip(&part.lines)).map(|((doc, len), &bytes)| Line {
             len: *len,
             seq: doc.seq,
             ts: doc.ts,
@@ -315,13 +324,13 @@ pub(super) fn encode(parts: &[Part]) -> Vec<u8> {
         if bytes != part.covered || part.lines.len() != part.tail.docs.len() {
             continue;
         }
-        for &dead in part.dead {
+        for &dead in &part.dead {
             if let Some(line) = lines.get_mut(dead as usize) {
                 line.len = 0;
             }
         }
         let first = column.len() as u32;
-        let dead = part.dead;
+        let dead = &part.dead;
         let alive = move |local: u32, list: Vec<Posting>| -> Vec<Posting> {
             let kept = list
                 .into_iter()
@@ -339,20 +348,30 @@ pub(super) fn encode(parts: &[Part]) -> Vec<u8> {
         sources.push((first + seg_docs, Box::new(tail_terms)));
         column.extend(lines);
         covered += part.covered;
-        put_str(&mut table, part.key);
+        put_str(&mut table, &part.key);
         put_varint(&mut table, u64::from(column.len() as u32 - first));
         put_varint(&mut table, part.covered);
         put_varint(&mut table, part.seen.size);
         put_varint(&mut table, part.seen.modified);
         put_varint(&mut table, part.edge.len() as u64);
-        table.extend_from_slice(part.edge);
+        table.extend_from_slice(&part.edge);
     }
     let words = column.iter().map(|m| u64::from(m.len)).sum();
     let mut merge = Merge::new(sources);
-    let segment = assemble(&column, &mut merge, words, covered, &[], &[]);
+    let mut out = Assembler::default();
+    let mut turn = 0;
+    for (term, list) in merge.by_ref() {
+        out.push(&term, &list);
+        turn += list.len() + 1;
+        if turn >= TURN {
+            turn = 0;
+            crate::store::breathe().await;
+        }
+    }
     if merge.broken {
         return Vec::new(); // a held segment that does not read: no pack this time
     }
+    let segment = out.finish(&column, words, covered, &[], &[]);
     let mut out = Vec::with_capacity(8 + table.len() + segment.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(table.len() as u32).to_le_bytes());

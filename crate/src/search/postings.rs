@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// One session's documents and their postings.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Indexed {
     /// Each document and its length in words.
     pub docs: Vec<(Doc, u32)>,

@@ -97,7 +97,7 @@ pub(super) struct Meta {
 }
 
 /// One block of the dictionary, as the block index says.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Block {
     /// Its first term.
     first: String,
@@ -109,7 +109,7 @@ struct Block {
 }
 
 /// A segment's header, as read: its documents' column and where the rest is.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Segment {
     /// The blob bytes it was built from.
     pub covered: u64,
@@ -254,9 +254,8 @@ fn encode(docs: Vec<(Doc, u32)>, covered: u64, head: &[u8], edge: &[u8]) -> Vec<
 
 /// Writes a segment: its documents' `column` (their `at` is implied: the lines follow one
 /// another), every term in sorted order with its postings (documents ascending), the words
-/// counted, and what it was built from (see [`encode`]). A session's segment is written from
-/// its blob ([`encode`]); a server's [`pack`](super::pack) from its sessions' segments.
-pub(super) fn assemble<'t>(
+/// counted, and what it was built from (see [`encode`]).
+fn assemble<'t>(
     column: &[Meta],
     terms: &mut dyn Iterator<Item = (Cow<'t, str>, Cow<'t, [Posting]>)>,
     words: u64,
@@ -264,77 +263,112 @@ pub(super) fn assemble<'t>(
     head: &[u8],
     edge: &[u8],
 ) -> Vec<u8> {
-    let mut col = Vec::new();
-    let (mut seq, mut ms) = (0u64, 0i64);
-    for m in column {
-        put_varint(&mut col, u64::from(m.len));
-        put_varint(&mut col, zigzag(m.seq as i64 - seq as i64));
-        ms = put_ts(&mut col, m.ts, ms);
-        put_varint(&mut col, u64::from(m.bytes));
-        seq = m.seq;
+    let mut out = Assembler::default();
+    for (term, list) in terms {
+        out.push(&term, &list);
     }
-    let mut post = Vec::new();
-    let mut dict = Vec::new();
-    // (first term, dictionary bytes, where its first term's postings start)
-    let mut blocks: Vec<(String, u64, u64)> = Vec::new();
-    let mut prev: Cow<str> = Cow::Borrowed("");
-    for (n, (term, list)) in terms.enumerate() {
-        if n % BLOCK == 0 {
-            if let Some((_, len, _)) = blocks.last_mut() {
-                *len = dict.len() as u64 - *len;
+    out.finish(column, words, covered, head, edge)
+}
+
+/// A segment being written, a term at a time ([`Assembler::push`], in sorted order, then
+/// [`Assembler::finish`]): a session's segment is written from its blob ([`encode`]); a
+/// server's [`pack`](super::pack) from its sessions' segments, a few terms between two turns of
+/// the worker's event loop.
+#[derive(Default)]
+pub(super) struct Assembler {
+    post: Vec<u8>,
+    dict: Vec<u8>,
+    /// Each block's first term, where it starts in the dictionary, and where its first term's
+    /// postings start.
+    blocks: Vec<(String, u64, u64)>,
+    /// The term before, and the terms pushed.
+    prev: Vec<u8>,
+    terms: usize,
+}
+
+impl Assembler {
+    /// Adds `term` (after every term pushed before it) with its postings.
+    pub(super) fn push(&mut self, term: &str, list: &[Posting]) {
+        if self.terms % BLOCK == 0 {
+            if let Some((_, len, _)) = self.blocks.last_mut() {
+                *len = self.dict.len() as u64 - *len;
             }
-            blocks.push((term.to_string(), dict.len() as u64, post.len() as u64));
-            prev = Cow::Borrowed("");
+            let at = (self.dict.len() as u64, self.post.len() as u64);
+            self.blocks.push((term.to_string(), at.0, at.1));
+            self.prev.clear();
         }
-        let start = post.len();
+        self.terms += 1;
+        let start = self.post.len();
         let mut last = 0;
-        for p in list.iter() {
-            put_varint(&mut post, u64::from(p.doc - last));
-            put_varint(&mut post, u64::from(p.tf));
-            post.push(p.next);
+        for p in list {
+            put_varint(&mut self.post, u64::from(p.doc - last));
+            put_varint(&mut self.post, u64::from(p.tf));
+            self.post.push(p.next);
             last = p.doc;
         }
         // Front-coded: the bytes it shares with the term before it in its block, then the rest.
-        let shared = (prev.bytes().zip(term.bytes()))
+        let shared = (self.prev.iter().zip(term.as_bytes()))
             .take_while(|(a, b)| a == b)
             .count();
-        put_varint(&mut dict, shared as u64);
-        put_varint(&mut dict, (term.len() - shared) as u64);
-        dict.extend_from_slice(&term.as_bytes()[shared..]);
-        put_varint(&mut dict, (post.len() - start) as u64);
-        prev = term;
+        put_varint(&mut self.dict, shared as u64);
+        put_varint(&mut self.dict, (term.len() - shared) as u64);
+        self.dict.extend_from_slice(&term.as_bytes()[shared..]);
+        put_varint(&mut self.dict, (self.post.len() - start) as u64);
+        self.prev.clear();
+        self.prev.extend_from_slice(term.as_bytes());
     }
-    if let Some((_, len, _)) = blocks.last_mut() {
-        *len = dict.len() as u64 - *len;
+
+    /// The segment: the terms pushed, with the documents' `column`, the words counted, and
+    /// what it was built from.
+    pub(super) fn finish(
+        mut self,
+        column: &[Meta],
+        words: u64,
+        covered: u64,
+        head: &[u8],
+        edge: &[u8],
+    ) -> Vec<u8> {
+        if let Some((_, len, _)) = self.blocks.last_mut() {
+            *len = self.dict.len() as u64 - *len;
+        }
+        let mut col = Vec::new();
+        let (mut seq, mut ms) = (0u64, 0i64);
+        for m in column {
+            put_varint(&mut col, u64::from(m.len));
+            put_varint(&mut col, zigzag(m.seq as i64 - seq as i64));
+            ms = put_ts(&mut col, m.ts, ms);
+            put_varint(&mut col, u64::from(m.bytes));
+            seq = m.seq;
+        }
+        let mut block_index = Vec::new();
+        for (first, len, post_start) in &self.blocks {
+            put_varint(&mut block_index, first.len() as u64);
+            block_index.extend_from_slice(first.as_bytes());
+            put_varint(&mut block_index, *len);
+            put_varint(&mut block_index, *post_start);
+        }
+        let dict_at = (FIXED + head.len() + edge.len() + col.len() + block_index.len()) as u64;
+        let post_at = dict_at + self.dict.len() as u64;
+        let size = post_at + self.post.len() as u64;
+        let mut out = Vec::with_capacity(size as usize);
+        out.extend_from_slice(MAGIC);
+        for v in [covered, words, dict_at, post_at, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [column.len(), self.blocks.len(), col.len()] {
+            out.extend_from_slice(&(v as u32).to_le_bytes());
+        }
+        out.extend_from_slice(&(head.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(edge.len() as u16).to_le_bytes());
+        out.resize(FIXED, 0);
+        out.extend_from_slice(head);
+        out.extend_from_slice(edge);
+        out.extend_from_slice(&col);
+        out.extend_from_slice(&block_index);
+        out.extend_from_slice(&self.dict);
+        out.extend_from_slice(&self.post);
+        out
     }
-    let mut block_index = Vec::new();
-    for (first, len, post_start) in &blocks {
-        put_varint(&mut block_index, first.len() as u64);
-        block_index.extend_from_slice(first.as_bytes());
-        put_varint(&mut block_index, *len);
-        put_varint(&mut block_index, *post_start);
-    }
-    let dict_at = (FIXED + head.len() + edge.len() + col.len() + block_index.len()) as u64;
-    let post_at = dict_at + dict.len() as u64;
-    let size = post_at + post.len() as u64;
-    let mut out = Vec::with_capacity(size as usize);
-    out.extend_from_slice(MAGIC);
-    for v in [covered, words, dict_at, post_at, size] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    for v in [column.len(), blocks.len(), col.len()] {
-        out.extend_from_slice(&(v as u32).to_le_bytes());
-    }
-    out.extend_from_slice(&(head.len() as u16).to_le_bytes());
-    out.extend_from_slice(&(edge.len() as u16).to_le_bytes());
-    out.resize(FIXED, 0);
-    out.extend_from_slice(head);
-    out.extend_from_slice(edge);
-    out.extend_from_slice(&col);
-    out.extend_from_slice(&block_index);
-    out.extend_from_slice(&dict);
-    out.extend_from_slice(&post);
-    out
 }
 
 /// The fixed header's fields, in their order.

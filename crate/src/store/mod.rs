@@ -68,7 +68,7 @@ pub struct Entry {
 }
 
 /// A blob's size and modification stamp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Meta {
     /// Size in bytes.
     pub size: u64,
@@ -247,6 +247,28 @@ pub(crate) fn entries_below<K: AsRef<str>, V>(
 pub(crate) fn span(size: u64, offset: u64, len: usize) -> (u64, u64) {
     let start = offset.min(size);
     (start, start.saturating_add(len as u64).min(size))
+}
+
+/// Lets the rest of the worker run (the messages waiting for it, its other tasks) before the
+/// caller goes on: a new task of the event loop in the browser (`setTimeout`), one poll's yield
+/// natively. Long work in idle time calls it between two parts.
+pub(crate) async fn breathe() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        browser::sleep(0).await
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let mut yielded = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut yielded, true) {
+                return std::task::Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        })
+        .await
+    }
 }
 
 /// Milliseconds since the epoch: the browser's clock in wasm (where `std::time` panics), the

@@ -290,9 +290,10 @@ pub(super) fn behind(on_disk: Option<&HashMap<String, Entry>>, held: &[(&str, u6
     gone || gained >= super::segment::MIN_TAIL.max(total / 16)
 }
 
-/// The postings merged between two turns of the worker's event loop ([`encode`]): about a
-/// millisecond's work, so that a query typed meanwhile waits no longer.
-const TURN: usize = 20_000;
+/// The postings merged between two turns of the worker's event loop ([`encode`]): a few
+/// milliseconds' work (a query typed meanwhile waits no longer), and few turns (a browser
+/// makes each wait at least 4 ms).
+const TURN: usize = 100_000;
 
 /// Encodes the pack of `parts` (in their order); a part whose documents do not add up to
 /// the bytes it covers, or whose segment does not read, is left out. The pieces a welded

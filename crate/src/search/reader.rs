@@ -1489,7 +1489,7 @@ mod tests {
             let dir = cache.dir().to_string();
             let mut session = cache.session("s").unwrap();
             session.open().await;
-            let lines: Vec<Line> = (1..=8000)
+            let lines: Vec<Line> = (1..=30_000)
                 .map(|seq| {
                     user(
                         seq,

@@ -610,9 +610,8 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
 /// Builds the server's [`pack`] from what the worker holds once it has warmed up (every
 /// session's segment held, and the documents past it), when the one in the store is behind
 /// ([`pack::behind`]); in idle time, after [`warm`]. A session whose blob did not read whole
-/// (a line past its segment that did not read, a piece a welded row replaced: its segment's
-/// next build mends both) is left out: a first query loads it the usual way. Answers whether
-/// it wrote a pack.
+/// (a line past its segment that did not read: its segment's next build mends it) is left
+/// out: a first query loads it the usual way. Answers whether it wrote a pack.
 pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> bool {
     // One builder at a time across tabs (two writing the pack's new file lock each other out
     // of renaming it; a worker whose page just reloaded may still be building): the other's

@@ -238,7 +238,7 @@ fn table(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
 }
 
 /// The table of the pack of the server whose folder is `dir` (`None`: there is none that
-/// reads): what [`build`] compares with what the worker holds.
+/// reads): what the build compares with what the worker holds.
 pub(super) async fn entries<S: Store>(store: &S, dir: &str) -> Option<HashMap<String, Entry>> {
     let path = path(dir);
     let bytes = store.read(&path, 0, store.read_ahead()).await.ok()?;

@@ -685,8 +685,38 @@ both_stores!(
     a_removed_session_leaves_no_streaming_row,
     a_reply_cut_where_the_cache_started_is_found_whole,
     a_reply_still_streaming_takes_the_page_below,
-    a_page_in_a_gap_welds_both_edges
+    a_page_in_a_gap_welds_both_edges,
+    a_purge_removes_the_server_pack
 );
+
+/// The server's pack holds every session's words: purging a session removes it (and what a
+/// build cut short left under its new name), and the next warm-up builds it without them.
+async fn a_purge_removes_the_server_pack<S: Store>(store: Arc<S>) {
+    let cache = cache(&store).await;
+    fill(&cache, "s1", &conversation()).await;
+    fill(&cache, "s2", &[user(1, "a quokka")]).await;
+    cache.warm_search().await;
+    let path = pack::path(cache.dir());
+    assert!(store.stat(&path).await.unwrap().is_some(), "built");
+    let cut_short = format!("{path}.new");
+    store.write(&cut_short, b"SBP1").await.unwrap();
+    cache.purge("s1").await;
+    for p in [&path, &cut_short] {
+        assert!(store.stat(p).await.unwrap().is_none(), "{p} removed");
+    }
+    let started = Cache::new(store.clone(), "example.com", 443).await;
+    started.warm_search().await;
+    assert!(store.stat(&path).await.unwrap().is_some(), "built again");
+    let fresh = Cache::new(store.clone(), "example.com", 443).await;
+    assert!(
+        fresh.search("the", 10, None).await.is_empty(),
+        "nothing of s1"
+    );
+    assert_eq!(
+        seqs(&fresh.search("quokka", 10, None).await),
+        vec![("s2".into(), 1)]
+    );
+}
 
 // The property: a random transcript appended in random batches, with reopens between them,
 // its start stored as history pages below the first window (which may open mid-reply, as may

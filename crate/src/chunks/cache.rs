@@ -181,12 +181,15 @@ impl<S: Store> Cache<S> {
     }
 
     /// Removes the server's search pack, once a build under way in any tab is done (so that it
-    /// cannot write back the words of a session removed meanwhile).
+    /// cannot write back the words of a session removed meanwhile), and what a build that was
+    /// cut short left under its new name.
     async fn remove_search_pack(&self) {
         let path = pack::path(&self.dir);
         let _role = self.store.writer(&path, true).await;
-        if let Err(e) = self.store.remove(&path).await {
-            log::info!("scrollback: could not delete the search pack: {e}");
+        for path in [format!("{path}.new"), path] {
+            if let Err(e) = self.store.remove(&path).await {
+                log::info!("scrollback: could not delete the search pack: {e}");
+            }
         }
     }
 

@@ -240,14 +240,9 @@ fn table(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
 /// The table of the pack of the server whose folder is `dir` (`None`: there is none that
 /// reads): what the build compares with what the worker holds.
 pub(super) async fn entries<S: Store>(store: &S, dir: &str) -> Option<HashMap<String, Entry>> {
-    let path = path(dir);
-    let bytes = store.read(&path, 0, store.read_ahead()).await.ok()?;
-    let at = usize::try_from(table_end(&bytes)?).ok()?;
-    let bytes = match bytes.len() >= at {
-        true => bytes,
-        false => store.read(&path, 0, at).await.ok()?,
-    };
-    table(bytes.get(8..at)?)
+    let (path, ahead) = (path(dir), store.read_ahead());
+    let bytes = store.read(&path, 0, ahead).await.ok()?;
+    Some(Opening::read(store, &path, bytes, ahead).await?.entries)
 }
 
 /// One session, as a pack is built from it: a copy of what the worker holds of its blob

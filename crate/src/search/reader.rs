@@ -599,7 +599,9 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
         let done = futures::future::join_all(work.collect::<Vec<_>>()).await;
         loads.sessions.extend(done.into_iter().flatten());
         drop(loads);
-        yield_now().await;
+        // A query waiting for the memo takes it between two turns (the lock's own fairness
+        // is timed, and not on wasm, where the warm-up would take it again first).
+        crate::store::yield_now().await;
     }
     let mut loads = memo.0.lock().await;
     loads.warm = true;
@@ -719,21 +721,6 @@ pub(crate) async fn recheck<S: Store>(store: &S, dir: &str, memo: &Memo, live: &
 /// How far session `key`'s blob was read (0: not loaded).
 fn read_so_far(loads: &Loads, key: &str) -> u64 {
     loads.sessions.get(key).map_or(0, |(_, l)| l.size)
-}
-
-/// Lets the tasks woken meanwhile run before this one goes on: a query waiting for the memo
-/// takes it between two turns of the warm-up (the lock's own fairness is timed, and not on
-/// wasm, where the warm-up would take it again first).
-async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if std::mem::replace(&mut yielded, true) {
-            return std::task::Poll::Ready(());
-        }
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
-    })
-    .await
 }
 
 /// The postings of one query unit in one session: from its segment, then from memory (whose
@@ -1149,7 +1136,7 @@ mod tests {
             self.inner.read_end(path, len).await
         }
         async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-            yield_now().await; // as a browser's store does: another task runs meanwhile
+            crate::store::yield_now().await; // as a browser's store does: another task runs meanwhile
             self.inner.write(path, bytes).await
         }
         async fn writer(&self, key: &str, wait: bool) -> Option<crate::store::WriterRole> {

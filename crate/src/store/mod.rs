@@ -259,16 +259,22 @@ pub(crate) async fn breathe() {
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let mut yielded = false;
-        std::future::poll_fn(|cx| {
-            if std::mem::replace(&mut yielded, true) {
-                return std::task::Poll::Ready(());
-            }
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        })
-        .await
+        yield_now().await
     }
+}
+
+/// Lets the tasks woken meanwhile run before this one goes on (one poll's yield: in the
+/// browser, within the same turn of the event loop, unlike [`breathe`]).
+pub(crate) async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Milliseconds since the epoch: the browser's clock in wasm (where `std::time` panics), the

@@ -147,3 +147,23 @@ test('the newest lines of a session are found (a queued message, a reply with no
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.deepEqual(errors, []);
 });
+
+test('a word inside a Japanese sentence is found, across the seam of two deltas, and marked whole', async (t) => {
+  const { page, errors } = await world(t);
+  await openLive(page, 'unicode');
+  const lines = await shared.server.lines('unicode');
+  // The reply streams "おはよう" then "ございます": "うござい" spans the seam, inside one run of
+  // kana with no space in it; "本語" is the end of "日本語" in the user's message.
+  assert.deepEqual(lines.slice(2, 4).map((l) => l.event.text), ['おはよう', 'ございます']);
+  await page.evaluate(() => { location.hash = '#/'; });
+  await page.waitForFunction(() => window.scrollbackDemo?.view() === null);
+  for (const [query, seq, marked] of [['うござい', 3, ['うござい']], ['本語', 1, ['本語']]]) {
+    await type(page, query);
+    const hit = await result(page, 'unicode', seq);
+    assert.deepEqual(await hit.locator('mark').allTextContents(), marked);
+  }
+  // The same characters in another order are not the word.
+  await type(page, '語本');
+  await page.waitForFunction(() => document.getElementById('search-status').textContent === 'No match in the cached sessions.', null, WAIT);
+  assert.deepEqual(errors, []);
+});

@@ -135,6 +135,62 @@ async fn finds_what_was_said<S: Store>(store: Arc<S>) {
     );
 }
 
+/// Chinese, Japanese and Korean do not put spaces between words: a word in the middle of a
+/// sentence, across a delta seam, is found (its characters in order), from the blob and, in a
+/// worker that starts after the warm-up, from the server's pack.
+async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(store: Arc<S>) {
+    let writer = cache(&store).await;
+    fill(
+        &writer,
+        "cjk",
+        &[
+            user(1, "データベースの移行について教えて"),
+            // "手順" (steps) is cut by the seam between two deltas.
+            delta(2, "移行には三つの手", "m1"),
+            delta(3, "順があります。", "m1"),
+            user(4, "학교에서 공부했어요"),
+            user(5, "我们讨论了数据库迁移"),
+        ],
+    )
+    .await;
+    let queries: [(&str, &[u64]); 9] = [
+        ("手順", &[2]),
+        ("移行", &[1, 2]),
+        ("データベ", &[1]),
+        ("공부", &[4]),
+        ("학교", &[4]),
+        ("数据库 迁移", &[5]),
+        ("\"讨论了数据库\"", &[5]),
+        // The characters out of order, or not together, are not the word.
+        ("順手", &[]),
+        ("手 順 数据库", &[]),
+    ];
+    let answers = |cache: Cache<S>| async move {
+        let mut out = Vec::new();
+        for (q, _) in queries {
+            let mut found: Vec<u64> = cache
+                .search(q, 10, None)
+                .await
+                .iter()
+                .map(|h| h.seq)
+                .collect();
+            found.sort();
+            out.push(found);
+        }
+        out
+    };
+    let expected: Vec<Vec<u64>> = queries.iter().map(|(_, s)| s.to_vec()).collect();
+    let hits = writer.search("手順", 10, None).await;
+    assert_eq!(hits[0].marked(), "移行には三つの[手順]があります。");
+    assert_eq!(answers(writer).await, expected);
+    // A worker that starts after the warm-up (which built the pack) answers from the pack.
+    let warmed = cache(&store).await;
+    warmed.warm_search().await;
+    let pack = pack::path(warmed.dir());
+    assert!(store.stat(&pack).await.unwrap().is_some(), "a pack");
+    assert_eq!(answers(cache(&store).await).await, expected);
+}
+
 async fn ranks_and_scopes_sessions<S: Store>(store: Arc<S>) {
     let cache = cache(&store).await;
     fill(
@@ -488,9 +544,9 @@ async fn a_segment_answers_as_the_blob<S: Store>(store: Arc<S>) {
         bytes[..bytes.len() / 2].to_vec(),
         b"SBI1 nonsense".to_vec(),
         {
-            // One of the format before (each term written whole): built again.
+            // One of the format before (a run of Japanese characters one word): built again.
             let mut b = bytes.clone();
-            b[..4].copy_from_slice(b"SBI2");
+            b[..4].copy_from_slice(b"SBI3");
             b
         },
         {
@@ -675,6 +731,7 @@ macro_rules! both_stores {
 
 both_stores!(
     finds_what_was_said,
+    finds_words_inside_chinese_japanese_and_korean_sentences,
     ranks_and_scopes_sessions,
     a_damaged_index_is_rebuilt,
     a_segment_answers_as_the_blob,
@@ -724,14 +781,23 @@ async fn a_purge_removes_the_server_pack<S: Store>(store: Arc<S>) {
 // two-word phrase and each prefix, answers the same as the index rebuilt from the chunks
 // (removed, then the session reopened).
 
-const VOCAB: [&str; 6] = ["alpha", "Beta", "gämma", "delta", "alphabet", "omega"];
+const VOCAB: Vocab = ["alpha", "Beta", "gämma", "delta", "alphabet", "omega"];
+/// Chinese, Japanese and Korean words (a word a character: `日本` is in `日本語`, `本日` is the
+/// same characters the other way), beside a Latin one.
+const CJK: Vocab = ["日本語", "本日", "学校", "alpha", "데이터", "日本"];
 
-fn random_line(seq: u64, kind: u8, a: usize, b: usize) -> Line {
-    let text = format!("{} {}", VOCAB[a], VOCAB[b]);
+type Vocab = [&'static str; 6];
+
+fn random_line(vocab: &Vocab, seq: u64, kind: u8, a: usize, b: usize) -> Line {
+    let text = format!("{} {}", vocab[a], vocab[b]);
+    let half = (0..=text.len() / 2)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
     match kind {
         0 => user(seq, &text),
         // Deltas cut words: "alp" + "ha beta": the row rule joins clean appends only.
-        1 | 2 => delta(seq, &format!("{}{seq} ", &text[..text.len() / 2]), "m"),
+        1 | 2 => delta(seq, &format!("{}{seq} ", &text[..half]), "m"),
         3 => delta(seq, &format!("x{seq} {text}"), "n"),
         4 => line(seq, r#"{"type":"status","status":"working"}"#),
         _ => line(
@@ -744,25 +810,122 @@ fn random_line(seq: u64, kind: u8, a: usize, b: usize) -> Line {
     }
 }
 
-fn queries() -> Vec<String> {
-    let mut out: Vec<String> = VOCAB.iter().map(|w| w.to_string()).collect();
-    out.extend(VOCAB.iter().map(|w| w[..3].to_string()));
-    for a in VOCAB {
-        for b in VOCAB {
+/// Every word, the first three bytes of each (a prefix; a character of the CJK words), and
+/// each two-word phrase.
+fn queries(vocab: &Vocab) -> Vec<String> {
+    let mut out: Vec<String> = vocab.iter().map(|w| w.to_string()).collect();
+    out.extend(vocab.iter().map(|w| w[..3].to_string()));
+    for a in vocab {
+        for b in vocab {
             out.push(format!(r#""{a} {b}""#));
         }
     }
     out
 }
 
-async fn answers(cache: &Cache<MemoryStore>) -> Vec<Vec<Hit>> {
+async fn answers(cache: &Cache<MemoryStore>, vocab: &Vocab) -> Vec<Vec<Hit>> {
     let mut out = Vec::new();
-    for q in queries() {
+    for q in queries(vocab) {
         out.push(cache.search(&q, 1000, None).await);
     }
     out
 }
 
+/// The property, over transcripts of `vocab`'s words.
+fn rebuilt_answers_as_incremental(
+    vocab: &Vocab,
+    events: &[(u8, usize, usize)],
+    cuts: &[usize],
+    segment_after: usize,
+    window: usize,
+    pages: &[(usize, bool)],
+) -> Result<(), TestCaseError> {
+    pollster::block_on(async {
+        let lines: Vec<Line> = events
+            .iter()
+            .enumerate()
+            .map(|(i, &(k, a, b))| random_line(vocab, i as u64 + 1, k, a, b))
+            .collect();
+        let store = Arc::new(MemoryStore::new());
+        let cache = cache(&store).await;
+        // The window starts at `lines[below]`; the pages below it are stored one after
+        // each batch (while its reply may still stream), the rest at the end.
+        let mut below = window.min(lines.len() - 1);
+        let mut rest = &lines[below..];
+        let mut cuts = cuts.iter().cycle();
+        let mut pages = pages.iter().cycle();
+        let mut batches = 0;
+        while !rest.is_empty() || below > 0 {
+            let n = (*cuts.next().unwrap()).min(rest.len());
+            let mut session = cache.session("p").unwrap();
+            session.open().await;
+            session.append_all(&rest[..n]).await;
+            rest = &rest[n..];
+            if below > 0 {
+                // Raw, or coalesced as the server sends history (a run of deltas one line).
+                let &(size, coalesced) = pages.next().unwrap();
+                let from = below.saturating_sub(size);
+                let page = match coalesced {
+                    true => coalesce(&lines[from..below]),
+                    false => lines[from..below].to_vec(),
+                };
+                let before = lines[below].seq();
+                prop_assert!(session.store_page(&page, before, coalesced).await);
+                below = from;
+            }
+            batches += 1;
+            if batches == segment_after {
+                drop(session);
+                build(&cache, "p").await;
+            }
+        }
+        let incremental = answers(&cache, vocab).await;
+        let found: usize = incremental.iter().map(Vec::len).sum();
+        prop_assert!(found > 0 || lines.len() < 12, "the index holds the rows");
+        // Every phrase finds exactly the rows whose words hold it (the postings' follower
+        // signatures narrow the candidates; they never drop one).
+        let rows = docs_of(&lines);
+        for (q, hits) in queries(vocab).iter().zip(&incremental) {
+            let Some(phrase) = q.strip_prefix('"').and_then(|q| q.strip_suffix('"')) else {
+                continue;
+            };
+            let phrase = terms(phrase);
+            let mut want: Vec<u64> = rows
+                .iter()
+                .filter(|d| {
+                    terms(&d.text)
+                        .windows(phrase.len())
+                        .any(|w| w == phrase.as_slice())
+                })
+                .map(|d| d.seq)
+                .collect();
+            let mut got: Vec<u64> = hits.iter().map(|h| h.seq).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            prop_assert_eq!(got, want, "phrase {}", q);
+        }
+        // A worker that starts reads the segment built part way, and the blob past it.
+        let started = Cache::new(store.clone(), "example.com", 443).await;
+        started.session("p").unwrap().open().await; // the row still streaming, if any
+        prop_assert_eq!(answers(&started, vocab).await, incremental.clone());
+        started.warm_search().await; // the segment held in memory, and the pack built
+        prop_assert_eq!(answers(&started, vocab).await, incremental.clone());
+        // A worker that starts after that reads the server's pack (where it holds the
+        // session: not one a welded row left pieces in until its next segment build).
+        let packed = Cache::new(store.clone(), "example.com", 443).await;
+        packed.session("p").unwrap().open().await;
+        prop_assert_eq!(answers(&packed, vocab).await, incremental.clone());
+
+        store
+            .remove(&format!("{}/p/{INDEX}", cache.dir()))
+            .await
+            .unwrap();
+        let rebuilt = Cache::new(store.clone(), "example.com", 443).await;
+        rebuilt.session("p").unwrap().open().await;
+        prop_assert_eq!(answers(&rebuilt, vocab).await, incremental);
+        Ok(())
+    })
+}
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -774,83 +937,17 @@ proptest! {
         window in 0usize..60,
         pages in prop::collection::vec((1usize..12, any::<bool>()), 1..8),
     ) {
-        pollster::block_on(async {
-            let lines: Vec<Line> = events
-                .iter()
-                .enumerate()
-                .map(|(i, &(k, a, b))| random_line(i as u64 + 1, k, a, b))
-                .collect();
-            let store = Arc::new(MemoryStore::new());
-            let cache = cache(&store).await;
-            // The window starts at `lines[below]`; the pages below it are stored one after
-            // each batch (while its reply may still stream), the rest at the end.
-            let mut below = window.min(lines.len() - 1);
-            let mut rest = &lines[below..];
-            let mut cuts = cuts.iter().cycle();
-            let mut pages = pages.iter().cycle();
-            let mut batches = 0;
-            while !rest.is_empty() || below > 0 {
-                let n = (*cuts.next().unwrap()).min(rest.len());
-                let mut session = cache.session("p").unwrap();
-                session.open().await;
-                session.append_all(&rest[..n]).await;
-                rest = &rest[n..];
-                if below > 0 {
-                    // Raw, or coalesced as the server sends history (a run of deltas one line).
-                    let &(size, coalesced) = pages.next().unwrap();
-                    let from = below.saturating_sub(size);
-                    let page = match coalesced {
-                        true => coalesce(&lines[from..below]),
-                        false => lines[from..below].to_vec(),
-                    };
-                    let before = lines[below].seq();
-                    prop_assert!(session.store_page(&page, before, coalesced).await);
-                    below = from;
-                }
-                batches += 1;
-                if batches == segment_after {
-                    drop(session);
-                    build(&cache, "p").await;
-                }
-            }
-            let incremental = answers(&cache).await;
-            let found: usize = incremental.iter().map(Vec::len).sum();
-            prop_assert!(found > 0 || lines.len() < 12, "the index holds the rows");
-            // Every phrase finds exactly the rows whose words hold it (the postings' follower
-            // signatures narrow the candidates; they never drop one).
-            let rows = docs_of(&lines);
-            for (q, hits) in queries().iter().zip(&incremental) {
-                let Some(phrase) = q.strip_prefix('"').and_then(|q| q.strip_suffix('"')) else {
-                    continue;
-                };
-                let phrase = terms(phrase);
-                let mut want: Vec<u64> = rows
-                    .iter()
-                    .filter(|d| terms(&d.text).windows(2).any(|w| w == phrase.as_slice()))
-                    .map(|d| d.seq)
-                    .collect();
-                let mut got: Vec<u64> = hits.iter().map(|h| h.seq).collect();
-                want.sort_unstable();
-                got.sort_unstable();
-                prop_assert_eq!(got, want, "phrase {}", q);
-            }
-            // A worker that starts reads the segment built part way, and the blob past it.
-            let started = Cache::new(store.clone(), "example.com", 443).await;
-            started.session("p").unwrap().open().await; // the row still streaming, if any
-            prop_assert_eq!(answers(&started).await, incremental.clone());
-            started.warm_search().await; // the segment held in memory, and the pack built
-            prop_assert_eq!(answers(&started).await, incremental.clone());
-            // A worker that starts after that reads the server's pack (where it holds the
-            // session: not one a welded row left pieces in until its next segment build).
-            let packed = Cache::new(store.clone(), "example.com", 443).await;
-            packed.session("p").unwrap().open().await;
-            prop_assert_eq!(answers(&packed).await, incremental.clone());
+        rebuilt_answers_as_incremental(&VOCAB, &events, &cuts, segment_after, window, &pages)?;
+    }
 
-            store.remove(&format!("{}/p/{INDEX}", cache.dir())).await.unwrap();
-            let rebuilt = Cache::new(store.clone(), "example.com", 443).await;
-            rebuilt.session("p").unwrap().open().await;
-            prop_assert_eq!(answers(&rebuilt).await, incremental);
-            Ok(())
-        })?;
+    #[test]
+    fn a_rebuilt_index_answers_as_the_incremental_one_in_chinese_japanese_and_korean(
+        events in prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
+        cuts in prop::collection::vec(1usize..20, 1..20),
+        segment_after in 1usize..6,
+        window in 0usize..60,
+        pages in prop::collection::vec((1usize..12, any::<bool>()), 1..8),
+    ) {
+        rebuilt_answers_as_incremental(&CJK, &events, &cuts, segment_after, window, &pages)?;
     }
 }

@@ -1077,16 +1077,27 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
             continue;
         }
         plain.push_str(&clean(&text[at..w.start]));
-        if !plain.is_empty() {
-            out.push(Piece {
-                text: std::mem::take(&mut plain),
-                hit: false,
-            });
+        match out.last_mut() {
+            // Matched words that touch (`勉強`, a character each) are one piece.
+            Some(Piece {
+                text: last,
+                hit: true,
+            }) if plain.is_empty() && at == w.start => {
+                last.push_str(&text[w.start..w.end]);
+            }
+            _ => {
+                if !plain.is_empty() {
+                    out.push(Piece {
+                        text: std::mem::take(&mut plain),
+                        hit: false,
+                    });
+                }
+                out.push(Piece {
+                    text: text[w.start..w.end].to_string(),
+                    hit: true,
+                });
+            }
         }
-        out.push(Piece {
-            text: text[w.start..w.end].to_string(),
-            hit: true,
-        });
         at = w.end;
     }
     plain.push_str(&clean(&text[at..end]));

@@ -53,10 +53,11 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI3`: the dictionary front-coded, its postings' starts implied (an older segment does not
-/// read, so it is removed and built again; `SBI2` wrote each term whole with its postings'
-/// start, about twice the bytes).
-const MAGIC: &[u8; 4] = b"SBI3";
+/// `SBI4`: Chinese, Japanese and Korean characters a word each ([`super::tokens::unspaced`]).
+/// An older segment does not read, so it is removed and built again (a server's pack too:
+/// its segment is one): `SBI3` held a run of them as one word, `SBI2` wrote each term whole
+/// with its postings' start (about twice the bytes; `SBI3` front-codes the dictionary).
+const MAGIC: &[u8; 4] = b"SBI4";
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.

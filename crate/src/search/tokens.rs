@@ -6,6 +6,13 @@
 //! (decomposed text, as macOS writes it: `E` + U+0301) belongs to the word and is dropped, so
 //! both spellings are the same word. Words longer than [`MAX_WORD`] characters are cut there
 //! (a base64 blob is not a word anyone types).
+//!
+//! Chinese, Japanese and Korean characters ([`unspaced`]) are a word each: those scripts do not
+//! put spaces between words (Korean puts them between phrases, particles attached), so a run of
+//! them as one word could only be found from its start. The query reads words that touch (no
+//! character between them, as `勉強` or `tokio日本`) as a phrase ([`super::query`]), so a word
+//! in the middle of a sentence is found, in that order, as Lucene's standard tokenizer does
+//! with one token per ideograph.
 
 use super::accents::BASES;
 
@@ -42,6 +49,30 @@ fn combining(c: char) -> bool {
     ('\u{300}'..='\u{36f}').contains(&c)
 }
 
+/// A character of a script written without spaces between its words, a word by itself: Han
+/// ideographs (with the iteration marks `々` and `〆` and the ideographic zero), kana (full
+/// and half width) and Hangul (syllables and jamo).
+pub fn unspaced(c: char) -> bool {
+    // The first test alone answers for Latin text, most of what is indexed.
+    c >= '\u{1100}'
+        && matches!(c,
+        '\u{1100}'..='\u{11ff}'         // Hangul jamo
+        | '\u{3005}'..='\u{3007}'       // 々 〆 〇
+        | '\u{3041}'..='\u{30ff}'       // hiragana, katakana
+        | '\u{3105}'..='\u{312f}'       // bopomofo
+        | '\u{3131}'..='\u{318e}'       // Hangul compatibility jamo
+        | '\u{31f0}'..='\u{31ff}'       // katakana phonetic extensions
+        | '\u{3400}'..='\u{4dbf}'       // CJK extension A
+        | '\u{4e00}'..='\u{9fff}'       // CJK unified ideographs
+        | '\u{a960}'..='\u{a97f}'       // Hangul jamo extended A
+        | '\u{ac00}'..='\u{d7ff}'       // Hangul syllables, jamo extended B
+        | '\u{f900}'..='\u{faff}'       // CJK compatibility ideographs
+        | '\u{ff66}'..='\u{ffdc}'       // half-width katakana and Hangul
+        | '\u{20000}'..='\u{3134f}'     // CJK extensions B to G
+        )
+        && c.is_alphanumeric()
+}
+
 /// The words of `text`, in order.
 pub fn words(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
@@ -53,7 +84,20 @@ pub fn words(text: &str) -> Vec<Word> {
                 continue;
             }
         }
-        if c.is_alphanumeric() {
+        if unspaced(c) {
+            out.extend(
+                current
+                    .take()
+                    .map(|(start, end, term, _)| Word { term, start, end }),
+            );
+            let mut term = String::new();
+            fold_into(c, &mut term);
+            out.push(Word {
+                term,
+                start: i,
+                end: i + c.len_utf8(),
+            });
+        } else if c.is_alphanumeric() {
             let (_, end, term, n) = current.get_or_insert_with(|| (i, i, String::new(), 0));
             if *n < MAX_WORD {
                 fold_into(c, term);
@@ -79,7 +123,16 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
         if combining(c) && n > 0 {
             continue;
         }
-        if c.is_alphanumeric() {
+        if unspaced(c) {
+            if n > 0 {
+                f(&term);
+                term.clear();
+                n = 0;
+            }
+            fold_into(c, &mut term);
+            f(&term);
+            term.clear();
+        } else if c.is_alphanumeric() {
             if n < MAX_WORD {
                 fold_into(c, &mut term);
                 n += 1;
@@ -153,6 +206,25 @@ mod tests {
             .map(|t| follower_bit(t))
             .collect();
         assert_eq!(bits, [16, 128, 32, 1, 128]);
+    }
+
+    #[test]
+    fn chinese_japanese_and_korean_characters_are_a_word_each() {
+        let text = "日本語を勉強中 tokio日本 학교에서 ｶﾀｶﾅ、中文。 々";
+        assert_eq!(
+            terms(text),
+            [
+                "日", "本", "語", "を", "勉", "強", "中", "tokio", "日", "本", "학", "교", "에",
+                "서", "ｶ", "ﾀ", "ｶ", "ﾅ", "中", "文", "々"
+            ]
+        );
+        let w = &words(text)[8];
+        assert_eq!((&text[w.start..w.end], w.start), ("日", 27));
+        let mut seen = Vec::new();
+        for_each_term(text, |t| seen.push(t.to_string()));
+        assert_eq!(seen, terms(text));
+        // Their punctuation separates, as any other.
+        assert!(!unspaced('、') && !unspaced('・') && unspaced('ー'));
     }
 
     #[test]

@@ -30,8 +30,13 @@ pub struct Word {
     pub end: usize,
 }
 
-/// Appends `c` folded (lowercase, no diacritic) to `out`.
+/// Appends `c` folded (lowercase, no diacritic, a full-width Latin letter or digit as its
+/// ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it) to `out`.
 fn fold_into(c: char, out: &mut String) {
+    let c = match c {
+        '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+        _ => c,
+    };
     if c.is_ascii() {
         out.push(c.to_ascii_lowercase());
         return;
@@ -225,6 +230,8 @@ mod tests {
         assert_eq!(seen, terms(text));
         // Their punctuation separates, as any other.
         assert!(!unspaced('、') && !unspaced('・') && unspaced('ー'));
+        // Full-width Latin letters and digits are the ASCII ones.
+        assert_eq!(terms("ＴＯＫＩＯ１の本"), ["tokio1", "の", "本"]);
     }
 
     #[test]

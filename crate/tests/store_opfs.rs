@@ -260,4 +260,20 @@ async fn reads_after_a_listing_follow_folders_another_store_replaced() {
     ));
     assert_eq!(size(&reader, "srv/a/x").await, 8);
     assert_eq!(names(&reader, "srv").await, ["a"]);
+
+    // A blob deeper than a folder held is walked to from that folder (not from the root), and
+    // from the root again when the folder was replaced under its handle.
+    other.write("srv/c/d/x", b"first c").await.unwrap();
+    assert_eq!(names(&reader, "srv").await, ["a", "c"]);
+    assert_eq!(reader.read("srv/c/d/x", 0, 100).await.unwrap(), b"first c");
+    other.remove("srv/c").await.unwrap();
+    other.write("srv/c/d/x", b"second c").await.unwrap();
+    other.write("srv/c/e/x", b"new e").await.unwrap();
+    other.close_handles();
+    assert_eq!(reader.read("srv/c/d/x", 0, 100).await.unwrap(), b"second c");
+    assert_eq!(reader.read("srv/c/e/x", 0, 100).await.unwrap(), b"new e");
+    assert_eq!(names(&reader, "srv/c").await, ["d", "e"]);
+    other.remove("srv/c").await.unwrap();
+    assert!(reader.stat("srv/c/e/x").await.unwrap().is_none());
+    assert!(names(&reader, "srv/c").await.is_empty());
 }

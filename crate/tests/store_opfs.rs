@@ -277,3 +277,41 @@ async fn reads_after_a_listing_follow_folders_another_store_replaced() {
     assert!(reader.stat("srv/c/e/x").await.unwrap().is_none());
     assert!(names(&reader, "srv/c").await.is_empty());
 }
+
+#[wasm_bindgen_test]
+async fn a_read_after_a_stat_gives_what_the_file_holds_now() {
+    // A stat keeps the file's snapshot for the reads that follow (a search stats its sessions'
+    // blobs, then reads its hits' lines): a read must still give what the file holds when it
+    // reads, whoever changed it since.
+    let dir = format!("test-opfs/{}", unique("seen"));
+    let reader = OpfsStore::open_in(&dir).await.unwrap();
+    let other = OpfsStore::open_in(&dir).await.unwrap();
+    other.write("f", b"first version").await.unwrap();
+    other.close_handles();
+    assert_eq!(size(&reader, "f").await, 13);
+    assert_eq!(reader.read("f", 0, 5).await.unwrap(), b"first");
+    // Rewritten in place, then cut shorter, by another store: never the old bytes.
+    other.write("f", b"SECOND VERSION").await.unwrap();
+    other.close_handles();
+    assert_eq!(reader.read("f", 0, 6).await.unwrap(), b"SECOND");
+    assert_eq!(size(&reader, "f").await, 14);
+    other.truncate("f", 3).await.unwrap();
+    other.close_handles();
+    assert_eq!(reader.read("f", 0, 14).await.unwrap(), b"SEC");
+    // Grown: a range past the snapshot reads the new bytes.
+    assert_eq!(size(&reader, "f").await, 3);
+    other.append("f", b"OND").await.unwrap();
+    other.close_handles();
+    assert_eq!(reader.read("f", 0, 6).await.unwrap(), b"SECOND");
+    // Removed, and made again under the same name.
+    assert_eq!(size(&reader, "f").await, 6);
+    other.remove("f").await.unwrap();
+    assert!(matches!(
+        reader.read("f", 0, 3).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(reader.stat("f").await.unwrap().is_none());
+    other.write("f", b"new").await.unwrap();
+    other.close_handles();
+    assert_eq!(reader.read("f", 0, 3).await.unwrap(), b"new");
+}

@@ -37,6 +37,12 @@ use web_sys::{
 /// worker that was just terminated releases its handles a moment later).
 const LOCKED_RETRY_MS: u32 = 2_000;
 
+/// How long a `File` a `stat` took serves the reads of that blob that follow.
+const SEEN_MS: u64 = 1_000;
+/// The `File`s kept from stats at most (all forgotten past this: a search's first query stats
+/// a server's sessions, 64 in its benchmark).
+const SEEN_KEPT: usize = 512;
+
 /// A file at the store's root whose presence says a sync handle opened here before
 /// ([`OpfsStore::check_sync_handles`] passed in this origin's file system), so later opens
 /// look it up (under a millisecond) instead of probing again (5-10 ms on every start).
@@ -66,6 +72,8 @@ pub struct OpfsStore {
     /// time (four lookups, each a hop to the browser's storage thread). A handle whose folder
     /// another context removed answers NotFound; the read then walks afresh.
     dirs: RefCell<HashMap<String, Dir>>,
+    /// The `File` each recent `stat` took, by path, with when ([`OpfsStore::read_seen`]).
+    seen: RefCell<HashMap<String, (File, u64)>>,
     tick: Cell<u64>,
     stamp: Cell<u64>,
     budget: Cell<Option<u64>>,
@@ -166,6 +174,7 @@ impl OpfsStore {
             root,
             open: RefCell::default(),
             dirs: RefCell::default(),
+            seen: RefCell::default(),
             tick: Cell::new(0),
             stamp: Cell::new(0),
             budget: Cell::new(None),
@@ -374,6 +383,7 @@ impl OpfsStore {
 
     /// Records a blob's new size and stamps it.
     fn wrote(&self, path: &str, size: u64) {
+        self.seen.borrow_mut().remove(path);
         let stamp = self.next_stamp();
         if let Some(o) = self.open.borrow_mut().get_mut(path) {
             o.size = size;
@@ -381,9 +391,13 @@ impl OpfsStore {
         }
     }
 
-    /// Closes the blob's handle (if open), and those of every blob below it as a folder.
+    /// Closes the blob's handle (if open), and those of every blob below it as a folder (and
+    /// forgets the `File`s their stats took: it is about to be moved or removed).
     fn close(&self, path: &str) {
         let prefix = format!("{path}/");
+        self.seen
+            .borrow_mut()
+            .retain(|k, _| k != path && !k.starts_with(&prefix));
         self.open.borrow_mut().retain(|k, o| {
             let keep = k != path && !k.starts_with(&prefix);
             if !keep {
@@ -454,6 +468,30 @@ impl OpfsStore {
                 Ok((size, buf))
             }
             Err(e) => Err(self.failed(path, js_error(path, &e)).await),
+        }
+    }
+
+    /// A read of `len` bytes at `offset` from the `File` a `stat` of the blob took within the
+    /// last [`SEEN_MS`], when the range lies within it: one call instead of three (the
+    /// folder's file handle, its `File`, the bytes), as a search's first query reads its hits'
+    /// lines from the blobs it has just stat'ed. `None` when there is none, or it does not
+    /// read: a `File` is a snapshot, and reading one whose file changed since fails
+    /// (NotReadableError) in every engine tested, so what it gives is what the file holds now.
+    async fn read_seen(&self, path: &str, offset: u64, len: usize) -> Option<Vec<u8>> {
+        let (file, at) = self.seen.borrow().get(path).cloned()?;
+        let end = offset.checked_add(len as u64)?;
+        if now_millis().saturating_sub(at) > SEEN_MS || end > file.size() as u64 {
+            return None;
+        }
+        let part = file
+            .slice_with_f64_and_f64(offset as f64, end as f64)
+            .ok()?;
+        match JsFuture::from(part.array_buffer()).await {
+            Ok(buf) => Some(Uint8Array::new(&buf).to_vec()),
+            Err(_) => {
+                self.seen.borrow_mut().remove(path);
+                None
+            }
         }
     }
 
@@ -641,10 +679,24 @@ impl Store for OpfsStore {
         let Some(file) = self.file_for_reading(path).await? else {
             return Ok(None);
         };
-        file_meta(JsFuture::from(file.get_file()).await, path)
+        let file = JsFuture::from(file.get_file()).await;
+        if let Ok(f) = &file {
+            // Kept for the reads that follow at once (`read_seen`).
+            let mut seen = self.seen.borrow_mut();
+            if seen.len() >= SEEN_KEPT {
+                seen.clear();
+            }
+            seen.insert(path.to_string(), (f.clone().unchecked_into(), now_millis()));
+        }
+        file_meta(file, path)
     }
 
     async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        if self.cached(path).is_none() {
+            if let Some(bytes) = self.read_seen(path, offset, len).await {
+                return Ok(bytes);
+            }
+        }
         let (_, bytes) = self.read_span(path, &|_| offset, len).await?;
         Ok(bytes)
     }

@@ -926,27 +926,40 @@ fn rebuilt_answers_as_incremental(
         Ok(())
     })
 }
+/// A random transcript (event kind and two words, per line) and how it is cached: the batches
+/// appended, after which batch a segment is built, where the first window starts, and the
+/// history pages below it (size, coalesced).
+type Case = (
+    Vec<(u8, usize, usize)>,
+    Vec<usize>,
+    usize,
+    usize,
+    Vec<(usize, bool)>,
+);
+
+fn cases() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
+        prop::collection::vec(1usize..20, 1..20),
+        1usize..6,
+        0usize..60,
+        prop::collection::vec((1usize..12, any::<bool>()), 1..8),
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn a_rebuilt_index_answers_as_the_incremental_one(
-        events in prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
-        cuts in prop::collection::vec(1usize..20, 1..20),
-        segment_after in 1usize..6,
-        window in 0usize..60,
-        pages in prop::collection::vec((1usize..12, any::<bool>()), 1..8),
+        (events, cuts, segment_after, window, pages) in cases()
     ) {
         rebuilt_answers_as_incremental(&VOCAB, &events, &cuts, segment_after, window, &pages)?;
     }
 
     #[test]
     fn a_rebuilt_index_answers_as_the_incremental_one_in_chinese_japanese_and_korean(
-        events in prop::collection::vec((0u8..6, 0usize..6, 0usize..6), 1..120),
-        cuts in prop::collection::vec(1usize..20, 1..20),
-        segment_after in 1usize..6,
-        window in 0usize..60,
-        pages in prop::collection::vec((1usize..12, any::<bool>()), 1..8),
+        (events, cuts, segment_after, window, pages) in cases()
     ) {
         rebuilt_answers_as_incremental(&CJK, &events, &cuts, segment_after, window, &pages)?;
     }

@@ -148,7 +148,7 @@ test('the newest lines of a session are found (a queued message, a reply with no
   assert.deepEqual(errors, []);
 });
 
-test('a word inside a Japanese sentence is found, across the seam of two deltas, and marked whole', async (t) => {
+test('a word inside a Japanese sentence is found, across the seam of two deltas, and marked whole; so is an emoji', async (t) => {
   const { page, errors } = await world(t);
   await openLive(page, 'unicode');
   const lines = await shared.server.lines('unicode');
@@ -157,7 +157,8 @@ test('a word inside a Japanese sentence is found, across the seam of two deltas,
   assert.deepEqual(lines.slice(2, 4).map((l) => l.event.text), ['おはよう', 'ございます']);
   await page.evaluate(() => { location.hash = '#/'; });
   await page.waitForFunction(() => window.scrollbackDemo?.view() === null);
-  for (const [query, seq, marked] of [['うござい', 3, ['うござい']], ['本語', 1, ['本語']]]) {
+  // The sunrise emoji is in both the message and the reply: a word of its own.
+  for (const [query, seq, marked] of [['うござい', 3, ['うござい']], ['本語', 1, ['本語']], ['🌅', 1, ['🌅']], ['🌅', 3, ['🌅']]]) {
     await type(page, query);
     const hit = await result(page, 'unicode', seq);
     assert.deepEqual(await hit.locator('mark').allTextContents(), marked);

@@ -137,7 +137,7 @@ async fn finds_what_was_said<S: Store>(store: Arc<S>) {
 
 /// Chinese, Japanese and Korean do not put spaces between words: a word in the middle of a
 /// sentence, across a delta seam, is found (its characters in order), from the blob and, in a
-/// worker that starts after the warm-up, from the server's pack.
+/// worker that starts after the warm-up, from the server's pack. So is an emoji, a word each.
 async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(store: Arc<S>) {
     let writer = cache(&store).await;
     fill(
@@ -150,10 +150,12 @@ async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(stor
             delta(3, "順があります。", "m1"),
             user(4, "학교에서 공부했어요"),
             user(5, "我们讨论了数据库迁移"),
+            // Emoji are words too, with no space around them.
+            user(6, "デプロイ完了🚀👍🏽"),
         ],
     )
     .await;
-    let queries: [(&str, &[u64]); 9] = [
+    let queries: [(&str, &[u64]); 13] = [
         ("手順", &[2]),
         ("移行", &[1, 2]),
         ("データベ", &[1]),
@@ -164,6 +166,10 @@ async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(stor
         // The characters out of order, or not together, are not the word.
         ("順手", &[]),
         ("手 順 数据库", &[]),
+        ("🚀", &[6]),
+        ("👍", &[6]),
+        ("完了🚀", &[6]),
+        ("🚀完了", &[]),
     ];
     let answers = |cache: Cache<S>| async move {
         let mut out = Vec::new();

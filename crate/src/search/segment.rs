@@ -53,7 +53,7 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI4`: Chinese, Japanese and Korean characters a word each ([`super::tokens::unspaced`]).
+/// `SBI4`: Chinese, Japanese and Korean characters and emoji a word each (`tokens::alone`).
 /// An older segment does not read, so it is removed and built again (a server's pack too:
 /// its segment is one): `SBI3` held a run of them as one word, `SBI2` wrote each term whole
 /// with its postings' start (about twice the bytes; `SBI3` front-codes the dictionary).

@@ -12,7 +12,8 @@
 //! them as one word could only be found from its start. The query reads words that touch (no
 //! character between them, as `勉強` or `tokio日本`) as a phrase ([`super::query`]), so a word
 //! in the middle of a sentence is found, in that order, as Lucene's standard tokenizer does
-//! with one token per ideograph.
+//! with one token per ideograph. An emoji is a word by itself too ([`pictograph`]: `🚀` is
+//! found, and `👍🏽` or a flag, two that touch, as a phrase).
 
 use super::accents::BASES;
 
@@ -78,6 +79,25 @@ pub fn unspaced(c: char) -> bool {
         && c.is_alphanumeric()
 }
 
+/// An emoji or another pictograph (a symbol people search chats for: `🚀`, `✅`, `⭐`), a word
+/// by itself: the blocks of emoji and pictographs, dingbats, miscellaneous symbols and
+/// technical ones, and regional indicators (two make a flag). Skin tones and the pieces of
+/// sequences (joiners, variation selectors) are not: they separate, so `👍` finds `👍🏽`.
+pub fn pictograph(c: char) -> bool {
+    matches!(c,
+        '\u{2300}'..='\u{23ff}'         // technical: ⌚ ⏰ ⏳
+        | '\u{2600}'..='\u{27bf}'       // miscellaneous symbols, dingbats: ☀ ✅ ✓ ❤
+        | '\u{2b00}'..='\u{2bff}'       // arrows and symbols: ⭐ ⬆
+        | '\u{1f000}'..='\u{1f3fa}'     // tiles, cards, enclosed letters, flags' indicators, 🌅
+        | '\u{1f400}'..='\u{1faff}'     // animals to symbols and pictographs extended
+    )
+}
+
+/// A character that is a word by itself ([`unspaced`], [`pictograph`]).
+fn alone(c: char) -> bool {
+    unspaced(c) || pictograph(c)
+}
+
 /// The words of `text`, in order.
 pub fn words(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
@@ -89,7 +109,7 @@ pub fn words(text: &str) -> Vec<Word> {
                 continue;
             }
         }
-        if unspaced(c) {
+        if alone(c) {
             out.extend(
                 current
                     .take()
@@ -128,7 +148,7 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
         if combining(c) && n > 0 {
             continue;
         }
-        if unspaced(c) {
+        if alone(c) {
             if n > 0 {
                 f(&term);
                 term.clear();
@@ -232,6 +252,22 @@ mod tests {
         assert!(!unspaced('、') && !unspaced('・') && unspaced('ー'));
         // Full-width Latin letters and digits are the ASCII ones.
         assert_eq!(terms("ＴＯＫＩＯ１の本"), ["tokio1", "の", "本"]);
+    }
+
+    #[test]
+    fn an_emoji_is_a_word() {
+        // A skin tone and a joiner separate; a flag is its two regional indicators.
+        let text = "ship it🚀🚀 👍🏽 👩‍💻 🇯🇵 done ✓ ⭐";
+        assert_eq!(
+            terms(text),
+            [
+                "ship", "it", "🚀", "🚀", "👍", "👩", "💻", "🇯", "🇵", "done", "✓", "⭐"
+            ]
+        );
+        let mut seen = Vec::new();
+        for_each_term(text, |t| seen.push(t.to_string()));
+        assert_eq!(seen, terms(text));
+        assert!(!pictograph('🏽') && !pictograph('\u{200d}') && !pictograph('\u{fe0f}'));
     }
 
     #[test]

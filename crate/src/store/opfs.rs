@@ -225,11 +225,12 @@ impl OpfsStore {
     /// The directory at `segs`, created if asked; `None` when it (or a parent) is missing.
     ///
     /// Without `create`, walked from the deepest parent folder held (a listing holds the
-    /// folders it lists), and each folder walked is held: a worker's first search stats every session's
-    /// blob while the server's folder is being listed, and from the root each stat took six
-    /// calls, not three. A folder another tab removed and made again is walked through from
-    /// the handle held (a handle names a path, in Chromium and Firefox alike: tested); a walk
-    /// that fails is walked again from the root. Created folders are walked from the root.
+    /// folders it lists), and each folder walked is held: a worker's first search stats every
+    /// session's blob while the server's folder is being listed, and from the root each stat
+    /// took six calls, not three. A folder another tab removed and made again is walked
+    /// through from the handle held (a handle names a path, in Chromium and Firefox alike:
+    /// tested); a walk that fails is walked again from the root. Created folders are walked
+    /// from the root.
     async fn dir(&self, segs: &[&str], create: bool, path: &str) -> StoreResult<Option<Dir>> {
         if !create {
             // A strict ancestor: the folder asked for is always looked up (a fresh handle).

@@ -333,6 +333,9 @@ impl OpfsStore {
             return Ok(None);
         };
         let handle = open_sync(&file, path).await?;
+        // Every write goes through this handle: what a stat took before it is forgotten once
+        // here, not at each append.
+        self.seen.borrow_mut().remove(path);
         if let Some(h) = self.cached(path) {
             // Another call opened it meanwhile: keep that one.
             handle.close();
@@ -384,7 +387,6 @@ impl OpfsStore {
 
     /// Records a blob's new size and stamps it.
     fn wrote(&self, path: &str, size: u64) {
-        self.seen.borrow_mut().remove(path);
         let stamp = self.next_stamp();
         if let Some(o) = self.open.borrow_mut().get_mut(path) {
             o.size = size;

@@ -3,10 +3,12 @@
 //! into a map answers, over random spellings: keys in any order, given twice, escaped; strings
 //! with and without escapes; events that are not objects. And the row rule, which compares
 //! two deltas byte for byte around their texts before it compares them parsed, joins the same
-//! lines whatever their spelling.
+//! lines whatever their spelling, and an event of every known type reads (`Event::read`, which
+//! reads the event's text straight into its shape) as the same event however it is spelled.
 #![cfg(not(target_arch = "wasm32"))]
 
 use proptest::prelude::*;
+use scrollback::fold::Event;
 use scrollback::protocol::{joins, EventKind, Line, LineError};
 use serde_json::{Map, Value};
 
@@ -97,6 +99,41 @@ fn event() -> impl Strategy<Value = String> {
         }),
         1 => value(),
     ]
+}
+
+/// An event of a known type with members drawn from its shape's fields (spelled plainly or
+/// escaped, repeated, of the right type or not) and others.
+fn known_event() -> impl Strategy<Value = String> {
+    let shapes: [(&str, &[&str]); 10] = [
+        ("userMessage", &["text", "queuedId"]),
+        ("usageDelta", &["context", "output"]),
+        ("status", &["status"]),
+        ("settings", &["model", "permissionMode"]),
+        ("messageQueued", &["id", "text"]),
+        ("toolCall", &["id", "name", "input"]),
+        ("toolResult", &["id", "output", "isError"]),
+        ("command", &["id", "command", "done", "output"]),
+        ("compacting", &["active"]),
+        ("error", &["message"]),
+    ];
+    let shape = prop::sample::select(shapes.to_vec());
+    shape.prop_flat_map(|(ty, fields)| {
+        let key = prop_oneof![
+            4 => prop::sample::select(fields.to_vec()).prop_map(str::to_owned),
+            // The first field with its first letter escaped: the same key.
+            1 => Just(format!("\\u{:04x}{}", fields[0].as_bytes()[0], &fields[0][1..])),
+            1 => Just("role".to_owned()),
+        ];
+        let member = (
+            key,
+            prop_oneof![value(), Just("false".to_owned()), Just("7".to_owned())],
+        );
+        (prop::collection::vec(member, 0..6), 0usize..6).prop_map(move |(members, at)| {
+            let mut m = members;
+            m.insert(at.min(m.len()), ("type".to_owned(), format!("\"{ty}\"")));
+            object(&m)
+        })
+    })
 }
 
 /// A line: seq, ts and event in any order, sometimes repeated, sometimes missing or wrong.
@@ -209,5 +246,14 @@ proptest! {
             newer.text().unwrap(),
         );
         prop_assert_eq!(want, same && clean);
+    }
+
+    #[test]
+    fn an_event_reads_the_same_however_it_is_spelled(event in known_event()) {
+        let line = Line::parse(&format!(r#"{{"seq":1,"ts":1,"event":{event}}}"#)).unwrap();
+        // The event as the map reads it, written out once more: each key once, in order,
+        // nothing escaped that need not be.
+        let plain = Line::new(1, 1.0, line.event().clone()).unwrap();
+        prop_assert_eq!(Event::read(&line), Event::read(&plain), "{}", event);
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::protocol::{EventKind, Line};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A transcript event with its fields read. Fields the table marks optional are `Option`s;
 /// extra fields are ignored (they stay in the line's raw text).
@@ -158,20 +158,24 @@ struct ErrorEvent {
     message: String,
 }
 
-/// Reads the fields a shape names straight from the borrowed event (copying only those).
-fn read<T: serde::de::DeserializeOwned>(event: &Map<String, Value>) -> Result<T, String> {
-    T::deserialize(event).map_err(|e| e.to_string())
+/// Reads the fields a shape names from the line's event text, without building the event's map
+/// (the map parses and copies every field, and a fold reads most lines once). A text that does
+/// not read so, such as one naming a field twice (which a map reads as its last value) or one
+/// of the wrong shape, is read from the map, as before: the same value, or the same error.
+fn read<T: serde::de::DeserializeOwned>(line: &Line) -> Result<T, String> {
+    serde_json::from_str(line.event_text())
+        .or_else(|_| T::deserialize(line.event()))
+        .map_err(|e| e.to_string())
 }
 
 impl Event {
     /// Reads a line's event. A known type whose fields do not have the table's shape is an
     /// error naming what is wrong; an unknown type is [`Event::Unknown`].
     pub fn read(line: &Line) -> Result<Event, String> {
-        // Streamed text reads only the line's head; other kinds read the event.
-        let ev = || line.event();
+        // Streamed text reads only the line's head; other kinds read the event's text.
         Ok(match line.kind() {
             EventKind::UserMessage => {
-                let e: UserMessage = read(ev())?;
+                let e: UserMessage = read(line)?;
                 Event::UserMessage {
                     text: e.text,
                     queued_id: e.queued_id,
@@ -184,31 +188,31 @@ impl Event {
                 message_id: line.message_id().map(str::to_owned),
             },
             EventKind::UsageDelta => {
-                let e: UsageDelta = read(ev())?;
+                let e: UsageDelta = read(line)?;
                 Event::UsageDelta {
                     context: e.context,
                     output: e.output,
                 }
             }
             EventKind::Status => Event::Status {
-                status: read::<Status>(ev())?.status,
+                status: read::<Status>(line)?.status,
             },
             EventKind::Settings => {
-                let e: Settings = read(ev())?;
+                let e: Settings = read(line)?;
                 Event::Settings {
                     model: e.model,
                     permission_mode: e.permission_mode,
                 }
             }
             EventKind::MessageQueued => {
-                let e: MessageQueued = read(ev())?;
+                let e: MessageQueued = read(line)?;
                 Event::MessageQueued {
                     id: e.id,
                     text: e.text,
                 }
             }
             EventKind::ToolCall => {
-                let e: ToolCall = read(ev())?;
+                let e: ToolCall = read(line)?;
                 Event::ToolCall {
                     id: e.id,
                     name: e.name,
@@ -216,7 +220,7 @@ impl Event {
                 }
             }
             EventKind::ToolResult => {
-                let e: ToolResult = read(ev())?;
+                let e: ToolResult = read(line)?;
                 Event::ToolResult {
                     id: e.id,
                     output: e.output,
@@ -224,7 +228,7 @@ impl Event {
                 }
             }
             EventKind::Command => {
-                let e: Command = read(ev())?;
+                let e: Command = read(line)?;
                 Event::Command {
                     id: e.id,
                     command: e.command,
@@ -233,10 +237,10 @@ impl Event {
                 }
             }
             EventKind::Compacting => Event::Compacting {
-                active: read::<Compacting>(ev())?.active,
+                active: read::<Compacting>(line)?.active,
             },
             EventKind::Error => Event::Error {
-                message: read::<ErrorEvent>(ev())?.message,
+                message: read::<ErrorEvent>(line)?.message,
             },
             EventKind::Unknown => Event::Unknown,
         })

@@ -135,10 +135,10 @@ async fn finds_what_was_said<S: Store>(store: Arc<S>) {
     );
 }
 
-/// Chinese, Japanese and Korean do not put spaces between words: a word in the middle of a
-/// sentence, across a delta seam, is found (its characters in order), from the blob and, in a
+/// Chinese, Japanese, Korean and Thai do not put spaces between words: a word in the middle of
+/// a sentence, across a delta seam, is found (its characters in order), from the blob and, in a
 /// worker that starts after the warm-up, from the server's pack. So is an emoji, a word each.
-async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(store: Arc<S>) {
+async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) {
     let writer = cache(&store).await;
     fill(
         &writer,
@@ -152,10 +152,15 @@ async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(stor
             user(5, "我们讨论了数据库迁移"),
             // Emoji are words too, with no space around them.
             user(6, "デプロイ完了🚀👍🏽"),
+            // Thai: "I don't know about this yet", "ไม่รู้" (don't know) cut by a seam, its
+            // tone marks (U+0E48, U+0E49) on either side of it.
+            delta(7, "ฉันไม่", "m7"),
+            delta(8, "รู้เรื่องนี้เลย", "m7"),
+            user(9, "ขอบคุณ"),
         ],
     )
     .await;
-    let queries: [(&str, &[u64]); 13] = [
+    let queries: [(&str, &[u64]); 17] = [
         ("手順", &[2]),
         ("移行", &[1, 2]),
         ("データベ", &[1]),
@@ -170,6 +175,12 @@ async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(stor
         ("👍", &[6]),
         ("完了🚀", &[6]),
         ("🚀完了", &[]),
+        ("ไม่รู้", &[7]),
+        ("เรื่อง", &[7]),
+        // Reversed, the characters are not the word.
+        ("รู้ไม่", &[]),
+        // Without its tone marks, as accents are folded away.
+        ("ไมรู", &[7]),
     ];
     let answers = |cache: Cache<S>| async move {
         let mut out = Vec::new();
@@ -188,6 +199,8 @@ async fn finds_words_inside_chinese_japanese_and_korean_sentences<S: Store>(stor
     let expected: Vec<Vec<u64>> = queries.iter().map(|(_, s)| s.to_vec()).collect();
     let hits = writer.search("手順", 10, None).await;
     assert_eq!(hits[0].marked(), "移行には三つの[手順]があります。");
+    let hits = writer.search("ไม่รู้", 10, None).await;
+    assert_eq!(hits[0].marked(), "ฉัน[ไม่รู้]เรื่องนี้เลย");
     assert_eq!(answers(writer).await, expected);
     // A worker that starts after the warm-up (which built the pack) answers from the pack.
     let warmed = cache(&store).await;
@@ -737,7 +750,7 @@ macro_rules! both_stores {
 
 both_stores!(
     finds_what_was_said,
-    finds_words_inside_chinese_japanese_and_korean_sentences,
+    finds_words_in_scripts_written_without_spaces,
     ranks_and_scopes_sessions,
     a_damaged_index_is_rebuilt,
     a_segment_answers_as_the_blob,
@@ -788,9 +801,10 @@ async fn a_purge_removes_the_server_pack<S: Store>(store: Arc<S>) {
 // (removed, then the session reopened).
 
 const VOCAB: Vocab = ["alpha", "Beta", "gämma", "delta", "alphabet", "omega"];
-/// Chinese, Japanese and Korean words (a word a character: `日本` is in `日本語`, `本日` is the
-/// same characters the other way), beside a Latin one.
-const CJK: Vocab = ["日本語", "本日", "学校", "alpha", "데이터", "日本"];
+/// Chinese, Japanese, Korean and Thai words (a word a character: `日本` is in `日本語`, `本日` is
+/// the same characters the other way; `ไม่รู้`'s tone marks belong to the characters before
+/// them, and a delta cut there starts with one), beside a Latin one.
+const CJK: Vocab = ["日本語", "本日", "ไม่รู้", "alpha", "데이터", "日本"];
 
 type Vocab = [&'static str; 6];
 

@@ -1,8 +1,8 @@
 //! The query: words and quoted phrases, all required; the last word matches as a prefix while
-//! the user is still typing it. Words that touch (Chinese, Japanese or Korean characters, each
-//! a word: `勉強`) are a phrase of their own.
+//! the user is still typing it. Words that touch (Chinese, Japanese, Korean or Thai characters,
+//! each a word: `勉強`) are a phrase of their own.
 
-use super::tokens::{terms, words};
+use super::tokens::{terms, words, Word};
 
 /// What a query asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -50,11 +50,28 @@ impl Query {
         self.words.is_empty() && self.prefix.is_none() && self.phrases.is_empty()
     }
 
-    /// Whether `term` (folded) is one the query asks for: marked in a snippet.
-    pub fn matches(&self, term: &str) -> bool {
-        self.words.iter().any(|w| w == term)
-            || self.phrases.iter().flatten().any(|w| w == term)
-            || self.prefix.as_deref().is_some_and(|p| term.starts_with(p))
+    /// Which of a text's words (in order) are what the query asks for, marked in a snippet: a
+    /// word asked for, one the prefix starts, and each word of a phrase where the phrase stands
+    /// whole (a character of `勉強` elsewhere in the text is not marked).
+    pub fn marks(&self, words: &[Word]) -> Vec<bool> {
+        let mut marks: Vec<bool> = words
+            .iter()
+            .map(|w| {
+                self.words.contains(&w.term)
+                    || self
+                        .prefix
+                        .as_deref()
+                        .is_some_and(|p| w.term.starts_with(p))
+            })
+            .collect();
+        for phrase in &self.phrases {
+            for (i, run) in words.windows(phrase.len()).enumerate() {
+                if run.iter().zip(phrase).all(|(w, t)| w.term == *t) {
+                    marks[i..i + phrase.len()].fill(true);
+                }
+            }
+        }
+        marks
     }
 }
 
@@ -109,5 +126,29 @@ mod tests {
         let q = Query::parse(r#"本 "学校 に""#);
         assert_eq!(q.words, ["本"]);
         assert_eq!(q.phrases, [phrase(&["学", "校", "に"])]);
+        // A Thai word: its tone marks are part of the characters before them, which touch.
+        let q = Query::parse("ไม่รู้");
+        assert_eq!(q.phrases, [phrase(&["ไ", "ม", "ร", "\u{e39}"])]);
+    }
+
+    #[test]
+    fn a_phrase_is_marked_where_it_stands_whole() {
+        let marked = |query: &str, text: &str| {
+            let ws = words(text);
+            let marks = Query::parse(query).marks(&ws);
+            ws.iter()
+                .zip(marks)
+                .filter(|(_, hit)| *hit)
+                .map(|(w, _)| text[w.start..w.end].to_string())
+                .collect::<Vec<_>>()
+        };
+        // `本` alone, first, is not the phrase `本語`.
+        assert_eq!(marked("本語", "本当に日本語です"), ["本", "語"]);
+        assert_eq!(
+            marked("\"select macro\" tokio", "select the select macro in tokio"),
+            ["select", "macro", "tokio"]
+        );
+        // The word typed last, as a prefix.
+        assert_eq!(marked("mac", "select macro"), ["macro"]);
     }
 }

@@ -1053,10 +1053,12 @@ const SPAN: usize = 200;
 /// An excerpt of `text` around its first matched word, the matched words marked.
 fn snippet(text: &str, query: &Query) -> Vec<Piece> {
     let ws = words(text);
+    let marks = query.marks(&ws);
     let first = ws
         .iter()
-        .find(|w| query.matches(&w.term))
-        .map_or(0, |w| w.start);
+        .zip(&marks)
+        .find(|(_, &hit)| hit)
+        .map_or(0, |(w, _)| w.start);
     let floor = |mut i: usize| {
         while !text.is_char_boundary(i) {
             i -= 1;
@@ -1072,10 +1074,11 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
     }
     let mut at = start;
     let clean = |s: &str| s.replace(['\n', '\r', '\t'], " ");
-    for w in ws.iter().filter(|w| w.start >= start && w.end <= end) {
-        if !query.matches(&w.term) {
-            continue;
-        }
+    for (w, _) in ws
+        .iter()
+        .zip(&marks)
+        .filter(|(w, &hit)| hit && w.start >= start && w.end <= end)
+    {
         plain.push_str(&clean(&text[at..w.start]));
         match out.last_mut() {
             // Matched words that touch (`勉強`, a character each) are one piece.

@@ -53,11 +53,12 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI4`: Chinese, Japanese and Korean characters and emoji a word each (`tokens::alone`).
+/// `SBI5`: Thai, Lao, Khmer and Myanmar characters a word each too (`tokens::unspaced`).
 /// An older segment does not read, so it is removed and built again (a server's pack too:
-/// its segment is one): `SBI3` held a run of them as one word, `SBI2` wrote each term whole
-/// with its postings' start (about twice the bytes; `SBI3` front-codes the dictionary).
-const MAGIC: &[u8; 4] = b"SBI4";
+/// its segment is one): `SBI4` held a run of those as one word, as `SBI3` did Chinese,
+/// Japanese and Korean characters and emoji; `SBI2` wrote each term whole with its postings'
+/// start (about twice the bytes; `SBI3` front-codes the dictionary).
+const MAGIC: &[u8; 4] = b"SBI5";
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.

@@ -14,6 +14,11 @@
 //! in the middle of a sentence is found, in that order, as Lucene's standard tokenizer does
 //! with one token per ideograph. An emoji is a word by itself too ([`pictograph`]: `🚀` is
 //! found, and `👍🏽` or a flag, two that touch, as a phrase).
+//!
+//! Thai, Lao, Khmer and Myanmar put no spaces between words either: their letters, vowel signs
+//! and digits are a word each as well, and their tone marks and other signs that are not
+//! letters belong to the character before them and are folded away, as diacritics are (`ไม่`
+//! is `ไ` `ม`, and `ไม่รู้` is one phrase).
 
 use super::accents::BASES;
 
@@ -50,19 +55,35 @@ fn fold_into(c: char, out: &mut String) {
     }
 }
 
-/// A combining diacritical mark (U+0300 to U+036F): part of the word it follows, folded away.
+/// A mark that is part of the word it follows and is folded away: a combining diacritical mark
+/// (U+0300 to U+036F), or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
+/// marks, the silencers, Khmer's subscript sign, Myanmar's virama and tones).
 fn combining(c: char) -> bool {
-    ('\u{300}'..='\u{36f}').contains(&c)
+    matches!(c,
+        '\u{300}'..='\u{36f}'
+        | '\u{e47}'..='\u{e4e}'         // Thai
+        | '\u{ec8}'..='\u{ece}'         // Lao
+        | '\u{1037}'..='\u{103a}'       // Myanmar
+        | '\u{1087}'..='\u{108d}'
+        | '\u{108f}'
+        | '\u{109a}'..='\u{109b}'
+        | '\u{17c6}'..='\u{17d3}'       // Khmer
+        | '\u{17dd}'
+    ) && !c.is_alphanumeric()
 }
 
 /// A character of a script written without spaces between its words, a word by itself: Han
 /// ideographs (with the iteration marks `々` and `〆` and the ideographic zero), kana (full
-/// and half width) and Hangul (syllables and jamo).
+/// and half width), Hangul (syllables and jamo), and the letters, vowel signs and digits of
+/// Thai, Lao, Myanmar and Khmer.
 pub fn unspaced(c: char) -> bool {
     // The first test alone answers for Latin text, most of what is indexed.
-    c >= '\u{1100}'
+    c >= '\u{e00}'
         && matches!(c,
-        '\u{1100}'..='\u{11ff}'         // Hangul jamo
+        '\u{e00}'..='\u{eff}'           // Thai, Lao
+        | '\u{1000}'..='\u{109f}'       // Myanmar
+        | '\u{1100}'..='\u{11ff}'       // Hangul jamo
+        | '\u{1780}'..='\u{17ff}'       // Khmer
         | '\u{3005}'..='\u{3007}'       // 々 〆 〇
         | '\u{3041}'..='\u{30ff}'       // hiragana, katakana
         | '\u{3105}'..='\u{312f}'       // bopomofo
@@ -100,12 +121,17 @@ fn alone(c: char) -> bool {
 
 /// The words of `text`, in order.
 pub fn words(text: &str) -> Vec<Word> {
-    let mut out = Vec::new();
+    let mut out: Vec<Word> = Vec::new();
     let mut current: Option<(usize, usize, String, usize)> = None; // start, end, term, chars
     for (i, c) in text.char_indices() {
         if combining(c) {
+            // Part of the word right before it (a run, or a character alone).
             if let Some((_, end, _, _)) = current.as_mut() {
                 *end = i + c.len_utf8();
+                continue;
+            }
+            if let Some(word) = out.last_mut().filter(|w| w.end == i) {
+                word.end = i + c.len_utf8();
                 continue;
             }
         }
@@ -252,6 +278,32 @@ mod tests {
         assert!(!unspaced('、') && !unspaced('・') && unspaced('ー'));
         // Full-width Latin letters and digits are the ASCII ones.
         assert_eq!(terms("ＴＯＫＩＯ１の本"), ["tokio1", "の", "本"]);
+    }
+
+    #[test]
+    fn thai_lao_khmer_and_myanmar_characters_are_a_word_each() {
+        // Tone marks and other signs that are not letters belong to the character before.
+        let text = "ฉันไม่รู้ ๑๒ ເກົ້າ ខ្មែរ မြန်မာ";
+        assert_eq!(
+            terms(text),
+            [
+                "ฉ", "\u{e31}", "น", "ไ", "ม", "ร", "\u{e39}", "๑", "๒", "ເ", "ກ", "\u{ebb}", "າ",
+                "ខ", "ម", "ែ", "រ", "မ", "ြ", "န", "မ", "ာ"
+            ]
+        );
+        let words = words(text);
+        let spans: Vec<&str> = words.iter().map(|w| &text[w.start..w.end]).collect();
+        assert_eq!(spans[4], "ม\u{e48}");
+        assert_eq!(spans[6], "\u{e39}\u{e49}");
+        assert_eq!(spans[13], "ខ\u{17d2}");
+        assert_eq!(spans[19], "န\u{103a}");
+        // So the characters of a word touch, tone marks and all (what makes them a phrase).
+        assert!(words[..7].windows(2).all(|w| w[0].end == w[1].start));
+        let mut seen = Vec::new();
+        for_each_term(text, |t| seen.push(t.to_string()));
+        assert_eq!(seen, terms(text));
+        // A mark with no character before it is nothing; their punctuation separates.
+        assert!(terms("\u{e48} ๏ ฯ").iter().eq(["ฯ"].iter()));
     }
 
     #[test]

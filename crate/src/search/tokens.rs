@@ -218,6 +218,13 @@ pub fn terms(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// [`for_each_term`] gives the same words as [`terms`].
+    fn assert_same_terms(text: &str) {
+        let mut seen = Vec::new();
+        for_each_term(text, |t| seen.push(t.to_string()));
+        assert_eq!(seen, terms(text));
+    }
+
     #[test]
     fn words_fold_case_and_accents_and_keep_offsets() {
         let text = "Déjà vu: tokio::select! ÉTÉ naïve_Œuvre 42";
@@ -236,17 +243,13 @@ mod tests {
             "E\u{301}TE\u{301}",
             "the marks are in it"
         );
-        let mut seen = Vec::new();
-        for_each_term(decomposed, |t| seen.push(t.to_string()));
-        assert_eq!(seen, terms(decomposed));
+        assert_same_terms(decomposed);
     }
 
     #[test]
     fn each_term_is_a_word() {
         let text = "Déjà vu: tokio::select! ÉTÉ naïve_Œuvre 42 ".repeat(2) + &"y".repeat(50);
-        let mut seen = Vec::new();
-        for_each_term(&text, |t| seen.push(t.to_string()));
-        assert_eq!(seen, terms(&text));
+        assert_same_terms(&text);
     }
 
     #[test]
@@ -271,9 +274,7 @@ mod tests {
         );
         let w = &words(text)[8];
         assert_eq!((&text[w.start..w.end], w.start), ("日", 27));
-        let mut seen = Vec::new();
-        for_each_term(text, |t| seen.push(t.to_string()));
-        assert_eq!(seen, terms(text));
+        assert_same_terms(text);
         // Their punctuation separates, as any other.
         assert!(!unspaced('、') && !unspaced('・') && unspaced('ー'));
         // Full-width Latin letters and digits are the ASCII ones.
@@ -299,9 +300,7 @@ mod tests {
         assert_eq!(spans[19], "န\u{103a}");
         // So the characters of a word touch, tone marks and all (what makes them a phrase).
         assert!(words[..7].windows(2).all(|w| w[0].end == w[1].start));
-        let mut seen = Vec::new();
-        for_each_term(text, |t| seen.push(t.to_string()));
-        assert_eq!(seen, terms(text));
+        assert_same_terms(text);
         // A mark with no character before it is nothing; their punctuation separates.
         assert!(terms("\u{e48} ๏ ฯ").iter().eq(["ฯ"].iter()));
     }
@@ -316,9 +315,7 @@ mod tests {
                 "ship", "it", "🚀", "🚀", "👍", "👩", "💻", "🇯", "🇵", "done", "✓", "⭐"
             ]
         );
-        let mut seen = Vec::new();
-        for_each_term(text, |t| seen.push(t.to_string()));
-        assert_eq!(seen, terms(text));
+        assert_same_terms(text);
         assert!(!pictograph('🏽') && !pictograph('\u{200d}') && !pictograph('\u{fe0f}'));
     }
 

@@ -64,7 +64,7 @@ impl Query {
                         .is_some_and(|p| w.term.starts_with(p))
             })
             .collect();
-        for phrase in &self.phrases {
+        for phrase in self.phrases.iter().filter(|p| !p.is_empty()) {
             for (i, run) in words.windows(phrase.len()).enumerate() {
                 if run.iter().zip(phrase).all(|(w, t)| w.term == *t) {
                     marks[i..i + phrase.len()].fill(true);
@@ -150,5 +150,11 @@ mod tests {
         );
         // The word typed last, as a prefix.
         assert_eq!(marked("mac", "select macro"), ["macro"]);
+        // A phrase of no words (never parsed so, but the fields are public) marks nothing.
+        let empty = Query {
+            phrases: vec![vec![]],
+            ..Query::default()
+        };
+        assert_eq!(empty.marks(&words("a b")), [false, false]);
     }
 }

@@ -59,17 +59,17 @@ fn fold_into(c: char, out: &mut String) {
 /// (U+0300 to U+036F), or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
 /// marks, the silencers, Khmer's subscript sign, Myanmar's virama and tones).
 fn combining(c: char) -> bool {
-    matches!(c,
-        '\u{300}'..='\u{36f}'
-        | '\u{e47}'..='\u{e4e}'         // Thai
-        | '\u{ec8}'..='\u{ece}'         // Lao
-        | '\u{1037}'..='\u{103a}'       // Myanmar
-        | '\u{1087}'..='\u{108d}'
-        | '\u{108f}'
-        | '\u{109a}'..='\u{109b}'
-        | '\u{17c6}'..='\u{17d3}'       // Khmer
-        | '\u{17dd}'
-    ) && !c.is_alphanumeric()
+    ('\u{300}'..='\u{36f}').contains(&c)
+        || matches!(c,
+            '\u{e47}'..='\u{e4e}'         // Thai
+            | '\u{ec8}'..='\u{ece}'       // Lao
+            | '\u{1037}'..='\u{103a}'     // Myanmar
+            | '\u{1087}'..='\u{108d}'
+            | '\u{108f}'
+            | '\u{109a}'..='\u{109b}'
+            | '\u{17c6}'..='\u{17d3}'     // Khmer
+            | '\u{17dd}'
+        ) && !c.is_alphanumeric() // (their vowel signs among them are letters: words)
 }
 
 /// A character of a script written without spaces between its words, a word by itself: Han

@@ -137,7 +137,8 @@ async fn finds_what_was_said<S: Store>(store: Arc<S>) {
 
 /// Chinese, Japanese, Korean and Thai do not put spaces between words: a word in the middle of
 /// a sentence, across a delta seam, is found (its characters in order), from the blob and, in a
-/// worker that starts after the warm-up, from the server's pack. So is an emoji, a word each.
+/// worker that starts after the warm-up, from the server's pack. So is an emoji, a word each,
+/// and an Arabic or Hebrew word typed without the vowel marks its text carries.
 async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) {
     let writer = cache(&store).await;
     fill(
@@ -157,10 +158,13 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
             delta(7, "ฉันไม่", "m7"),
             delta(8, "รู้เรื่องนี้เลย", "m7"),
             user(9, "ขอบคุณ"),
+            // Arabic with its vowel marks and a stretched word; Hebrew with its points.
+            user(10, "هذا كِتَابٌ جَمِيـــلٌ"),
+            user(11, "שָׁלוֹם עוֹלָם"),
         ],
     )
     .await;
-    let queries: [(&str, &[u64]); 17] = [
+    let queries: [(&str, &[u64]); 20] = [
         ("手順", &[2]),
         ("移行", &[1, 2]),
         ("データベ", &[1]),
@@ -181,6 +185,10 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
         ("รู้ไม่", &[]),
         // Without its tone marks, as accents are folded away.
         ("ไมรู", &[7]),
+        // Typed without the marks (as people type), or with them.
+        ("كتاب جميل", &[10]),
+        ("كِتَاب", &[10]),
+        ("שלום", &[11]),
     ];
     let answers = |cache: Cache<S>| async move {
         let mut out = Vec::new();

@@ -10,11 +10,12 @@
 //!
 //! # Words
 //!
-//! [`tokens`]: maximal runs of alphanumeric characters, lowercased, Latin diacritics removed
-//! (`Été` = `ete`); a Chinese, Japanese, Korean, Thai, Lao, Khmer or Myanmar character, or an
-//! emoji, is a word by itself. A query ([`query`]) is words and `"quoted phrases"`, all
-//! required (words typed together, as the characters of `勉強`, are a phrase); the last word,
-//! while still being typed (no space after it), matches as a prefix.
+//! [`tokens`]: maximal runs of alphanumeric characters, lowercased, Latin diacritics and
+//! Arabic and Hebrew vowel marks removed (`Été` = `ete`); a Chinese, Japanese, Korean, Thai,
+//! Lao, Khmer or Myanmar character, or an emoji, is a word by itself. A query ([`query`]) is
+//! words and `"quoted phrases"`, all required (words typed together, as the characters of
+//! `勉強`, are a phrase); the last word, while still being typed (no space after it), matches
+//! as a prefix.
 //!
 //! # Ranking
 //!

@@ -18,7 +18,8 @@
 //! Thai, Lao, Khmer and Myanmar put no spaces between words either: their letters, vowel signs
 //! and digits are a word each as well, and their tone marks and other signs that are not
 //! letters belong to the character before them and are folded away, as diacritics are (`ไม่`
-//! is `ไ` `ม`, and `ไม่รู้` is one phrase).
+//! is `ไ` `ม`, and `ไม่รู้` is one phrase). Arabic's vowel marks and tatweel and Hebrew's points
+//! are folded away too (`كِتَابٌ` is `كتاب`, as people type it).
 
 use super::accents::BASES;
 
@@ -56,20 +57,38 @@ fn fold_into(c: char, out: &mut String) {
 }
 
 /// A mark that is part of the word it follows and is folded away: a combining diacritical mark
-/// (U+0300 to U+036F), or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
+/// (U+0300 to U+036F); Arabic's vowel marks (harakat), Quranic marks and the tatweel that
+/// stretches a word (`كِتَابٌ` and `كـتاب` are `كتاب`); Hebrew's points (niqqud and cantillation:
+/// `שָׁלוֹם` is `שלום`); or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
 /// marks, the silencers, Khmer's subscript sign, Myanmar's virama and tones).
 fn combining(c: char) -> bool {
-    ('\u{300}'..='\u{36f}').contains(&c)
-        || matches!(c,
-            '\u{e47}'..='\u{e4e}'         // Thai
-            | '\u{ec8}'..='\u{ece}'       // Lao
-            | '\u{1037}'..='\u{103a}'     // Myanmar
+    // The first test alone answers for ASCII and Latin-1.
+    c >= '\u{300}'
+        && (matches!(c,
+            '\u{300}'..='\u{36f}'
+            | '\u{591}'..='\u{5bd}'     // Hebrew points
+            | '\u{5bf}'
+            | '\u{5c1}'..='\u{5c2}'
+            | '\u{5c4}'..='\u{5c5}'
+            | '\u{5c7}'
+            | '\u{610}'..='\u{61a}'     // Arabic marks
+            | '\u{640}'                 // tatweel
+            | '\u{64b}'..='\u{65f}'     // harakat
+            | '\u{670}'
+            | '\u{6d6}'..='\u{6dc}'
+            | '\u{6df}'..='\u{6e4}'
+            | '\u{6e7}'..='\u{6e8}'
+            | '\u{6ea}'..='\u{6ed}'
+        ) || (matches!(c,
+            '\u{e47}'..='\u{e4e}'       // Thai
+            | '\u{ec8}'..='\u{ece}'     // Lao
+            | '\u{1037}'..='\u{103a}'   // Myanmar
             | '\u{1087}'..='\u{108d}'
             | '\u{108f}'
             | '\u{109a}'..='\u{109b}'
-            | '\u{17c6}'..='\u{17d3}'     // Khmer
+            | '\u{17c6}'..='\u{17d3}'   // Khmer
             | '\u{17dd}'
-        ) && !c.is_alphanumeric() // (their vowel signs among them are letters: words)
+        ) && !c.is_alphanumeric())) // (their vowel signs are letters: words)
 }
 
 /// A character of a script written without spaces between its words, a word by itself: Han
@@ -170,10 +189,14 @@ pub fn words(text: &str) -> Vec<Word> {
 pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     let mut term = String::new();
     let mut n = 0;
+    // The character before was part of a word (a run's, one alone, or a mark on either): a
+    // mark now belongs to it, as in `words`.
+    let mut in_word = false;
     for c in text.chars() {
-        if combining(c) && n > 0 {
+        if combining(c) && in_word {
             continue;
         }
+        in_word = true;
         if alone(c) {
             if n > 0 {
                 f(&term);
@@ -188,10 +211,13 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
                 fold_into(c, &mut term);
                 n += 1;
             }
-        } else if n > 0 {
-            f(&term);
-            term.clear();
-            n = 0;
+        } else {
+            in_word = false;
+            if n > 0 {
+                f(&term);
+                term.clear();
+                n = 0;
+            }
         }
     }
     if n > 0 {
@@ -303,6 +329,39 @@ mod tests {
         assert_same_terms(text);
         // A mark with no character before it is nothing; their punctuation separates.
         assert!(terms("\u{e48} ๏ ฯ").iter().eq(["ฯ"].iter()));
+    }
+
+    #[test]
+    fn arabic_and_hebrew_marks_are_folded_away() {
+        // Harakat, tatweel, niqqud: the word without them.
+        assert_eq!(
+            terms("كِتَابٌ كـتاب كتاب שָׁלוֹם שלום"),
+            ["كتاب", "كتاب", "كتاب", "שלום", "שלום"]
+        );
+        let text = "قَرَأْتُ";
+        let w = &words(text)[0];
+        assert_eq!((w.term.as_str(), w.end), ("قرأت", text.len()));
+        assert_same_terms(text);
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        /// Over text mixing every kind of character the tokenizer tells apart (runs, characters
+        /// alone, marks after either or after nothing, separators), `for_each_term` gives the
+        /// words `words` gives.
+        #[test]
+        fn each_term_is_a_word_whatever_the_text(chars in proptest::collection::vec(
+            proptest::sample::select(vec![
+                'a', 'É', '1', ' ', '-', '日', '本', 'ไ', 'ม', '\u{e48}', '\u{e31}', '\u{301}',
+                '\u{345}', 'ك', '\u{64e}', '\u{640}', 'ש', '\u{5b8}', '🚀', '\u{17d2}',
+            ]),
+            0..24,
+        )) {
+            let text: String = chars.into_iter().collect();
+            let mut seen = Vec::new();
+            for_each_term(&text, |t| seen.push(t.to_string()));
+            proptest::prop_assert_eq!(seen, terms(&text), "{:?}", text);
+        }
     }
 
     #[test]

@@ -161,10 +161,13 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
             // Arabic with its vowel marks and a stretched word; Hebrew with its points.
             user(10, "هذا كِتَابٌ جَمِيـــلٌ"),
             user(11, "שָׁלוֹם עוֹלָם"),
+            // Katakana in half width, and kana decomposed (a sound mark after its kana).
+            user(12, "ｶﾞｲﾄﾞを読んだ"),
+            user(13, "ト\u{3099}アを開けて"),
         ],
     )
     .await;
-    let queries: [(&str, &[u64]); 20] = [
+    let queries: [(&str, &[u64]); 23] = [
         ("手順", &[2]),
         ("移行", &[1, 2]),
         ("データベ", &[1]),
@@ -189,6 +192,10 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
         ("كتاب جميل", &[10]),
         ("كِتَاب", &[10]),
         ("שלום", &[11]),
+        // Half width or composed, decomposed or not: the same kana.
+        ("ガイド", &[12]),
+        ("ｶﾞｲﾄﾞ", &[12]),
+        ("ドア", &[13]),
     ];
     let answers = |cache: Cache<S>| async move {
         let mut out = Vec::new();
@@ -209,6 +216,8 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
     assert_eq!(hits[0].marked(), "移行には三つの[手順]があります。");
     let hits = writer.search("ไม่รู้", 10, None).await;
     assert_eq!(hits[0].marked(), "ฉัน[ไม่รู้]เรื่องนี้เลย");
+    let hits = writer.search("ドア", 10, None).await;
+    assert_eq!(hits[0].marked(), "[ト\u{3099}ア]を開けて");
     assert_eq!(answers(writer).await, expected);
     // A worker that starts after the warm-up (which built the pack) answers from the pack.
     let warmed = cache(&store).await;

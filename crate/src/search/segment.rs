@@ -53,13 +53,14 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI6`: Arabic and Hebrew vowel marks folded away (`tokens::combining`). An older segment
-/// does not read, so it is removed and built again (a server's pack too: its segment is one):
-/// `SBI5` kept those marks in its words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar as
+/// `SBI7`: half-width katakana folded to full width, and kana's sound marks composed with their
+/// kana (`tokens::voiced`). An older segment does not read, so it is removed and built again (a
+/// server's pack too: its segment is one): `SBI6` kept those as they were written, `SBI5` kept
+/// Arabic and Hebrew vowel marks in its words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar as
 /// one word, as `SBI3` did Chinese, Japanese and Korean characters and emoji; `SBI2` wrote each
 /// term whole with its postings' start (about twice the bytes; `SBI3` front-codes the
 /// dictionary).
-const MAGIC: &[u8; 4] = b"SBI6";
+const MAGIC: &[u8; 4] = b"SBI7";
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.

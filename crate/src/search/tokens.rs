@@ -19,7 +19,9 @@
 //! and digits are a word each as well, and their tone marks and other signs that are not
 //! letters belong to the character before them and are folded away, as diacritics are (`ไม่`
 //! is `ไ` `ม`, and `ไม่รู้` is one phrase). Arabic's vowel marks and tatweel and Hebrew's points
-//! are folded away too (`كِتَابٌ` is `كتاب`, as people type it).
+//! are folded away too (`كِتَابٌ` is `كتاب`, as people type it). A half-width katakana is its
+//! full-width one, and a kana's sound mark written apart from it (half width, or decomposed as
+//! macOS writes it) is composed with it: `ｶﾞｲﾄﾞ` and `ガイド` are the same words.
 
 use super::accents::BASES;
 
@@ -38,10 +40,12 @@ pub struct Word {
 }
 
 /// Appends `c` folded (lowercase, no diacritic, a full-width Latin letter or digit as its
-/// ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it) to `out`.
+/// ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it; a half-width katakana
+/// as its full-width one: `ｶﾀｶﾅ` is `カタカナ`) to `out`.
 fn fold_into(c: char, out: &mut String) {
     let c = match c {
         '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+        '\u{ff66}'..='\u{ff9d}' => wide_kana(c),
         _ => c,
     };
     if c.is_ascii() {
@@ -56,8 +60,55 @@ fn fold_into(c: char, out: &mut String) {
     }
 }
 
+/// The full-width katakana of a half-width one (U+FF66 `ｦ` to U+FF9D `ﾝ`, in the order of
+/// Unicode's `<narrow>` decompositions).
+fn wide_kana(c: char) -> char {
+    const WIDE: &str = "ヲァィゥェォャュョッーアイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワン";
+    WIDE.chars().nth((c as u32 - 0xff66) as usize).unwrap_or(c)
+}
+
+/// Kana `k` (as [`fold_into`] folds it) with the sound mark `m` after it, as one character:
+/// `カ` and `゙` (U+3099, or the half-width `ﾞ`) are `ガ`, `ハ` and `゚` are `パ`. So a kana
+/// written decomposed or in half width is the word its composed form is. `None` when they do
+/// not compose.
+fn voiced(k: char, m: char) -> Option<char> {
+    let step = match m {
+        '\u{3099}' | '\u{ff9e}' => 1,
+        '\u{309a}' | '\u{ff9f}' => 2,
+        _ => return None,
+    };
+    let k = k as u32;
+    let v = match (step, k) {
+        // か to ち and カ to チ (every other one), つ て と and ツ テ ト.
+        (1, 0x304b..=0x3061) if (k - 0x304b) % 2 == 0 => k + 1,
+        (1, 0x30ab..=0x30c1) if (k - 0x30ab) % 2 == 0 => k + 1,
+        (1, 0x3064 | 0x3066 | 0x3068 | 0x30c4 | 0x30c6 | 0x30c8) => k + 1,
+        // は to ほ and ハ to ホ (every third one): ば, ぱ.
+        (_, 0x306f..=0x307b) if (k - 0x306f) % 3 == 0 => k + step,
+        (_, 0x30cf..=0x30db) if (k - 0x30cf) % 3 == 0 => k + step,
+        (1, 0x3046) => 0x3094,         // う ゔ
+        (1, 0x30a6) => 0x30f4,         // ウ ヴ
+        (1, 0x30ef..=0x30f2) => k + 8, // ワ ヷ to ヲ ヺ
+        (1, 0x309d | 0x30fd) => k + 1, // ゝ ゞ, ヽ ヾ
+        _ => return None,
+    };
+    char::from_u32(v)
+}
+
+/// Appends `c`, a character that is a word by itself, folded; composed with `next` when that
+/// is a sound mark that composes with it (the mark, [`combining`], then belongs to the word).
+fn fold_alone(c: char, next: Option<char>, out: &mut String) {
+    let at = out.len();
+    fold_into(c, out);
+    if let Some(v) = next.and_then(|m| voiced(out[at..].chars().next()?, m)) {
+        out.truncate(at);
+        out.push(v);
+    }
+}
+
 /// A mark that is part of the word it follows and is folded away: a combining diacritical mark
-/// (U+0300 to U+036F); Arabic's vowel marks (harakat), Quranic marks and the tatweel that
+/// (U+0300 to U+036F); kana's sound marks where they do not compose with the character before
+/// ([`voiced`]); Arabic's vowel marks (harakat), Quranic marks and the tatweel that
 /// stretches a word (`كِتَابٌ` and `كـتاب` are `كتاب`); Hebrew's points (niqqud and cantillation:
 /// `שָׁלוֹם` is `שלום`); or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
 /// marks, the silencers, Khmer's subscript sign, Myanmar's virama and tones).
@@ -79,6 +130,8 @@ fn combining(c: char) -> bool {
             | '\u{6df}'..='\u{6e4}'
             | '\u{6e7}'..='\u{6e8}'
             | '\u{6ea}'..='\u{6ed}'
+            | '\u{3099}'..='\u{309a}'   // kana's sound marks
+            | '\u{ff9e}'..='\u{ff9f}'
         ) || (matches!(c,
             '\u{e47}'..='\u{e4e}'       // Thai
             | '\u{ec8}'..='\u{ece}'     // Lao
@@ -142,7 +195,8 @@ fn alone(c: char) -> bool {
 pub fn words(text: &str) -> Vec<Word> {
     let mut out: Vec<Word> = Vec::new();
     let mut current: Option<(usize, usize, String, usize)> = None; // start, end, term, chars
-    for (i, c) in text.char_indices() {
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
         if combining(c) {
             // Part of the word right before it (a run, or a character alone).
             if let Some((_, end, _, _)) = current.as_mut() {
@@ -161,7 +215,7 @@ pub fn words(text: &str) -> Vec<Word> {
                     .map(|(start, end, term, _)| Word { term, start, end }),
             );
             let mut term = String::new();
-            fold_into(c, &mut term);
+            fold_alone(c, chars.peek().map(|&(_, m)| m), &mut term);
             out.push(Word {
                 term,
                 start: i,
@@ -192,7 +246,8 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     // The character before was part of a word (a run's, one alone, or a mark on either): a
     // mark now belongs to it, as in `words`.
     let mut in_word = false;
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         if combining(c) && in_word {
             continue;
         }
@@ -203,7 +258,7 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
                 term.clear();
                 n = 0;
             }
-            fold_into(c, &mut term);
+            fold_alone(c, chars.peek().copied(), &mut term);
             f(&term);
             term.clear();
         } else if c.is_alphanumeric() {
@@ -295,7 +350,7 @@ mod tests {
             terms(text),
             [
                 "日", "本", "語", "を", "勉", "強", "中", "tokio", "日", "本", "학", "교", "에",
-                "서", "ｶ", "ﾀ", "ｶ", "ﾅ", "中", "文", "々"
+                "서", "カ", "タ", "カ", "ナ", "中", "文", "々"
             ]
         );
         let w = &words(text)[8];
@@ -305,6 +360,53 @@ mod tests {
         assert!(!unspaced('、') && !unspaced('・') && unspaced('ー'));
         // Full-width Latin letters and digits are the ASCII ones.
         assert_eq!(terms("ＴＯＫＩＯ１の本"), ["tokio1", "の", "本"]);
+    }
+
+    #[test]
+    fn kana_in_half_width_or_decomposed_is_the_composed_kana() {
+        // Half width (as older Japanese systems write katakana), with its sound marks; the
+        // combining sound marks (as macOS writes kana decomposed); and composed.
+        let text = "ｶﾞｲﾄﾞ ガイド ｶ\u{3099}イト\u{3099} ﾊﾟｰﾃｨｰ は\u{309a} ｳﾞ ヽ\u{3099}";
+        assert_eq!(
+            terms(text),
+            [
+                "ガ", "イ", "ド", "ガ", "イ", "ド", "ガ", "イ", "ド", "パ", "ー", "テ", "ィ", "ー",
+                "ぱ", "ヴ", "ヾ"
+            ]
+        );
+        let words = words(text);
+        assert_eq!(&text[words[0].start..words[0].end], "ｶﾞ");
+        assert_eq!(&text[words[8].start..words[8].end], "ト\u{3099}");
+        // Characters that touch, marks and all: a phrase.
+        assert!(words[..3].windows(2).all(|w| w[0].end == w[1].start));
+        assert_same_terms(text);
+        // A mark that does not compose (after ナ, a Latin word, or nothing) is folded away;
+        // a half-width mark with nothing before it is a character of its own.
+        assert_eq!(terms("ナﾞ aﾟ \u{3099} ﾞ"), ["ナ", "a", "ﾞ"]);
+        assert_same_terms("ナﾞ aﾟ \u{3099} ﾞ");
+        // Every half-width katakana has its full-width one (voiced where a mark follows).
+        let half: String = ('\u{ff66}'..='\u{ff9d}').collect();
+        assert_eq!(
+            terms(&half).concat(),
+            "ヲァィゥェォャュョッーアイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワン"
+        );
+        let voiced: String = "ｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾊﾋﾌﾍﾎｳﾜｦ"
+            .chars()
+            .flat_map(|c| [c, 'ﾞ'])
+            .collect();
+        assert_eq!(
+            terms(&voiced).concat(),
+            "ガギグゲゴザジズゼゾダヂヅデドバビブベボヴヷヺ"
+        );
+        let hiragana: String = "かきくけこさしすせそたちつてとはひふへほう"
+            .chars()
+            .flat_map(|c| [c, '\u{3099}'])
+            .collect();
+        assert_eq!(
+            terms(&hiragana).concat(),
+            "がぎぐげござじずぜぞだぢづでどばびぶべぼゔ"
+        );
+        assert_eq!(terms("ﾊﾟﾋﾟﾌﾟﾍﾟﾎﾟ").concat(), "パピプペポ");
     }
 
     #[test]
@@ -353,7 +455,8 @@ mod tests {
         fn each_term_is_a_word_whatever_the_text(chars in proptest::collection::vec(
             proptest::sample::select(vec![
                 'a', 'É', '1', ' ', '-', '日', '本', 'ไ', 'ม', '\u{e48}', '\u{e31}', '\u{301}',
-                '\u{345}', 'ك', '\u{64e}', '\u{640}', 'ש', '\u{5b8}', '🚀', '\u{17d2}',
+                '\u{345}', 'ك', '\u{64e}', '\u{640}', 'ש', '\u{5b8}', '🚀', '\u{17d2}', 'カ',
+                'ﾊ', 'ﾞ', 'ﾟ', '\u{3099}', 'ﾝ',
             ]),
             0..24,
         )) {

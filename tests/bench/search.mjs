@@ -7,7 +7,8 @@
 // 1. the sandbox sessions are cached as a reader does: opened, then paged back to their start;
 // 2. the append rate with the index and without it: BENCH_APPEND_MB (default 16) of generated
 //    lines appended one per append (as streamed events arrive), alternating with and without
-//    the index every 1 MB;
+//    the index every 1 MB, each megabyte timed until it is stored (IndexedDB's buffered
+//    appends committed);
 // 3. the generated set: BENCH_SEARCH_MB (default 200) over 50 sessions, appended in runs of
 //    1000 lines with the index (budgetBytes raised so nothing is evicted);
 // 4. the first query of a worker that starts before any search segment is built (it loads

@@ -6,7 +6,7 @@ use super::error::to_js;
 use crate::protocol::Line;
 use crate::search::segment::SEGMENT;
 use crate::search::INDEX;
-use crate::store::Store;
+use crate::store::{BrowserStore, Store};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -55,6 +55,13 @@ impl Client {
             let start = js_sys::Date::now();
             for run in lines.chunks(batch.max(1) as usize) {
                 session.append_all(run).await;
+            }
+            // IndexedDB's appends are stored once their buffered tails commit (a few
+            // milliseconds later, or at 256 kB): timed until then, so that the bytes a part
+            // leaves buffered are not committed in the next part's time. OPFS's are written
+            // when the call returns (its `flush` would add a sync to disk that no stream makes).
+            if let BrowserStore::IndexedDb(store) = &**engine.cache().store() {
+                let _ = store.flush().await;
             }
             Ok(JsValue::from_f64(js_sys::Date::now() - start))
         })

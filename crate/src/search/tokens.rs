@@ -384,29 +384,28 @@ mod tests {
         // a half-width mark with nothing before it is a character of its own.
         assert_eq!(terms("ナﾞ aﾟ \u{3099} ﾞ"), ["ナ", "a", "ﾞ"]);
         assert_same_terms("ナﾞ aﾟ \u{3099} ﾞ");
-        // Every half-width katakana has its full-width one (voiced where a mark follows).
-        let half: String = ('\u{ff66}'..='\u{ff9d}').collect();
-        assert_eq!(
-            terms(&half).concat(),
-            "ヲァィゥェォャュョッーアイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワン"
-        );
-        let voiced: String = "ｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾊﾋﾌﾍﾎｳﾜｦ"
-            .chars()
-            .flat_map(|c| [c, 'ﾞ'])
-            .collect();
-        assert_eq!(
-            terms(&voiced).concat(),
-            "ガギグゲゴザジズゼゾダヂヅデドバビブベボヴヷヺ"
-        );
-        let hiragana: String = "かきくけこさしすせそたちつてとはひふへほう"
-            .chars()
-            .flat_map(|c| [c, '\u{3099}'])
-            .collect();
-        assert_eq!(
-            terms(&hiragana).concat(),
-            "がぎぐげござじずぜぞだぢづでどばびぶべぼゔ"
-        );
-        assert_eq!(terms("ﾊﾟﾋﾟﾌﾟﾍﾟﾎﾟ").concat(), "パピプペポ");
+        // Every half-width katakana has its full-width one, and every kana that takes a sound
+        // mark composes with it.
+        let marked =
+            |kana: &str, mark: char| -> String { kana.chars().flat_map(|c| [c, mark]).collect() };
+        let cases = [
+            (
+                ('\u{ff66}'..='\u{ff9d}').collect(),
+                "ヲァィゥェォャュョッーアイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワン",
+            ),
+            (
+                marked("ｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾊﾋﾌﾍﾎｳﾜｦ", 'ﾞ'),
+                "ガギグゲゴザジズゼゾダヂヅデドバビブベボヴヷヺ",
+            ),
+            (
+                marked("かきくけこさしすせそたちつてとはひふへほう", '\u{3099}'),
+                "がぎぐげござじずぜぞだぢづでどばびぶべぼゔ",
+            ),
+            (marked("ﾊﾋﾌﾍﾎはほ", 'ﾟ'), "パピプペポぱぽ"),
+        ];
+        for (text, folded) in cases {
+            assert_eq!(terms(&text).concat(), folded, "{text}");
+        }
     }
 
     #[test]

@@ -818,10 +818,11 @@ async fn a_purge_removes_the_server_pack<S: Store>(store: Arc<S>) {
 // (removed, then the session reopened).
 
 const VOCAB: Vocab = ["alpha", "Beta", "gämma", "delta", "alphabet", "omega"];
-/// Chinese, Japanese, Korean and Thai words (a word a character: `日本` is in `日本語`, `本日` is
-/// the same characters the other way; `ไม่รู้`'s tone marks belong to the characters before
-/// them, and a delta cut there starts with one), beside a Latin one.
-const CJK: Vocab = ["日本語", "本日", "ไม่รู้", "alpha", "데이터", "日本"];
+/// Chinese, Japanese and Thai words (a word a character: `日本` is in `日本語`, `本日` is the
+/// same characters the other way; `ไม่รู้`'s tone marks belong to the characters before them;
+/// `データ` written decomposed, its sound mark apart from its kana, and a delta may end between
+/// the two), beside a Latin one.
+const CJK: Vocab = ["日本語", "本日", "ไม่รู้", "alpha", "テ\u{3099}ータ", "日本"];
 
 type Vocab = [&'static str; 6];
 

@@ -779,7 +779,8 @@ both_stores!(
     a_reply_cut_where_the_cache_started_is_found_whole,
     a_reply_still_streaming_takes_the_page_below,
     a_page_in_a_gap_welds_both_edges,
-    a_purge_removes_the_server_pack
+    a_purge_removes_the_server_pack,
+    search_off_indexes_nothing_and_on_again_rebuilds
 );
 
 /// The server's pack holds every session's words: purging a session removes it (and what a
@@ -808,6 +809,65 @@ async fn a_purge_removes_the_server_pack<S: Store>(store: Arc<S>) {
     assert_eq!(
         seqs(&fresh.search("quokka", 10, None).await),
         vec![("s2".into(), 1)]
+    );
+}
+
+/// With search off nothing is indexed: a session opened loses the index it had, and what it
+/// is written then (a live line, a history page below) leaves none behind; the warm-up
+/// removes the other sessions' indexes and segments and the server's pack; a search finds
+/// nothing. Turned on again, each session's index is rebuilt from its chunks at its open,
+/// and finds what was written while search was off, the reply the page completed whole.
+async fn search_off_indexes_nothing_and_on_again_rebuilds<S: Store>(store: Arc<S>) {
+    let lines = cut_reply();
+    let quokkas: Vec<Line> = (1..=300)
+        .map(|seq| user(seq, &format!("a quokka, number {seq} of many")))
+        .collect();
+    let on = cache(&store).await;
+    fill(&on, "s1", &lines[3..]).await; // the window: 4..=6
+    fill(&on, "s2", &quokkas).await;
+    on.warm_search().await;
+    let file = |key: &str, name: &str| format!("{}/{key}/{name}", on.dir());
+    let exists = |path: String| {
+        let store = store.clone();
+        async move { store.stat(&path).await.unwrap().is_some() }
+    };
+    let pack = pack::path(on.dir());
+    assert!(exists(file("s1", INDEX)).await && exists(file("s2", INDEX)).await);
+    assert!(exists(file("s2", SEGMENT)).await && exists(pack.clone()).await);
+
+    let mut off = cache(&store).await;
+    off.set_search(false);
+    assert!(!off.searches());
+    let mut session = off.session("s1").unwrap();
+    session.open().await;
+    assert!(!exists(file("s1", INDEX)).await, "removed at the open");
+    assert!(
+        exists(file("s2", INDEX)).await,
+        "not opened: left to the warm-up"
+    );
+    session.append(&user(7, "a wombat")).await;
+    assert!(session.store_page(&lines[..3], 4, false).await);
+    assert!(!exists(file("s1", INDEX)).await, "nothing indexed");
+    assert!(off.search("quokka", 10, None).await.is_empty());
+    off.warm_search().await;
+    for path in [file("s2", INDEX), file("s2", SEGMENT), pack] {
+        assert!(!exists(path.clone()).await, "{path} removed");
+    }
+    assert_eq!(off.build_search().await, 0);
+    drop(session);
+
+    let on = cache(&store).await;
+    for id in ["s1", "s2"] {
+        on.session(id).unwrap().open().await;
+    }
+    let at = |id: &str, seq| vec![(id.to_string(), seq)];
+    assert_eq!(seqs(&on.search("wombat", 10, None).await), at("s1", 7));
+    let phrase = r#""fox jumps over the lazy""#;
+    assert_eq!(seqs(&on.search(phrase, 10, None).await), at("s1", 2));
+    assert_eq!(seqs(&on.search("hello", 10, None).await), at("s1", 1));
+    assert_eq!(
+        seqs(&on.search("number 250", 10, None).await),
+        at("s2", 250)
     );
 }
 

@@ -4,7 +4,7 @@ use super::names::{decode, encode, server_key, KeyError, TOUCH};
 use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
 use crate::search::live::Notify;
-use crate::search::writer::{IndexWriter, INDEX};
+use crate::search::writer::{self, IndexWriter, INDEX};
 use crate::search::{pack, segment};
 use crate::search::{Hit, Live, Memo};
 use crate::store::Store;
@@ -26,6 +26,8 @@ pub struct Cache<S> {
     search: Memo,
     /// What this cache's index writers did (rows still streaming, blobs changed).
     live: Live,
+    /// Whether sessions are indexed and searched ([`Cache::set_search`]).
+    indexing: bool,
 }
 
 /// A cached session as the budget sees it.
@@ -60,7 +62,23 @@ impl<S: Store> Cache<S> {
             list,
             search: Memo::default(),
             live: Live::default(),
+            indexing: true,
         }
+    }
+
+    /// Turns search off (or on again; it is on by default). Off, no session is indexed: each
+    /// one's first write after its open removes the index it had, [`Cache::warm_search`]
+    /// removes the others' and the server's pack (their bytes go back to the budget), and
+    /// [`Cache::search`] finds nothing. Turned on again, each session's index is rebuilt from
+    /// its chunks at its first write or open. The tabs of one app should agree: one with
+    /// search off removes what one with it on builds.
+    pub fn set_search(&mut self, on: bool) {
+        self.indexing = on;
+    }
+
+    /// Whether search is on ([`Cache::set_search`]).
+    pub fn searches(&self) -> bool {
+        self.indexing
     }
 
     /// Keeps `list` as the last session list this server gave (what a reopen opens with, and
@@ -109,12 +127,11 @@ impl<S: Store> Cache<S> {
         let key = encode(id)?;
         let dir = format!("{}/{key}", self.dir);
         let index = IndexWriter::new(self.live.clone(), key, format!("{dir}/{INDEX}"));
-        Ok(SessionCache::new(
-            self.store.clone(),
-            id.to_string(),
-            dir,
-            index,
-        ))
+        let mut session = SessionCache::new(self.store.clone(), id.to_string(), dir, index);
+        if !self.indexing {
+            session.set_indexing(false);
+        }
+        Ok(session)
     }
 
     /// Every cached session with its size and last open. Unreadable ones are left out.
@@ -143,8 +160,11 @@ impl<S: Store> Cache<S> {
 
     /// Full-text search over every cached session of this server (or only those in
     /// `sessions`): the best `limit` hits, best first. Offline: reads only the store. See
-    /// [`crate::search`].
+    /// [`crate::search`]. Nothing with search off.
     pub async fn search(&self, query: &str, limit: usize, sessions: Option<&[String]>) -> Vec<Hit> {
+        if !self.indexing {
+            return Vec::new();
+        }
         crate::search::reader::search(
             &*self.store,
             &self.dir,
@@ -160,7 +180,11 @@ impl<S: Store> Cache<S> {
     /// Readies search in idle time (the worker calls it after it opens): builds the segment of
     /// every session whose index blob grew past it ([`Cache::build_search`]), then loads every
     /// session's segment header and what lies past it, so the first search does not wait.
+    /// With search off, removes every session's index and the server's pack instead.
     pub async fn warm_search(&self) {
+        if !self.indexing {
+            return self.remove_search().await;
+        }
         self.build_search().await;
         crate::search::reader::warm(&*self.store, &self.dir, &self.search).await;
         self.build_search_pack().await;
@@ -171,6 +195,9 @@ impl<S: Store> Cache<S> {
     /// the store is behind; in idle time, after [`Cache::warm_search`]'s warm-up. Answers
     /// whether it wrote one.
     pub async fn build_search_pack(&self) -> bool {
+        if !self.indexing {
+            return false;
+        }
         let store = &*self.store;
         let built = crate::search::reader::build_pack(store, &self.dir, &self.search).await;
         if built {
@@ -178,6 +205,26 @@ impl<S: Store> Cache<S> {
             store.hand_over(&pack::path(&self.dir)).await;
         }
         built
+    }
+
+    /// Removes every session's search index (not one whose writer role a tab holds: its
+    /// writer removes it at its next write when search is off there too) and the server's
+    /// search pack.
+    async fn remove_search(&self) {
+        if let Ok(entries) = self.store.list(&self.dir).await {
+            for key in entries.into_iter().filter(|e| e.is_dir).map(|e| e.name) {
+                let dir = format!("{}/{key}", self.dir);
+                let Some(_role) = self.store.writer(&dir, false).await else {
+                    continue;
+                };
+                if let Err(e) = writer::remove(&*self.store, &format!("{dir}/{INDEX}")).await {
+                    log::info!("scrollback: could not remove the search index of {dir}: {e}");
+                }
+                self.live.changed(&key);
+                self.store.hand_over(&dir).await;
+            }
+        }
+        self.remove_search_pack().await;
     }
 
     /// Removes the server's search pack, once a build under way in any tab is done (so that it
@@ -204,6 +251,9 @@ impl<S: Store> Cache<S> {
     /// query need not): a stat per session, and a read of the blobs that changed. Does
     /// nothing before the first search or warm-up.
     pub async fn recheck_search(&self) {
+        if !self.indexing {
+            return;
+        }
         crate::search::reader::recheck(&*self.store, &self.dir, &self.search, &self.live).await;
     }
 
@@ -227,6 +277,9 @@ impl<S: Store> Cache<S> {
     /// index blob holds enough past its segment, each under its writer role (a session another
     /// tab or this worker is writing is left for later). Answers how many were built.
     pub async fn build_search(&self) -> usize {
+        if !self.indexing {
+            return 0;
+        }
         let Ok(entries) = self.store.list(&self.dir).await else {
             return 0;
         };
@@ -238,6 +291,9 @@ impl<S: Store> Cache<S> {
     /// [`Cache::build_search`] over the sessions whose index this worker wrote since the last
     /// build (the worker calls it in idle time, every minute).
     pub async fn build_written(&self) -> usize {
+        if !self.indexing {
+            return 0;
+        }
         let keys = self.live.take_unbuilt();
         self.build_segments(keys.into_iter().collect()).await
     }

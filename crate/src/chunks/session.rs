@@ -150,7 +150,7 @@ struct Io<S> {
     untouched: bool,
     /// The session's search index, written beside the chunks (writer only).
     index: IndexWriter,
-    /// Whether appends feed the index (off only to measure what it costs).
+    /// Whether writes feed the index ([`SessionCache::set_indexing`]).
     indexing: bool,
 }
 
@@ -182,8 +182,10 @@ impl<S: Store> SessionCache<S> {
         }
     }
 
-    /// Turns the search index off for this instance (benchmarks compare appends without it).
-    #[doc(hidden)]
+    /// Turns the session's search index off (or on again) for this instance: with it off,
+    /// nothing is indexed, and its first write after an open removes the index the session
+    /// had ([`IndexWriter::drop_blob`]); turned on again, the next write rebuilds it from the
+    /// chunks. [`Cache`](super::Cache) turns it off for every session when search is.
     pub fn set_indexing(&mut self, on: bool) {
         self.io.indexing = on;
         self.io.index.reset();
@@ -687,9 +689,14 @@ impl<'a, S: Store> Opened<'a, S> {
     /// reads where its blob stops and folds the cached lines from there (all of the suffix
     /// when the blob is missing, damaged or ahead of the chunks: a rebuild). Returns the seq
     /// the catch-up started at (rows from there are indexed), `u64::MAX` when already synced.
+    /// With indexing off, removes the index instead (once per open) and returns `u64::MAX`.
     async fn sync_index(&mut self) -> u64 {
-        let io = &*self.io;
-        if io.index.is_synced() || io.reader || !io.writing || !io.indexing {
+        let io = &mut *self.io;
+        if io.index.is_synced() || io.reader || !io.writing {
+            return u64::MAX;
+        }
+        if !io.indexing {
+            io.index.drop_blob(&*io.store).await;
             return u64::MAX;
         }
         let path = format!("{}/{INDEX}", io.dir);

@@ -44,6 +44,9 @@ pub struct Config {
     /// The cache's byte budget for this server ([`CACHE_BUDGET_BYTES`]), enforced after each
     /// open by evicting the least recently opened sessions (never the one opening).
     pub budget_bytes: u64,
+    /// Whether cached sessions are indexed for [`Engine::search`] (on by default); see
+    /// [`Cache::set_search`] for what turning it off does.
+    pub search: bool,
 }
 
 impl Default for Config {
@@ -55,6 +58,7 @@ impl Default for Config {
             reconnect_delay_ms: RECONNECT_DELAY_MS,
             reconnect_max_ms: 8 * RECONNECT_DELAY_MS,
             budget_bytes: CACHE_BUDGET_BYTES,
+            search: true,
         }
     }
 }
@@ -80,7 +84,8 @@ impl<S: Store, T: Transport> Engine<S, T> {
 
     /// An engine over `cache` (one server's part of the store) and `transport` (the same
     /// server's routes).
-    pub fn new(cache: Cache<S>, transport: T, config: Config) -> Self {
+    pub fn new(mut cache: Cache<S>, transport: T, config: Config) -> Self {
+        cache.set_search(config.search);
         Engine {
             cache: Rc::new(cache),
             transport: Rc::new(transport),
@@ -116,7 +121,8 @@ impl<S: Store, T: Transport> Engine<S, T> {
 
     /// Full-text search over every cached session of the server (or those in `sessions`),
     /// offline: the best `limit` hits, each with the seq to open its session at
-    /// ([`Engine::open_id`] with it as the anchor). See [`crate::search`].
+    /// ([`Engine::open_id`] with it as the anchor). See [`crate::search`]. Nothing when the
+    /// config turned search off.
     pub async fn search(
         &self,
         query: &str,

@@ -71,6 +71,11 @@
 //! index write stops the index (until the next open), never the cache. The reader skips a line
 //! it cannot read. A search only ever returns seqs; the screen is always drawn from the chunks.
 //!
+//! Search can be turned off ([`Cache::set_search`](crate::chunks::Cache::set_search)): nothing
+//! is indexed, a session's first write after its open removes its blob (and segment), and the
+//! warm-up removes the others' and the pack, so an index is whole or absent. Turned on again,
+//! the rebuild above brings each one back.
+//!
 //! # Queries: the reader
 //!
 //! [`reader`]: each session is loaded as its segment's header (the document column and the

@@ -2,7 +2,7 @@
 
 use super::doc::{Doc, Folder};
 use super::live::{Live, Shared};
-use super::segment::SEGMENT;
+use super::segment::{SEGMENT, SEGMENT_NEW};
 use crate::protocol::Line;
 use crate::store::{Store, StoreError};
 
@@ -26,6 +26,18 @@ fn last_line(tail: &[u8], start: bool) -> Option<(std::ops::Range<usize>, usize)
     Some((from..good - 1, good))
 }
 
+/// Removes the index blob at `path` and the segment built from it (a reader would also notice
+/// that the segment does not match), with what a build cut short left under its new name.
+pub async fn remove<S: Store>(store: &S, path: &str) -> Result<(), StoreError> {
+    store.remove(path).await?;
+    if let Some((dir, _)) = path.rsplit_once('/') {
+        for name in [SEGMENT, SEGMENT_NEW] {
+            store.remove(&format!("{dir}/{name}")).await?;
+        }
+    }
+    Ok(())
+}
+
 /// The index writer of one session: folds appended lines into rows and appends each row to the
 /// blob once it is complete, so an appended delta costs O(delta) (one append per completed row).
 ///
@@ -44,6 +56,8 @@ pub struct IndexWriter {
     key: String,
     /// The blob's path.
     path: String,
+    /// [`IndexWriter::drop_blob`] ran since the last reset.
+    dropped: bool,
 }
 
 impl IndexWriter {
@@ -65,6 +79,7 @@ impl IndexWriter {
             self.live.untrack(&self.key, &folder);
         }
         self.stopped = false;
+        self.dropped = false;
         self.live.changed(&self.key);
     }
 
@@ -105,12 +120,28 @@ impl IndexWriter {
     /// Removes a damaged blob: the index is rebuilt from the chunks (from seq 0).
     pub async fn rebuild<S: Store>(store: &S, path: &str, why: &str) -> Result<u64, StoreError> {
         log::info!("scrollback: rebuilding the search index {path}: {why}");
-        store.remove(path).await?;
-        // The segment built from the blob goes with it (a reader would also notice).
-        if let Some((dir, _)) = path.rsplit_once('/') {
-            store.remove(&format!("{dir}/{SEGMENT}")).await?;
-        }
+        remove(store, path).await?;
         Ok(0)
+    }
+
+    /// With indexing off, the first write after an open removes the blob, which that write
+    /// and the ones after it leave behind: an index is whole or absent, never one with holes
+    /// (a writer with indexing on rebuilds it from the chunks). Once per open; a `stat` when
+    /// there is none, as [`IndexWriter::resume`] takes.
+    pub async fn drop_blob<S: Store>(&mut self, store: &S) {
+        if std::mem::replace(&mut self.dropped, true) {
+            return;
+        }
+        if let Ok(None) = store.stat(&self.path).await {
+            return;
+        }
+        match remove(store, &self.path).await {
+            Ok(()) => self.live.changed(&self.key),
+            Err(e) => log::info!(
+                "scrollback: could not remove the search index {}: {e}",
+                self.path
+            ),
+        }
     }
 
     /// Starts folding at `at` (what [`IndexWriter::resume`] answered, or the suffix's start).

@@ -17,6 +17,16 @@ export interface ScrollbackOptions {
   /** The cache's byte budget for this server; least recently opened sessions go first. */
   budgetBytes?: number;
   /**
+   * Whether cached sessions are indexed for {@link Scrollback.search} (default `true`). An
+   * app that never searches turns it off and pays nothing for the index: no index bytes in
+   * the budget (about a third of the cached bytes with it on), no indexing work on each
+   * append. Off, each session's first write removes the index it had, and the worker's
+   * warm-up shortly after `open` removes the rest; `search` rejects. Turned on again, each
+   * session's index is rebuilt from its cached lines when it is next opened or written. The
+   * tabs of one app should agree: one with search off removes what one with it on builds.
+   */
+  search?: boolean;
+  /**
    * The id of the session the app opens first, when it knows it (a reopen at a chat's URL):
    * its first request is asked at once, from the page, while the worker, the module and the
    * store start (the check and catch-up from the cursor of the session's last screen, or, with
@@ -429,13 +439,15 @@ export declare class Scrollback {
    * space after it); Chinese, Japanese, Korean, Thai, Lao, Khmer and Myanmar found inside a
    * sentence (`勉強` in `日本語を勉強中`), and emoji; BM25-ranked, best first. A row is found
    * as soon as it is complete, and a reply still streaming in this worker as it grows. Open a
-   * hit with `openSession(hit.session, { anchor: hit.seq })`.
+   * hit with `openSession(hit.session, { anchor: hit.seq })`. Rejects (a `ScrollbackError`)
+   * when the Scrollback was opened with `search: false`.
    */
   search(query: string, options?: SearchOptions): Promise<SearchHit[]>;
   /**
    * Readies search now: builds the search segments that are behind what was cached and loads
    * each session's index header, so the next `search` does not wait (the worker also does it by
    * itself shortly after `open`, and builds what it wrote every minute). Resolves when done.
+   * With `search: false`, removes every session's index instead.
    */
   warmSearch(): Promise<void>;
   /** What the cache has saved and cost so far. */

@@ -214,7 +214,7 @@ export class Scrollback {
    */
   static async open(options) {
     if (options === null || typeof options !== 'object') {
-      throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes? }');
+      throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes?, search? }');
     }
     const { opening, onOpeningScreen, ...engineOptions } = options;
     if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
@@ -419,6 +419,7 @@ export class Scrollback {
    * Full-text search over the cached sessions, in the worker, with no network: words and
    * `"quoted phrases"` (case- and accent-insensitive, the last word a prefix while typed),
    * ranked best first. Open a hit with `openSession(hit.session, { anchor: hit.seq })`.
+   * Rejects when the Scrollback was opened with `search: false`.
    * @param {string} query
    * @param {import('./index.js').SearchOptions} [options]
    * @returns {Promise<import('./index.js').SearchHit[]>}
@@ -438,7 +439,8 @@ export class Scrollback {
    * built form a search reads a few kilobytes of per session) and loads each session's index
    * header, so the next `search` does not wait. The worker does this by itself a moment after
    * `open` (and builds the segments of what it wrote every minute); call it when a search box
-   * appears to be sure. Resolves when done.
+   * appears to be sure. Resolves when done. With `search: false`, removes every session's
+   * index instead.
    * @returns {Promise<void>}
    */
   warmSearch() {

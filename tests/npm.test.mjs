@@ -69,7 +69,7 @@ test('a Vite 7 app bundles the packed package and shows a session from the real 
 import { Scrollback, type SessionState, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind } from 'scrollback';
 const last: SessionState | null = Scrollback.lastScreen('http://127.0.0.1:1', 'id');
 if (last) last.rows.length + (last.verified ? 1 : 0);
-const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1 });
+const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1, search: false });
 const view = await sb.openSession('id', { onChange(state: SessionState) { state.banner?.toUpperCase(); }, anchor: 3 });
 const rows: Row[] = view.state.rows;
 for (const row of rows) if (row.kind === 'assistant') row.lastSeq.toFixed(); else if (row.kind === 'tool') row.result?.isError;
@@ -91,6 +91,8 @@ await chats.patch('c', cur, '{}', { rewriteFromIndex: 1 });
 sb.close();
 // @ts-expect-error: storage is one of four names
 await Scrollback.open({ server: 'x', storage: 'floppy' });
+// @ts-expect-error: search is on or off
+await Scrollback.open({ server: 'x', search: 'no' });
 export { more };
 `);
   await run(path.join(app, 'node_modules/.bin/tsc'), ['--noEmit', '--strict', '--target', 'es2022', '--module', 'esnext',

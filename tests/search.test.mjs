@@ -3,7 +3,8 @@
 // answers from the cache: typed hits, the matched words marked, a session filter, a limit; then
 // from the search segment and the server's pack the warm-up built, in a worker that starts. And what another
 // tab caches is found at once (its worker tells the others, and a tab that closes tells them as
-// it closes), not at the next look at every session, 25 s later.
+// it closes), not at the next look at every session, 25 s later. And `search: false`: nothing
+// indexed, the index removed, a search refused; search on again rebuilds it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pageAt, sharedServer } from './lib/setup.mjs';
@@ -149,5 +150,51 @@ for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode'
     assert.equal(foundLast.hits.length, 1, `found within ${Math.round(foundLast.ms)} ms: ${JSON.stringify(foundLast.hits)}`);
     assert.equal(foundLast.hits[0].session, session);
     await b.close();
+  });
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`${storage}: with search: false nothing is indexed, and turned on again the index is rebuilt`, async (t) => {
+    const { page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+    const result = await page.evaluate(async (storage) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      /** Opens `welcome` in a Scrollback opened with `options`, until live; then `then(sb)`. */
+      const visit = async (options, then) => {
+        const sb = await Scrollback.open({ server: location.origin, storage, ...options });
+        const view = await sb.openSession('welcome');
+        const deadline = Date.now() + 30_000;
+        while (!view.state.live && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        const size = await view.cachedSize();
+        view.close();
+        await sb.warmSearch(); // what the worker does by itself shortly after it opens
+        try {
+          return { live: view.state.live, size, ...(await then(sb)) };
+        } finally {
+          await sb.close();
+        }
+      };
+      const hits = (sb) => sb.search('repository').then((h) => h.map((hit) => [hit.session, hit.seq]));
+      const index = async (sb) => (await sb._bench('sizes')).index;
+      const on = await visit({}, async (sb) => ({ hits: await hits(sb), index: await index(sb) }));
+      const off = await visit({ search: false }, async (sb) => {
+        const error = await sb.search('repository').then(() => null, (e) => ({ name: e.name, message: e.message }));
+        return { error, index: await index(sb) };
+      });
+      const again = await visit({}, async (sb) => ({ hits: await hits(sb), index: await index(sb) }));
+      return { on, off, again };
+    }, storage);
+    const { on, off, again } = result;
+    assert.ok(on.live && off.live && again.live, JSON.stringify(result));
+    assert.ok(on.hits.length > 0 && on.hits.every(([s]) => s === 'welcome'), JSON.stringify(on.hits));
+    assert.ok(on.index > 0, 'indexed with search on');
+    // Off: the session's index is removed (its bytes go back to the budget); a search says why
+    // it cannot answer.
+    assert.equal(off.index, 0);
+    assert.ok(off.size < on.size, `the session's bytes: ${off.size} with search off, ${on.size} on`);
+    assert.equal(off.error?.name, 'ScrollbackError');
+    assert.match(off.error.message, /search is off/);
+    // On again: rebuilt from the cached lines when the session opens; the same hits.
+    assert.ok(again.index > 0);
+    assert.deepEqual(again.hits, on.hits);
   });
 }

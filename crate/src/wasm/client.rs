@@ -30,15 +30,19 @@ struct Options {
     storage: Option<String>,
     #[serde(default)]
     budget_bytes: Option<u64>,
+    #[serde(default)]
+    search: Option<bool>,
 }
 
 impl Options {
-    /// The engine's numbers: the protocol's, with the page's budget when it gives one.
+    /// The engine's numbers: the protocol's, with the page's budget and search when it gives
+    /// them.
     fn config(&self) -> Config {
         let mut config = Config::default();
         if let Some(budget) = self.budget_bytes {
             config.budget_bytes = budget;
         }
+        config.search = self.search.unwrap_or(true);
         config
     }
 }
@@ -67,7 +71,8 @@ pub struct Client {
 
 #[wasm_bindgen]
 impl Client {
-    /// Opens the cache for `options.server` (`{server, token?, storage?, budgetBytes?}`).
+    /// Opens the cache for `options.server` (`{server, token?, storage?, budgetBytes?,
+    /// search?}`).
     /// Resolves to a `Client`.
     pub fn open(options: JsValue) -> js_sys::Promise {
         future_to_promise(async move {
@@ -218,6 +223,7 @@ impl Client {
 
     /// Full-text search over every cached session (or those in `sessions`), offline: the best
     /// `limit` hits (`[{session, seq, ts, score, snippet: [{text, hit}]}]`), best first.
+    /// Fails when the cache was opened with `search: false`.
     pub fn search(
         &self,
         query: String,
@@ -226,6 +232,9 @@ impl Client {
     ) -> js_sys::Promise {
         let engine = self.engine.clone();
         future_to_promise(async move {
+            if !engine.config().search {
+                return Err(BindingError::SearchOff.into());
+            }
             let hits = engine
                 .search(&query, limit as usize, sessions.as_deref())
                 .await;

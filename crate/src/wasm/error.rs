@@ -39,6 +39,9 @@ pub enum BindingError {
     /// A chat operation was refused (its check's `kind` goes with it).
     #[error(transparent)]
     Chat(#[from] WindowError),
+    /// A search asked of a cache opened with `search: false`.
+    #[error("search is off: this Scrollback was opened with search: false")]
+    SearchOff,
     /// An answer that could not be made into a JS value.
     #[error("cannot pass the answer to JS: {0}")]
     Convert(String),

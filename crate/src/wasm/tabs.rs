@@ -43,12 +43,15 @@ pub(super) struct Tabs {
 impl Tabs {
     /// Joins the channel of `engine`'s store and server: what its writers grow is posted
     /// there, and the notices of the other workers tell its searches. `None` for a memory
-    /// store, and where the browser has no `BroadcastChannel` (each search then looks at every
-    /// session at most every `RECHECK_MS`, as before).
+    /// store, with search off, and where the browser has no `BroadcastChannel` (each search
+    /// then looks at every session at most every `RECHECK_MS`, as before).
     pub(super) fn join(engine: &Rc<BrowserEngine>) -> Option<Tabs> {
         let cache = engine.cache();
         if let BrowserStore::Memory(_) = **cache.store() {
             return None; // this worker's alone: no other one writes to it
+        }
+        if !cache.searches() {
+            return None; // it writes no index, and searches none
         }
         let name = format!("scrollback:search:{}:{}", cache.store().name(), cache.dir());
         let channel = BroadcastChannel::new(&name).ok()?;

@@ -232,7 +232,7 @@ impl Client {
     ) -> js_sys::Promise {
         let engine = self.engine.clone();
         future_to_promise(async move {
-            if !engine.config().search {
+            if !engine.cache().searches() {
                 return Err(BindingError::SearchOff.into());
             }
             let hits = engine

@@ -19,10 +19,10 @@
 //!
 //! # Ranking
 //!
-//! BM25 (k1 1.2, b 0.75) over the documents of every session searched, so a rare word weighs
-//! more than a common one; at equal relevance the newer row wins (a 20% recency factor across
-//! the candidates' timestamps). Each result carries a snippet around its first match with the
-//! matched words marked.
+//! [`rank`]: BM25 (k1 1.2, b 0.75) over the documents of every session searched, so a rare
+//! word weighs more than a common one; at equal relevance the newer row wins (a 20% recency
+//! factor across the candidates' timestamps). Each result carries a snippet around its first
+//! match with the matched words marked.
 //!
 //! # Where the index lives
 //!
@@ -159,11 +159,13 @@ pub mod live;
 pub mod pack;
 mod postings;
 pub mod query;
+pub mod rank;
 pub mod reader;
 pub mod segment;
 pub mod tokens;
 pub mod writer;
 
 pub use live::Live;
-pub use reader::{Hit, Memo, Piece};
+pub use rank::{Hit, Piece};
+pub use reader::Memo;
 pub use writer::INDEX;

@@ -1,30 +1,19 @@
-//! The reader's side: the index blobs loaded into memory (incrementally, as they grow), and
-//! queries ranked with BM25 over every session asked.
+//! The reader's side: the index blobs loaded into memory (incrementally, as they grow), kept
+//! fresh and warm, and a query's way through them (ranked by [`super::rank`]).
 
 use super::doc::Doc;
 use super::live::Live;
 use super::pack::{self, Pack};
 use super::postings::Indexed;
 use super::query::Query;
-use super::segment::{Post, Segment, SEGMENT};
-use super::tokens::{follower_bit, words};
+use super::rank::{rank, Hit, Ranked};
+use super::segment::{Segment, SEGMENT};
 use super::writer::INDEX;
 use crate::chunks::names::{decode, encode};
 use crate::store::{Meta, Store, StoreError};
-use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// BM25's term-frequency saturation.
-const K1: f64 = 1.2;
-/// BM25's length normalization.
-const B: f64 = 0.75;
-/// How many candidates a phrase is checked in at most, in `limit`s (each check reads the
-/// candidate's text): a phrase of common words that never meet stops there.
-const PHRASE_BATCHES: usize = 100;
-/// How much the newest hit gains over the oldest among the candidates (a tie-break that lets
-/// recent beat old at equal relevance, never a rare word lose to a common one by much).
-const RECENCY: f64 = 0.2;
 /// The bytes kept from before a blob's end as read, compared when it is read again: if they
 /// changed, the blob was rebuilt under us.
 const EDGE: usize = 64;
@@ -32,60 +21,22 @@ const EDGE: usize = 64;
 /// blob ([`Loaded::keep_text`]).
 const TEXTS_KEPT: usize = 64 * 1024;
 
-/// One search result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Hit {
-    /// The session it is in.
-    pub session: String,
-    /// The seq of the row it is in: open the session there (the engine's anchor).
-    pub seq: u64,
-    /// Its row's timestamp.
-    pub ts: f64,
-    /// Its relevance (BM25 with a recency tie-break); higher first.
-    pub score: f64,
-    /// A short excerpt around the first match, in pieces; the matched words are `hit`.
-    pub snippet: Vec<Piece>,
-}
-
-/// A piece of a snippet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Piece {
-    /// The text.
-    pub text: String,
-    /// Whether it is a matched word.
-    pub hit: bool,
-}
-
-impl Hit {
-    /// The snippet with its matched words in `[` `]` (for a terminal).
-    pub fn marked(&self) -> String {
-        self.snippet
-            .iter()
-            .map(|p| match p.hit {
-                true => format!("[{}]", p.text),
-                false => p.text.clone(),
-            })
-            .collect()
-    }
-}
-
 /// A blob loaded: how far, the bytes before that, its segment (if one covers its start), and
 /// the documents past the segment, in memory.
 #[derive(Debug, Default)]
-struct Loaded {
+pub(super) struct Loaded {
     size: u64,
     /// The blob's last bytes before `size` (at most [`EDGE`]): what was read is still there
     /// only if they are (a blob rebuilt from the same first row, grown past `size`, is another).
     edge: Vec<u8>,
-    segment: Option<Segment>,
+    pub(super) segment: Option<Segment>,
     /// A segment of this session did not read: its documents come from the blob alone, in
     /// this worker, until a build replaces the segment (and forgets this).
     no_segment: bool,
-    index: Indexed,
+    pub(super) index: Indexed,
     /// Documents a welded one read after them replaced (ids as in the postings), and the
     /// documents with words and the words among them.
-    dead: HashSet<u32>,
+    pub(super) dead: HashSet<u32>,
     dead_worded: u32,
     dead_words: u64,
     /// The blob's size and stamp as a `stat` found them right before the read that brought
@@ -96,7 +47,7 @@ struct Loaded {
     /// phrase checks), by id, for the queries after: typed a letter at a time, they show
     /// mostly the same hits. At most [`TEXTS_KEPT`] bytes; gone with the rest when the blob
     /// is read again from its start.
-    texts: HashMap<u32, String>,
+    pub(super) texts: HashMap<u32, String>,
     texts_bytes: usize,
     /// Each document in memory's line's bytes in the blob (what a [`pack`] needs of it), and
     /// whether a line past the segment did not read (the session is then left out of it).
@@ -106,7 +57,7 @@ struct Loaded {
 
 impl Loaded {
     /// The documents in the segment (the ids of those in memory start there).
-    fn base(&self) -> u32 {
+    pub(super) fn base(&self) -> u32 {
         self.segment.as_ref().map_or(0, |s| s.docs)
     }
 
@@ -175,13 +126,13 @@ impl Loaded {
     }
 
     /// The documents with words that ranking counts (those replaced left out).
-    fn worded(&self) -> u64 {
+    pub(super) fn worded(&self) -> u64 {
         let segment = self.segment.as_ref().map_or(0, |s| s.worded);
         u64::from(segment + self.index.worded - self.dead_worded)
     }
 
     /// Their words.
-    fn words(&self) -> u64 {
+    pub(super) fn words(&self) -> u64 {
         let segment = self.segment.as_ref().map_or(0, |s| s.words);
         segment + self.index.words - self.dead_words
     }
@@ -723,69 +674,6 @@ fn read_so_far(loads: &Loads, key: &str) -> u64 {
     loads.sessions.get(key).map_or(0, |(_, l)| l.size)
 }
 
-/// The postings of one query unit in one session: from its segment, then from memory (whose
-/// document ids follow the segment's). `None`: the segment did not read.
-async fn posts<S: Store>(
-    store: &S,
-    dir: &str,
-    loaded: &Loaded,
-    term: &str,
-    prefix: bool,
-) -> Option<Vec<Post>> {
-    let mut out = match &loaded.segment {
-        Some(segment) => segment.postings(store, dir, term, prefix).await?,
-        None => Vec::new(),
-    };
-    let base = loaded.base();
-    let index = &loaded.index;
-    out.retain(|p| !loaded.dead.contains(&p.doc));
-    let alive = index.postings(term, prefix);
-    let alive = alive
-        .iter()
-        .filter(|p| !loaded.dead.contains(&(base + p.doc)));
-    out.extend(alive.map(|p| {
-        let (doc, len) = &index.docs[p.doc as usize];
-        Post {
-            doc: base + p.doc,
-            tf: p.tf,
-            len: *len,
-            seq: doc.seq,
-            ts: doc.ts,
-            next: p.next,
-        }
-    }));
-    Some(out)
-}
-
-/// The text of document `doc` of a session: from memory (a document past the segment, or one
-/// whose text a query read before), or read through its segment; and whether it was read.
-async fn text_of<S: Store>(
-    store: &S,
-    dir: &str,
-    loaded: &Loaded,
-    doc: u32,
-) -> Option<(String, bool)> {
-    match doc.checked_sub(loaded.base()) {
-        Some(d) => loaded
-            .index
-            .docs
-            .get(d as usize)
-            .map(|(d, _)| (d.text.clone(), false)),
-        None => match loaded.texts.get(&doc) {
-            Some(text) => Some((text.clone(), false)),
-            None => Some((
-                loaded.segment.as_ref()?.doc(store, dir, doc).await?.text,
-                true,
-            )),
-        },
-    }
-}
-
-/// Document `d`'s posting in `m` (sorted by document), if it is there.
-fn post_of(m: &[Post], d: u32) -> Option<&Post> {
-    m.binary_search_by_key(&d, |p| p.doc).ok().map(|i| &m[i])
-}
-
 /// Searches the sessions under `dir` (a server's folder): all of them, or those in `sessions`.
 pub(crate) async fn search<S: Store>(
     store: &S,
@@ -856,7 +744,7 @@ pub(crate) async fn search<S: Store>(
     hits.hits
 }
 
-/// [`rank`], the rows still streaming joining their sessions for this query only.
+/// [`rank`](super::rank::rank), the rows still streaming joining their sessions for this query only.
 async fn rank_with_live<S: Store>(
     store: &S,
     dir: &str,
@@ -884,236 +772,6 @@ async fn rank_with_live<S: Store>(
         loaded[s].2.unbury(buried);
     }
     ranked
-}
-
-/// What a query found, the sessions whose segment did not read, and the texts it read from
-/// the blobs.
-struct Ranked {
-    hits: Vec<Hit>,
-    /// By index into the sessions ranked.
-    broken: Vec<usize>,
-    /// Session (by index), document, text.
-    read: Vec<(usize, u32, String)>,
-}
-
-/// Ranks the documents of `loaded` (folder, id, index) that match `query`: the best `limit`.
-async fn rank<S: Store>(
-    store: &S,
-    loaded: &[(String, &String, &mut Loaded)],
-    query: &Query,
-    limit: usize,
-) -> Ranked {
-    // The units every hit must match: each word, each phrase word, the prefix.
-    let mut units: Vec<(&str, bool)> = query.words.iter().map(|w| (w.as_str(), false)).collect();
-    units.extend(query.phrases.iter().flatten().map(|w| (w.as_str(), false)));
-    units.extend(query.prefix.as_deref().map(|p| (p, true)));
-    units.sort();
-    units.dedup();
-
-    let docs: u64 = loaded.iter().map(|(_, _, l)| l.worded()).sum();
-    let words: u64 = loaded.iter().map(|(_, _, l)| l.words()).sum();
-    let avg = words as f64 / docs.max(1) as f64;
-    // Each adjacent pair of a phrase, as the unit of its first word and the follower bit of
-    // its second: a document whose posting of the first lacks the bit cannot hold the phrase.
-    let pairs: Vec<(usize, u8)> = query
-        .phrases
-        .iter()
-        .flat_map(|p| p.windows(2))
-        .filter_map(|w| {
-            let unit = units.iter().position(|&u| u == (w[0].as_str(), false))?;
-            Some((unit, follower_bit(&w[1])))
-        })
-        .collect();
-    let reads = loaded.iter().map(|(folder, _, l)| {
-        let units = &units;
-        async move {
-            let mut out = Vec::with_capacity(units.len());
-            for &(t, p) in units {
-                out.push(posts(store, folder, l, t, p).await?);
-            }
-            Some(out)
-        }
-    });
-    let per_session = futures::future::join_all(reads.collect::<Vec<_>>()).await;
-    let mut broken: Vec<usize> = (0..per_session.len())
-        .filter(|&s| per_session[s].is_none())
-        .collect();
-    let none = Vec::new();
-    let per_session: Vec<&Vec<Vec<Post>>> = per_session
-        .iter()
-        .map(|m| m.as_ref().unwrap_or(&none))
-        .collect();
-    let df: Vec<f64> = (0..units.len())
-        .map(|u| {
-            per_session
-                .iter()
-                .map(|m| m.get(u).map_or(0.0, |l| l.len() as f64))
-                .sum()
-        })
-        .collect();
-    let idf: Vec<f64> = df
-        .iter()
-        .map(|&n| (1.0 + (docs as f64 - n + 0.5) / (n + 0.5)).ln())
-        .collect();
-
-    // (score, session index, the document's posting)
-    let mut found: Vec<(f64, usize, Post)> = Vec::new();
-    let (mut lo, mut hi) = (f64::MAX, f64::MIN);
-    for (s, matches) in per_session.iter().enumerate() {
-        let Some(smallest) = matches.iter().min_by_key(|m| m.len()) else {
-            continue;
-        };
-        'docs: for post in smallest.iter() {
-            let norm = K1 * (1.0 - B + B * f64::from(post.len) / avg.max(1.0));
-            let mut score = 0.0;
-            for (m, idf) in matches.iter().zip(&idf) {
-                let Some(p) = post_of(m, post.doc) else {
-                    continue 'docs;
-                };
-                let tf = f64::from(p.tf);
-                score += idf * tf * (K1 + 1.0) / (tf + norm);
-            }
-            // The recency range spans every document with the words, as the texts would.
-            (lo, hi) = (lo.min(post.ts), hi.max(post.ts));
-            let lacks = |&(u, bit): &(usize, u8)| {
-                post_of(&matches[u], post.doc).is_none_or(|p| p.next & bit == 0)
-            };
-            if !pairs.iter().any(lacks) {
-                found.push((score, s, *post));
-            }
-        }
-    }
-    for (score, _, p) in &mut found {
-        if hi > lo {
-            *score *= 1.0 + RECENCY * (p.ts - lo) / (hi - lo);
-        }
-    }
-    let order = |a: &(f64, usize, Post), b: &(f64, usize, Post)| {
-        b.0.total_cmp(&a.0)
-            .then(b.2.ts.total_cmp(&a.2.ts))
-            .then((loaded[a.1].1, a.2.seq).cmp(&(loaded[b.1].1, b.2.seq)))
-    };
-    // Without phrases only the best `limit` are ordered (a common word has every document).
-    if query.phrases.is_empty() && found.len() > limit {
-        found.select_nth_unstable_by(limit - 1, order);
-        found.truncate(limit);
-    }
-    found.sort_by(order);
-    // Each candidate's text (for its snippet; for a phrase, to check it), fetched in batches,
-    // best first, until `limit` hold: `limit` first, then twice as many each time (a rare
-    // phrase checks every candidate: fewer rounds of reads).
-    let mut hits = Vec::with_capacity(limit.min(found.len()));
-    let mut read = Vec::new();
-    let most = limit.saturating_mul(PHRASE_BATCHES).min(found.len());
-    let (mut from, mut size) = (0, limit);
-    while from < most && hits.len() < limit {
-        let batch = &found[from..most.min(from + size)];
-        (from, size) = (from + batch.len(), size * 2);
-        let texts = futures::future::join_all(batch.iter().map(|(_, s, p)| {
-            let (folder, _, l) = &loaded[*s];
-            text_of(store, folder, l, p.doc)
-        }))
-        .await;
-        for (&(score, s, p), text) in batch.iter().zip(texts) {
-            // A document that does not read is left out (its segment is built again).
-            let Some((text, fresh)) = text else {
-                broken.push(s);
-                continue;
-            };
-            if hits.len() < limit && has_phrases(&text, &query.phrases) {
-                hits.push(Hit {
-                    session: loaded[s].1.clone(),
-                    seq: p.seq,
-                    ts: p.ts,
-                    score,
-                    snippet: snippet(&text, query),
-                });
-            }
-            if fresh {
-                read.push((s, p.doc, text));
-            }
-        }
-    }
-    Ranked { hits, broken, read }
-}
-
-/// Whether every phrase appears in `text` as adjacent words.
-fn has_phrases(text: &str, phrases: &[Vec<String>]) -> bool {
-    let terms: Vec<String> = words(text).into_iter().map(|w| w.term).collect();
-    phrases
-        .iter()
-        .all(|p| terms.windows(p.len()).any(|w| w == p.as_slice()))
-}
-
-/// Bytes of context shown before the first match.
-const BEFORE: usize = 60;
-/// Bytes a snippet spans at most.
-const SPAN: usize = 200;
-
-/// An excerpt of `text` around its first matched word, the matched words marked.
-fn snippet(text: &str, query: &Query) -> Vec<Piece> {
-    let ws = words(text);
-    let marks = query.marks(&ws);
-    let first = ws
-        .iter()
-        .zip(&marks)
-        .find(|(_, &hit)| hit)
-        .map_or(0, |(w, _)| w.start);
-    let floor = |mut i: usize| {
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    };
-    let start = floor(first.saturating_sub(BEFORE));
-    let end = floor((start + SPAN).min(text.len()));
-    let mut out = Vec::new();
-    let mut plain = String::new();
-    if start > 0 {
-        plain.push('…');
-    }
-    let mut at = start;
-    let clean = |s: &str| s.replace(['\n', '\r', '\t'], " ");
-    for (w, _) in ws
-        .iter()
-        .zip(&marks)
-        .filter(|(w, &hit)| hit && w.start >= start && w.end <= end)
-    {
-        plain.push_str(&clean(&text[at..w.start]));
-        match out.last_mut() {
-            // Matched words that touch (`勉強`, a character each) are one piece.
-            Some(Piece {
-                text: last,
-                hit: true,
-            }) if plain.is_empty() && at == w.start => {
-                last.push_str(&text[w.start..w.end]);
-            }
-            _ => {
-                if !plain.is_empty() {
-                    out.push(Piece {
-                        text: std::mem::take(&mut plain),
-                        hit: false,
-                    });
-                }
-                out.push(Piece {
-                    text: text[w.start..w.end].to_string(),
-                    hit: true,
-                });
-            }
-        }
-        at = w.end;
-    }
-    plain.push_str(&clean(&text[at..end]));
-    if end < text.len() {
-        plain.push('…');
-    }
-    if !plain.is_empty() {
-        out.push(Piece {
-            text: plain,
-            hit: false,
-        });
-    }
-    out
 }
 
 #[cfg(test)]

@@ -435,7 +435,7 @@ export declare class Scrollback {
   /**
    * Full-text search over every cached session (offline, in the worker): words and `"quoted
    * phrases"`, case- and accent-insensitive (Arabic and Hebrew vowel marks too; half-width
-   * katakana are full-width ones), the last word matching as a prefix while it is typed (no
+   * katakana are full-width ones; decomposed kana and Hangul are composed), the last word matching as a prefix while it is typed (no
    * space after it); Chinese, Japanese, Korean, Thai, Lao, Khmer and Myanmar found inside a
    * sentence (`勉強` in `日本語を勉強中`), and emoji; BM25-ranked, best first. A row is found
    * as soon as it is complete, and a reply still streaming in this worker as it grows. Open a

@@ -138,7 +138,8 @@ async fn finds_what_was_said<S: Store>(store: Arc<S>) {
 /// Chinese, Japanese, Korean and Thai do not put spaces between words: a word in the middle of
 /// a sentence, across a delta seam, is found (its characters in order), from the blob and, in a
 /// worker that starts after the warm-up, from the server's pack. So is an emoji, a word each,
-/// and an Arabic or Hebrew word typed without the vowel marks its text carries.
+/// and an Arabic or Hebrew word typed without the vowel marks its text carries, and kana or
+/// Hangul written decomposed.
 async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) {
     let writer = cache(&store).await;
     fill(
@@ -164,10 +165,15 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
             // Katakana in half width, and kana decomposed (a sound mark after its kana).
             user(12, "ｶﾞｲﾄﾞを読んだ"),
             user(13, "ト\u{3099}アを開けて"),
+            // Hangul decomposed, as macOS writes a file name and `ls` prints it: 보고서.pdf.
+            user(
+                14,
+                "ls: \u{1107}\u{1169}\u{1100}\u{1169}\u{1109}\u{1165}.pdf",
+            ),
         ],
     )
     .await;
-    let queries: [(&str, &[u64]); 23] = [
+    let queries: [(&str, &[u64]); 25] = [
         ("手順", &[2]),
         ("移行", &[1, 2]),
         ("データベ", &[1]),
@@ -196,6 +202,8 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
         ("ガイド", &[12]),
         ("ｶﾞｲﾄﾞ", &[12]),
         ("ドア", &[13]),
+        ("보고서", &[14]),
+        ("보고", &[14]),
     ];
     let answers = |cache: Cache<S>| async move {
         let mut out = Vec::new();
@@ -218,6 +226,11 @@ async fn finds_words_in_scripts_written_without_spaces<S: Store>(store: Arc<S>) 
     assert_eq!(hits[0].marked(), "ฉัน[ไม่รู้]เรื่องนี้เลย");
     let hits = writer.search("ドア", 10, None).await;
     assert_eq!(hits[0].marked(), "[ト\u{3099}ア]を開けて");
+    let hits = writer.search("보고서", 10, None).await;
+    assert_eq!(
+        hits[0].marked(),
+        "ls: [\u{1107}\u{1169}\u{1100}\u{1169}\u{1109}\u{1165}].pdf"
+    );
     assert_eq!(answers(writer).await, expected);
     // A worker that starts after the warm-up (which built the pack) answers from the pack.
     let warmed = cache(&store).await;

@@ -21,7 +21,9 @@
 //! is `ไ` `ม`, and `ไม่รู้` is one phrase). Arabic's vowel marks and tatweel and Hebrew's points
 //! are folded away too (`كِتَابٌ` is `كتاب`, as people type it). A half-width katakana is its
 //! full-width one, and a kana's sound mark written apart from it (half width, or decomposed as
-//! macOS writes it) is composed with it: `ｶﾞｲﾄﾞ` and `ガイド` are the same words.
+//! macOS writes it) is composed with it: `ｶﾞｲﾄﾞ` and `ガイド` are the same words. Hangul written
+//! decomposed (as macOS writes file names, which tools print: `한` as `ᄒ` `ᅡ` `ᆫ`) is composed
+//! into its syllables.
 
 use super::accents::BASES;
 
@@ -95,12 +97,47 @@ fn voiced(k: char, m: char) -> Option<char> {
     char::from_u32(v)
 }
 
-/// Appends `c`, a character that is a word by itself, folded; composed with `next` when that
-/// is a sound mark that composes with it (the mark, [`combining`], then belongs to the word).
-fn fold_alone(c: char, next: Option<char>, out: &mut String) {
+/// The Hangul syllable that `c` and the characters `after` it compose, as Unicode's canonical
+/// composition does (decomposed text, as macOS writes file names: `ᄒ` `ᅡ` `ᆫ` is `한`): a
+/// leading consonant and a vowel are a syllable, and a syllable without a final consonant
+/// takes a trailing one. `None` when they do not compose.
+fn hangul(c: char, mut after: impl Iterator<Item = char>) -> Option<char> {
+    const SYLLABLES: u32 = 0xac00;
+    // Jamo `c`'s index among `count` from `first` (vowels U+1161, trailing U+11A8).
+    let jamo = |c: Option<char>, first: u32, count: u32| {
+        c.map(|c| (c as u32).wrapping_sub(first))
+            .filter(|&i| i < count)
+    };
+    let c = c as u32;
+    let lead = c.wrapping_sub(0x1100);
+    let (syllable, next) = if lead < 19 {
+        let vowel = jamo(after.next(), 0x1161, 21)?;
+        (SYLLABLES + (lead * 21 + vowel) * 28, after.next())
+    } else if (SYLLABLES..=0xd7a3).contains(&c) && (c - SYLLABLES) % 28 == 0 {
+        (c, after.next())
+    } else {
+        return None;
+    };
+    match jamo(next, 0x11a8, 27) {
+        Some(t) => char::from_u32(syllable + 1 + t),
+        None => (syllable != c).then(|| char::from_u32(syllable)).flatten(),
+    }
+}
+
+/// Appends `c`, a character that is a word by itself, folded; composed with the characters
+/// `after` it when they compose with it ([`hangul`], or a kana's sound mark: [`voiced`]). What
+/// it took of them is [`combining`], and belongs to the word.
+fn fold_alone(c: char, mut after: impl Iterator<Item = char> + Clone, out: &mut String) {
+    if let Some(syllable) = hangul(c, after.clone()) {
+        out.push(syllable);
+        return;
+    }
     let at = out.len();
     fold_into(c, out);
-    if let Some(v) = next.and_then(|m| voiced(out[at..].chars().next()?, m)) {
+    if let Some(v) = after
+        .next()
+        .and_then(|m| voiced(out[at..].chars().next()?, m))
+    {
         out.truncate(at);
         out.push(v);
     }
@@ -108,7 +145,8 @@ fn fold_alone(c: char, next: Option<char>, out: &mut String) {
 
 /// A mark that is part of the word it follows and is folded away: a combining diacritical mark
 /// (U+0300 to U+036F); kana's sound marks where they do not compose with the character before
-/// ([`voiced`]); Arabic's vowel marks (harakat), Quranic marks and the tatweel that
+/// ([`voiced`]); Hangul's vowels and trailing consonants written as conjoining jamo ([`hangul`]
+/// composes them with the consonant or syllable before them); Arabic's vowel marks (harakat), Quranic marks and the tatweel that
 /// stretches a word (`كِتَابٌ` and `كـتاب` are `كتاب`); Hebrew's points (niqqud and cantillation:
 /// `שָׁלוֹם` is `שלום`); or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
 /// marks, the silencers, Khmer's subscript sign, Myanmar's virama and tones).
@@ -130,6 +168,8 @@ fn combining(c: char) -> bool {
             | '\u{6df}'..='\u{6e4}'
             | '\u{6e7}'..='\u{6e8}'
             | '\u{6ea}'..='\u{6ed}'
+            | '\u{1161}'..='\u{1175}'   // Hangul's conjoining vowels
+            | '\u{11a8}'..='\u{11c2}'   // and trailing consonants
             | '\u{3099}'..='\u{309a}'   // kana's sound marks
             | '\u{ff9e}'..='\u{ff9f}'
         ) || (matches!(c,
@@ -215,7 +255,7 @@ pub fn words(text: &str) -> Vec<Word> {
                     .map(|(start, end, term, _)| Word { term, start, end }),
             );
             let mut term = String::new();
-            fold_alone(c, chars.peek().map(|&(_, m)| m), &mut term);
+            fold_alone(c, chars.clone().map(|(_, m)| m), &mut term);
             out.push(Word {
                 term,
                 start: i,
@@ -258,7 +298,7 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
                 term.clear();
                 n = 0;
             }
-            fold_alone(c, chars.peek().copied(), &mut term);
+            fold_alone(c, chars.clone(), &mut term);
             f(&term);
             term.clear();
         } else if c.is_alphanumeric() {
@@ -408,6 +448,45 @@ mod tests {
         }
     }
 
+    /// Hangul written decomposed (conjoining jamo, as macOS writes file names and tools print
+    /// them) is the composed syllables, checked against Unicode's own decomposition.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn hangul_decomposed_is_the_composed_syllables() {
+        use unicode_normalization::UnicodeNormalization;
+        let composed = "한국어 파일.txt 학교에서";
+        let text: String = composed.nfd().collect();
+        assert_eq!(text.chars().count(), 28, "decomposed: {text:?}");
+        assert_eq!(terms(&text), terms(composed));
+        assert_eq!(
+            terms(&text),
+            ["한", "국", "어", "파", "일", "txt", "학", "교", "에", "서"]
+        );
+        let words = words(&text);
+        assert_eq!(
+            &text[words[0].start..words[0].end],
+            "\u{1112}\u{1161}\u{11ab}"
+        );
+        // Syllables that touch, jamo and all: a phrase.
+        assert!(words[..3].windows(2).all(|w| w[0].end == w[1].start));
+        assert_same_terms(&text);
+        // A syllable without a final consonant takes a trailing one; jamo that do not compose
+        // (a vowel alone, a leading consonant before another) are characters of their own, and
+        // a vowel or a trailing consonant after anything else belongs to it.
+        assert_eq!(terms("하\u{11ab}"), ["한"]);
+        assert_eq!(
+            terms("\u{1161} \u{1112}\u{1100}"),
+            ["\u{1161}", "\u{1112}", "\u{1100}"]
+        );
+        assert_eq!(terms("a\u{1161} 日\u{11ab}"), ["a", "日"]);
+        assert_same_terms("\u{1161} \u{1112}\u{1100} a\u{1161} 日\u{11ab} 하\u{11ab}");
+        // Every syllable, decomposed, is itself.
+        for c in '\u{ac00}'..='\u{d7a3}' {
+            let decomposed: String = c.to_string().nfd().collect();
+            assert_eq!(terms(&decomposed), [c.to_string()], "{c}");
+        }
+    }
+
     #[test]
     fn thai_lao_khmer_and_myanmar_characters_are_a_word_each() {
         // Tone marks and other signs that are not letters belong to the character before.
@@ -455,7 +534,7 @@ mod tests {
             proptest::sample::select(vec![
                 'a', 'É', '1', ' ', '-', '日', '本', 'ไ', 'ม', '\u{e48}', '\u{e31}', '\u{301}',
                 '\u{345}', 'ك', '\u{64e}', '\u{640}', 'ש', '\u{5b8}', '🚀', '\u{17d2}', 'カ',
-                'ﾊ', 'ﾞ', 'ﾟ', '\u{3099}', 'ﾝ',
+                'ﾊ', 'ﾞ', 'ﾟ', '\u{3099}', 'ﾝ', '\u{1112}', '\u{1161}', '\u{11ab}', '하',
             ]),
             0..24,
         )) {
@@ -463,6 +542,26 @@ mod tests {
             let mut seen = Vec::new();
             for_each_term(&text, |t| seen.push(t.to_string()));
             proptest::prop_assert_eq!(seen, terms(&text), "{:?}", text);
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        /// A text and its canonical decomposition (Unicode's, as macOS writes text: a letter
+        /// and its accent, a kana and its sound mark, a Hangul syllable's jamo) are the same
+        /// words.
+        #[test]
+        fn a_decomposed_text_is_the_same_words(chars in proptest::collection::vec(
+            proptest::sample::select(vec![
+                'a', 'É', 'ệ', 'ñ', 'Å', 'ǖ', 'ḉ', ' ', '.', '日', 'ガ', 'パ', 'ヴ', 'ぽ', 'ゞ',
+                '한', '가', '갃', '뷁', 'ト',
+            ]),
+            0..24,
+        )) {
+            use unicode_normalization::UnicodeNormalization;
+            let text: String = chars.into_iter().collect();
+            let decomposed: String = text.nfd().collect();
+            proptest::prop_assert_eq!(terms(&decomposed), terms(&text), "{:?}", decomposed);
         }
     }
 

@@ -69,7 +69,6 @@ export interface SessionSummary {
   offline?: true;
 }
 
-/** Options of {@link Scrollback.openSession}. */
 /**
  * What changed since the last `onChange` (or since `openSession` resolved), so a UI can patch
  * what it drew: rows are named by their `seq`, fields by their name in {@link SessionState}.
@@ -87,6 +86,7 @@ export interface SessionChange {
   state: (keyof SessionState)[];
 }
 
+/** Options of {@link Scrollback.openSession}. */
 export interface OpenSessionOptions {
   /**
    * Called with the new state and what changed: at once when nothing was delivered since the
@@ -415,9 +415,9 @@ export declare class Scrollback {
   static lastScreen(server: string, id: string): SessionState | null;
   /** The storage the cache opened on; with `auto`, the one that worked here. */
   readonly storage: Exclude<Storage, 'auto'>;
-  /** The server's sessions; sessions the server no longer has are pruned from the cache. */
   /**
-   * The session list, remembered in the store. When the server cannot be reached, the cached
+   * The server's sessions (sessions the server no longer has are pruned from the cache), the
+   * list remembered in the store. When the server cannot be reached, the cached
    * sessions instead, each marked `offline: true` (empty when nothing is cached).
    */
   sessions(): Promise<SessionSummary[]>;
@@ -670,5 +670,14 @@ export declare class ChatWindow {
   /** A write of `lines` succeeded with `cursor`. */
   saved(cursor: Cursor, lines: string[], replaced?: boolean): void;
   /** Plans, performs and records the write; resolves to the plan performed. */
-  save(chats: Chats, name: string, header: string, lines: string[], options?: WriteOptions): Promise<ChatWritePlan>;
+  save(chats: ChatWriter, name: string, header: string, lines: string[], options?: WriteOptions): Promise<ChatWritePlan>;
+}
+
+/**
+ * What {@link ChatWindow.save} writes through: {@link Chats}, or anything with the same
+ * `patch` and `replace` (a Tauri app's commands, say).
+ */
+export interface ChatWriter {
+  patch(name: string, cursor: Cursor, header: string, op: PatchOp, options?: WriteOptions): Promise<Cursor>;
+  replace(name: string, header: string, lines: string[]): Promise<Cursor>;
 }

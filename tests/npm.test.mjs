@@ -66,11 +66,18 @@ test('a Vite 7 app bundles the packed package and shows a session from the real 
   await npm(app, 'install', 'vite@7', 'typescript@5', tarball);
   // The types resolve through the package's `exports` and describe the API as used.
   await fs.writeFile(path.join(app, 'check.ts'), `
-import { Scrollback, type SessionState, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind } from 'scrollback';
+import { Scrollback, ChatWindow, type SessionState, type SessionChange, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind, type SearchHit, type ChatWritePlan, type ChatWriter } from 'scrollback';
 const last: SessionState | null = Scrollback.lastScreen('http://127.0.0.1:1', 'id');
 if (last) last.rows.length + (last.verified ? 1 : 0);
 const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1, search: false });
-const view = await sb.openSession('id', { onChange(state: SessionState) { state.banner?.toUpperCase(); }, anchor: 3 });
+const view = await sb.openSession('id', { onChange(state: SessionState, change: SessionChange) { state.banner?.toUpperCase(); change.added.concat(change.updated, change.removed).length + (change.reset ? 1 : 0); change.state.includes('status'); }, anchor: 3 });
+const opened: Scrollback = await Scrollback.open({ server: 'x', opening: 'id', onOpeningScreen: (s: SessionState) => s.rows.length });
+const hits: SearchHit[] = await opened.search('word "a phrase"', { limit: 5, sessions: ['id'] });
+for (const h of hits) h.session.trim() + h.seq.toFixed() + h.score.toFixed() + h.snippet.map((p) => (p.hit ? p.text.toUpperCase() : p.text)).join('');
+await opened.warmSearch();
+const marks = await opened.marks(); marks.start.toFixed(); marks['search-warm']?.toFixed();
+// @ts-expect-error: search's limit is a number
+await opened.search('x', { limit: '5' });
 const rows: Row[] = view.state.rows;
 for (const row of rows) if (row.kind === 'assistant') row.lastSeq.toFixed(); else if (row.kind === 'tool') row.result?.isError;
 const more: boolean = await view.loadOlder();
@@ -88,6 +95,17 @@ if (bf.stop === 'staleCursor') bf.stale?.kind.trim();
 try { await chats.beforePages('c', cur, 5, 2); } catch (e) { const k: ChatErrorKind = (e as ChatError).kind; k.trim(); }
 // @ts-expect-error: a patch is an append or a rewrite
 await chats.patch('c', cur, '{}', { rewriteFromIndex: 1 });
+// A window saves through Chats, or anything with its patch and replace (a Tauri app's commands).
+const win = ChatWindow.fromTail(t);
+win.markDirty(0);
+const plan: ChatWritePlan = await win.save(chats, 'c', '{}', ['y']);
+const commands: ChatWriter = { patch: async () => cur, replace: async () => cur };
+await win.save(commands, 'c', '{}', ['y', 'z'], { force: true });
+if (plan.kind === 'patch') plan.op;
+const local: Chats = await Scrollback.chats({ storage: 'indexeddb', windowLines: 20, backfillPages: 'mobile' });
+// @ts-expect-error: a write check's name is spelt as declared
+await local.save('c', cur, '{}', [], { expectedWindowLinecount: 3 });
+await local.close();
 sb.close();
 // @ts-expect-error: storage is one of four names
 await Scrollback.open({ server: 'x', storage: 'floppy' });

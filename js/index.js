@@ -37,6 +37,22 @@ function rebuild({ name, message, kind, status }) {
   return err;
 }
 
+/**
+ * `value` as an options object: `{}` for nothing (undefined or null), the object itself, or a
+ * `TypeError` naming `what` for anything else (a string, a number, an array).
+ */
+function optional(value, what) {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`${what} must be an object`);
+  return value;
+}
+
+/** `value`, a string, or a `TypeError` saying what `what` must be. */
+function string(value, what) {
+  if (typeof value !== 'string') throw new TypeError(`${what} must be a string`);
+  return value;
+}
+
 /** The newest lines a first visit shows (the protocol's `OPENING_WINDOW`). */
 const OPENING_WINDOW = 80;
 
@@ -214,7 +230,7 @@ export class Scrollback {
    */
   static async open(options) {
     if (options === null || typeof options !== 'object') {
-      throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes?, search? }');
+      throw new TypeError('Scrollback.open needs an options object: { server, token?, storage?, budgetBytes?, search?, opening?, onOpeningScreen? }');
     }
     const { opening, onOpeningScreen, ...engineOptions } = options;
     if (opening !== undefined && typeof opening !== 'string') throw new TypeError('opening must be a session id (a string)');
@@ -355,9 +371,9 @@ export class Scrollback {
       try {
         this.#worker.postMessage({ id, op, args });
       } catch (err) {
-        // An argument that cannot be posted (a DataCloneError): the call rejects with it.
+        // An argument that cannot be posted (a function, a DOM node: a DataCloneError).
         this.#calls.delete(id);
-        throw err;
+        throw new TypeError(`arguments must be plain data (strings, numbers, arrays, objects): ${err.message}`);
       }
     });
   }
@@ -380,8 +396,9 @@ export class Scrollback {
    * @param {import('./index.js').OpenSessionOptions} [options]
    * @returns {Promise<SessionView>}
    */
-  async openSession(id, { onChange, anchor } = {}) {
+  async openSession(id, options) {
     if (typeof id !== 'string') throw new TypeError('openSession needs a session id (a string)');
+    const { onChange, anchor } = optional(options, 'openSession\'s options');
     if (onChange !== undefined && typeof onChange !== 'function') throw new TypeError('onChange must be a function');
     const viewId = this.#nextView++;
     const server = this.#server;
@@ -411,8 +428,8 @@ export class Scrollback {
    * @param {string} text
    * @returns {Promise<void>}
    */
-  postMessage(id, text) {
-    return this.#call('postMessage', id, text);
+  async postMessage(id, text) {
+    return this.#call('postMessage', string(id, 'a session id'), string(text, 'a message'));
   }
 
   /**
@@ -425,9 +442,9 @@ export class Scrollback {
    * @returns {Promise<import('./index.js').SearchHit[]>}
    */
   async search(query, options) {
-    const { limit = 20, sessions } = options ?? {};
     if (typeof query !== 'string') throw new TypeError('search needs a query (a string)');
-    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number');
+    const { limit = 20, sessions } = optional(options, 'search\'s options');
+    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number from 0');
     if (sessions !== undefined && !(Array.isArray(sessions) && sessions.every((s) => typeof s === 'string'))) {
       throw new TypeError('sessions must be an array of session ids');
     }
@@ -464,7 +481,7 @@ export class Scrollback {
    * @returns {Promise<void>}
    */
   async deleteSession(id) {
-    await this.#call('deleteSession', id);
+    await this.#call('deleteSession', string(id, 'a session id'));
     if (this.#server !== null) forgetScreen(this.#server, id);
     // A view still open on it saves no screen of it any more.
     for (const view of this.#views.values()) if (view.id === id) view._dropScreen();
@@ -868,8 +885,7 @@ export class Chats {
    * @returns {Promise<import('./index.js').ChatTail>}
    */
   tail(name, options) {
-    const { maxLines, allowNotFound } = options ?? {};
-    return this.#op('chatTail', name, { maxLines: maxLines ?? null, allowNotFound: !!allowNotFound });
+    return this.#op('chatTail', name, options ?? null);
   }
 
   /**
@@ -892,16 +908,16 @@ export class Chats {
    * Windowed save: replaces everything from `cursor` on with `lines`. Resolves to the new cursor.
    * @returns {Promise<import('./index.js').Cursor>}
    */
-  save(name, cursor, header, lines, options) {
-    return this.#op('chatSave', name, cursor, header, lines, options ?? null);
+  async save(name, cursor, header, lines, options) {
+    return this.#op('chatSave', name, cursor, string(header, 'a chat header'), lines, options ?? null);
   }
 
   /**
    * Windowed patch: `{append: lines}` or `{rewriteFromIndex, lines}`. Resolves to the new cursor.
    * @returns {Promise<import('./index.js').Cursor>}
    */
-  patch(name, cursor, header, op, options) {
-    return this.#op('chatPatch', name, cursor, header, op, options ?? null);
+  async patch(name, cursor, header, op, options) {
+    return this.#op('chatPatch', name, cursor, string(header, 'a chat header'), op, options ?? null);
   }
 
   /**
@@ -909,8 +925,8 @@ export class Chats {
    * earlier cursor is stale afterwards. Resolves to the cursor of a window holding all `lines`.
    * @returns {Promise<import('./index.js').Cursor>}
    */
-  replace(name, header, lines) {
-    return this.#op('chatReplace', name, header, lines);
+  async replace(name, header, lines) {
+    return this.#op('chatReplace', name, string(header, 'a chat header'), lines);
   }
 
   /**
@@ -1041,7 +1057,7 @@ export class ChatWindow {
    * Plans and performs the write through `chats`, then records it. Resolves to the plan
    * performed (`kind: 'none'` wrote nothing). A refused write (a `ChatError`) changes nothing,
    * here or on disk.
-   * @param {Chats} chats
+   * @param {import('./index.js').ChatWriter} chats `Chats`, or anything with its `patch` and `replace`
    * @param {string} name
    * @param {string} header
    * @param {string[]} lines

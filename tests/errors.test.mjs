@@ -63,3 +63,103 @@ test('a session deleted on the server while cached: the reopen says it is gone, 
   });
   assert.equal(size, 0, 'its cache is purged');
 });
+
+test('a bad argument is a TypeError that says what is wrong, a misspelt option is refused, and the Scrollback goes on', async (t) => {
+  const { page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const r = await page.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const server = location.origin;
+    const caught = async (call) => {
+      let promise;
+      try { promise = call(); } catch (e) { return { threw: e.name }; }
+      try { await promise; return 'resolved'; } catch (e) { return { name: e.name, message: e.message, kind: e.kind }; }
+    };
+    const r = {};
+    r.badServer = await caught(() => Scrollback.open({ server: 'not a url', storage: 'memory' }));
+    r.ftpServer = await caught(() => Scrollback.open({ server: 'ftp://example.com', storage: 'memory' }));
+    r.misspelt = await caught(() => Scrollback.open({ server, storage: 'memory', budget: 1 }));
+    r.notData = await caught(() => Scrollback.open({ server, storage: 'memory', onChange: () => {} }));
+
+    const sb = await Scrollback.open({ server, storage: 'memory' });
+    r.postText = await caught(() => sb.postMessage('fix-build', 42));
+    r.postId = await caught(() => sb.postMessage({}, 'hi'));
+    r.deleteId = await caught(() => sb.deleteSession(42));
+    r.emptyId = await caught(() => sb.openSession(''));
+    r.dotDot = await caught(() => sb.openSession('..'));
+    r.dot = await caught(() => sb.postMessage('.', 'hi'));
+    r.longId = await caught(() => sb.openSession('x'.repeat(5000)));
+    r.anchorString = await caught(() => sb.openSession('fix-build', { anchor: '5' }));
+    r.anchorArray = await caught(() => sb.openSession('fix-build', { anchor: [7] }));
+    r.openOptions = await caught(() => sb.openSession('fix-build', 'abc'));
+    r.searchOptions = await caught(() => sb.search('build', 'abc'));
+    r.searchLimit = await caught(() => sb.search('build', { limit: -1 }));
+
+    const chats = sb.chats();
+    r.header = await caught(() => chats.replace('notes', 42, []));
+    const cursor = await chats.replace('notes', '{"chat":1}', ['{"m":1}']);
+    r.writeMisspelt = await caught(() => chats.save('notes', cursor, '{"chat":1}', ['{"m":2}'], { expectedWindowLinecount: 9 }));
+    r.writeRight = await caught(() => chats.save('notes', cursor, '{"chat":1}', ['{"m":2}'], { expectedWindowLineCount: 9 }));
+    r.tailMisspelt = await caught(() => chats.tail('notes', { maxLine: 1 }));
+    r.patchMisspelt = await caught(() => chats.patch('notes', cursor, '{"chat":1}', { apend: ['{"m":3}'] }));
+    r.lines = (await chats.tail('notes')).lines;
+    r.names = await Promise.all(['..', 'a/../b', '/abs', 'a\\b'].map((n) => caught(() => chats.normalizeName(n))));
+    r.callsAgree = await caught(() => chats.tail('a/../b'));
+    const t = await chats.tail('notes');
+    const request = { window: t.lines, cursor: t.cursor, hasMoreBefore: t.hasMoreBefore, budgetTokens: 100 };
+    r.charsPerToken = await caught(() => chats.backfill('notes', { ...request, charsPerToken: 0 }));
+    r.backfillMisspelt = await caught(() => chats.backfill('notes', { ...request, budgetToken: 100 }));
+
+    // The same Scrollback still works: it lists, opens a session live, reloads it and searches.
+    r.sessions = (await sb.sessions()).length;
+    const view = await sb.openSession('fix-build', null);
+    while (!view.state.live) await new Promise((resolve) => setTimeout(resolve, 20));
+    r.rows = view.state.rows.length;
+    r.reloadString = await caught(() => view.reload('7'));
+    r.search = Array.isArray(await sb.search('build'));
+    view.close();
+    await sb.close();
+    return r;
+  });
+  const typeError = (e, pattern, what) => {
+    assert.equal(e?.name, 'TypeError', `${what}: ${JSON.stringify(e)}`);
+    assert.match(e.message, pattern, what);
+    assert.equal(e.kind, undefined, `${what}: nothing was sent, no retry class`);
+  };
+  typeError(r.badServer, /bad server URL "not a url"/, 'a server that is not a URL');
+  typeError(r.ftpServer, /bad server URL .*http/, 'a server that is not http(s)');
+  typeError(r.misspelt, /"budget".*budgetBytes/, 'a misspelt option, with the ones there are');
+  typeError(r.notData, /plain data/, 'a function in the options');
+  typeError(r.postText, /message must be a string/, 'a message that is not a string');
+  typeError(r.postId, /session id must be a string/, 'an id that is not a string');
+  typeError(r.deleteId, /session id must be a string/, 'deleting with an id that is not a string');
+  typeError(r.emptyId, /session id/, 'an empty id');
+  typeError(r.dotDot, /session id "\.\." cannot be used in a URL/, 'an id a URL resolves away');
+  typeError(r.dot, /session id "\." cannot be used in a URL/, 'posting to an id a URL resolves away');
+  typeError(r.longId, /session id "x{64}"… \(5000 bytes\) cannot be cached/, 'a long id, shown short');
+  assert.ok(r.longId.message.length < 200, r.longId.message);
+  typeError(r.anchorString, /anchor must be a whole number from 1, got a string/, 'an anchor that is a string');
+  typeError(r.anchorArray, /got a object/, 'an anchor that is an array');
+  typeError(r.openOptions, /options must be an object/, 'openSession options that are a string');
+  typeError(r.searchOptions, /options must be an object/, 'search options that are a string');
+  typeError(r.searchLimit, /from 0/, 'a negative limit');
+  typeError(r.header, /header must be a string/, 'a chat header that is not a string');
+  const invalid = (e, pattern, what) => {
+    assert.deepEqual([e?.name, e?.kind], ['ChatError', 'invalidArgument'], `${what}: ${JSON.stringify(e)}`);
+    assert.match(e.message, pattern, what);
+  };
+  invalid(r.writeMisspelt, /"expectedWindowLinecount".*expectedWindowLineCount/, 'a misspelt write check');
+  assert.equal(r.writeRight?.kind, 'windowBaselineMismatch', 'the check, spelt right, refuses the write');
+  invalid(r.tailMisspelt, /"maxLine".*maxLines/, 'a misspelt tail option');
+  invalid(r.patchMisspelt, /"apend"/, 'a misspelt patch');
+  assert.deepEqual(r.lines, ['{"m":1}'], 'no refused write changed the chat');
+  for (const e of r.names) invalid(e, /a chat name/, 'a name that is not a file\'s');
+  invalid(r.callsAgree, /a chat name/, 'a call refuses what normalizeName refuses');
+  invalid(r.charsPerToken, /charsPerToken must be at least 1/, 'charsPerToken 0');
+  invalid(r.backfillMisspelt, /"budgetToken"/, 'a misspelt backfill request');
+  assert.ok(r.sessions > 0 && r.rows > 0, 'the Scrollback lists and opens sessions after all that');
+  typeError(r.reloadString, /anchor must be a whole number/, 'a reload anchor that is a string');
+  assert.equal(r.search, true);
+  assert.deepEqual(errors, []);
+});

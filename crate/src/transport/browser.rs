@@ -7,8 +7,8 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    parse_catch_up_body, parse_sessions, CatchUp, EventStream, Page, ResetReason, StreamItem,
-    Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_sessions, usable_id, CatchUp, EventStream, Page, ResetReason,
+    StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
     parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
@@ -61,6 +61,17 @@ struct Early {
     since: f64,
 }
 
+/// A server address [`BrowserTransport::new`] cannot use: the caller's mistake, which no retry
+/// mends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad server URL {url:?}: {why}")]
+pub struct BadServer {
+    /// The address as given.
+    pub url: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
 /// How long an early request stays usable: the open it was asked for makes its own request
 /// within a moment; an answer older than this is not taken for the server's present.
 const EARLY_FOR_MS: f64 = 10_000.0;
@@ -69,8 +80,11 @@ impl BrowserTransport {
     /// A transport for the server at `server` (`http://127.0.0.1:8080`, optionally with a path
     /// prefix), sending `token` (when given and not empty) as `Authorization: Bearer` on every
     /// request and as the `token` query parameter on the stream, which cannot send headers.
-    pub fn new(server: &str, token: Option<String>) -> TransportResult<BrowserTransport> {
-        let bad = |why: &str| TransportError::Network(format!("bad server URL {server:?}: {why}"));
+    pub fn new(server: &str, token: Option<String>) -> Result<BrowserTransport, BadServer> {
+        let bad = |why: &'static str| BadServer {
+            url: server.to_string(),
+            why,
+        };
         let url = web_sys::Url::new(server).map_err(|_| bad("not an absolute URL"))?;
         let default_port = match url.protocol().as_str() {
             "http:" => 80,
@@ -163,14 +177,11 @@ impl BrowserTransport {
     }
 
     /// The URL of `segments` below the base, each percent-encoded, so a session id holding `/`,
-    /// `?` or `#` stays one segment. `.` and `..` would be resolved away by the URL parser
-    /// (even percent-encoded), so they are refused.
+    /// `?` or `#` stays one segment; one that cannot be a segment is refused ([`usable_id`]).
     fn url(&self, segments: &[&str]) -> TransportResult<String> {
         let mut url = self.base.clone();
         for segment in segments {
-            if segment.is_empty() || *segment == "." || *segment == ".." {
-                return Err(TransportError::BadId(segment.to_string()));
-            }
+            usable_id(segment)?;
             url.push('/');
             url.push_str(&String::from(js_sys::encode_uri_component(segment)));
         }

@@ -15,7 +15,7 @@ mod browser;
 mod native;
 
 #[cfg(target_arch = "wasm32")]
-pub use browser::{BrowserStream, BrowserTransport, WireCounters};
+pub use browser::{BadServer, BrowserStream, BrowserTransport, WireCounters};
 
 #[cfg(feature = "native")]
 pub use native::{HttpStream, HttpTransport};
@@ -83,6 +83,15 @@ impl TransportError {
             TransportError::Http { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+/// Whether session id `id` can be a segment of a URL's path: not empty, `.` or `..` (a URL
+/// parser resolves those away, even percent-encoded, and would ask another resource).
+pub fn usable_id(id: &str) -> TransportResult<()> {
+    match id {
+        "" | "." | ".." => Err(TransportError::BadId(id.to_string())),
+        _ => Ok(()),
     }
 }
 

@@ -2,8 +2,8 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    parse_catch_up_body, parse_sessions, CatchUp, EventStream, Page, ResetReason, StreamItem,
-    Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_sessions, usable_id, CatchUp, EventStream, Page, ResetReason,
+    StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
     parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
@@ -66,14 +66,17 @@ impl HttpTransport {
     }
 
     /// The URL of `segments` below the base, each segment percent-encoded (a session id with
-    /// `/` or `..` in it stays one segment).
-    fn url(&self, segments: &[&str]) -> Url {
+    /// `/` in it stays one segment); one that cannot be a segment is refused ([`usable_id`]).
+    fn url(&self, segments: &[&str]) -> TransportResult<Url> {
+        for segment in segments {
+            usable_id(segment)?;
+        }
         let mut url = self.base.clone();
         url.path_segments_mut()
             .expect("checked in new: the base can be a base")
             .pop_if_empty()
             .extend(segments);
-        url
+        Ok(url)
     }
 
     fn with_token(&self, request: RequestBuilder) -> RequestBuilder {
@@ -130,12 +133,12 @@ impl Transport for HttpTransport {
     }
 
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
-        let body = self.body(self.client.get(self.url(&["sessions"]))).await?;
+        let body = self.body(self.client.get(self.url(&["sessions"])?)).await?;
         parse_sessions(&body)
     }
 
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
-        let mut url = self.url(&["sessions", id, "transcript"]);
+        let mut url = self.url(&["sessions", id, "transcript"])?;
         let q = query.to_query_string();
         url.set_query((!q.is_empty()).then_some(q.as_str()));
         let body = self.body(self.client.get(url)).await?;
@@ -146,13 +149,13 @@ impl Transport for HttpTransport {
     }
 
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
-        let mut url = self.url(&["sessions", id, "catchup"]);
+        let mut url = self.url(&["sessions", id, "catchup"])?;
         url.set_query(Some(&query.to_query_string()));
         parse_catch_up_body(&self.body(self.client.get(url)).await?)
     }
 
     async fn delete(&self, id: &str) -> TransportResult<()> {
-        self.body(self.client.delete(self.url(&["sessions", id])))
+        self.body(self.client.delete(self.url(&["sessions", id])?))
             .await
             .map(drop)
     }
@@ -161,14 +164,14 @@ impl Transport for HttpTransport {
         let body = serde_json::json!({ "text": text }).to_string();
         let request = self
             .client
-            .post(self.url(&["sessions", id, "messages"]))
+            .post(self.url(&["sessions", id, "messages"])?)
             .header(header::CONTENT_TYPE, "application/json")
             .body(body);
         self.body(request).await.map(drop)
     }
 
     async fn events(&self, id: &str, after: u64, at: Option<&str>) -> TransportResult<HttpStream> {
-        let mut url = self.url(&["sessions", id, "events"]);
+        let mut url = self.url(&["sessions", id, "events"])?;
         url.set_query(Some(&crate::protocol::events_query(after, at)));
         let request = self
             .client

@@ -15,11 +15,13 @@
 //! [`BindingError`]'s, the one every binding call's error takes).
 
 use super::error::{to_js, BindingError};
+use super::options;
 use crate::store::{open_store, Backend, BrowserStore, Store};
 use crate::window::{
     self, BackfillRequest, BackfillStop, CharsPerToken, Cursor, PatchOp, PromptBackfill,
     WindowError, WriteOptions,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::rc::Rc;
@@ -49,7 +51,7 @@ impl ChatState {
 
 /// A handle's options, as JS gives them (`storage` only to `Chats.open`).
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct ChatOptions {
     #[serde(default)]
     storage: Option<String>,
@@ -72,19 +74,7 @@ impl ChatOptions {
         if value.is_undefined() || value.is_null() {
             return Ok(Self::default());
         }
-        // serde-wasm-bindgen reads only the fields it knows: a misspelt option would be
-        // silently ignored, so the keys are checked here.
-        if let Some(object) = value.dyn_ref::<js_sys::Object>() {
-            for key in js_sys::Object::keys(object).iter() {
-                let key = key.as_string().unwrap_or_default();
-                if !["storage", "windowLines", "backfillPages"].contains(&key.as_str()) {
-                    return Err(BindingError::Options(format!(
-                        "unknown option {key:?}: use storage, windowLines, backfillPages"
-                    )));
-                }
-            }
-        }
-        serde_wasm_bindgen::from_value(value).map_err(|e| BindingError::Options(e.to_string()))
+        options::read("options", value).map_err(BindingError::Options)
     }
 
     fn window_lines(&self) -> Result<usize, BindingError> {
@@ -169,7 +159,7 @@ impl Chats {
 
 /// `tail`'s options.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct TailOptions {
     #[serde(default)]
     max_lines: Option<usize>,
@@ -179,7 +169,7 @@ struct TailOptions {
 
 /// A patch as JS gives it: `{append: lines}` or `{rewriteFromIndex: n, lines}`.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct JsPatch {
     #[serde(default)]
     append: Option<Vec<String>>,
@@ -211,7 +201,7 @@ impl JsPatch {
 
 /// `backfill`'s request, as JS gives it.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct JsBackfill {
     window: Vec<String>,
     cursor: Cursor,
@@ -254,9 +244,15 @@ struct StaleError {
     message: String,
 }
 
-fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: JsValue) -> Result<T, WindowError> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| WindowError::InvalidArgument(format!("{what}: {e}")))
+/// A value from JS (a cursor, lines, a number), or an `invalidArgument`.
+fn from_js<T: DeserializeOwned>(what: &str, value: JsValue) -> Result<T, WindowError> {
+    options::convert(what, value).map_err(WindowError::InvalidArgument)
+}
+
+/// An object from JS (options, a patch, a request), every key one it takes, or an
+/// `invalidArgument`.
+fn object_from_js<T: DeserializeOwned>(what: &str, value: JsValue) -> Result<T, WindowError> {
+    options::read(what, value).map_err(WindowError::InvalidArgument)
 }
 
 #[wasm_bindgen]
@@ -324,7 +320,7 @@ impl Chats {
             let options: TailOptions = if options.is_undefined() || options.is_null() {
                 TailOptions::default()
             } else {
-                from_js("tail options", options)?
+                object_from_js("tail options", options)?
             };
             let max_lines = options.max_lines.unwrap_or(window_lines);
             let chat = state.chats.chat(&path)?;
@@ -396,7 +392,7 @@ impl Chats {
     ) -> js_sys::Promise {
         self.with(name, move |state, path| async move {
             let cursor: Cursor = from_js("cursor", cursor)?;
-            let op = from_js::<JsPatch>("patch", op)?.into_op()?;
+            let op = object_from_js::<JsPatch>("patch", op)?.into_op()?;
             let options = write_options(options)?;
             let chat = state.chats.chat(&path)?;
             chat.patch(cursor, &header, &op, options).await
@@ -427,7 +423,7 @@ impl Chats {
     pub fn backfill(&self, name: String, request: JsValue) -> js_sys::Promise {
         let (backfill, window_lines) = (self.backfill.clone(), self.window_lines);
         self.with(name, move |state, path| async move {
-            let r: JsBackfill = from_js("backfill request", request)?;
+            let r: JsBackfill = object_from_js("backfill request", request)?;
             let chat = state.chats.chat(&path)?;
             let request = BackfillRequest {
                 window: &r.window,
@@ -438,9 +434,15 @@ impl Chats {
                 max_pages: r.max_pages,
                 max_messages: r.max_messages.unwrap_or(usize::MAX),
             };
-            let estimate = r
-                .chars_per_token
-                .map_or_else(CharsPerToken::default, CharsPerToken);
+            let estimate = match r.chars_per_token {
+                None => CharsPerToken::default(),
+                Some(0) => {
+                    return Err(WindowError::InvalidArgument(
+                        "charsPerToken must be at least 1".into(),
+                    ))
+                }
+                Some(n) => CharsPerToken(n),
+            };
             let b = backfill.collect(&chat, &request, &estimate).await?;
             let (stop, stale) = match b.stop {
                 BackfillStop::Budget => ("budget", None),
@@ -472,6 +474,6 @@ fn write_options(value: JsValue) -> Result<WriteOptions, WindowError> {
     if value.is_undefined() || value.is_null() {
         Ok(WriteOptions::default())
     } else {
-        from_js("write options", value)
+        object_from_js("write options", value)
     }
 }

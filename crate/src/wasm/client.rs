@@ -21,7 +21,7 @@ pub(super) type BrowserEngine = Engine<BrowserStore, BrowserTransport>;
 
 /// `Scrollback.open`'s options, as the page passes them.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct Options {
     server: String,
     #[serde(default)]
@@ -76,8 +76,8 @@ impl Client {
     /// Resolves to a `Client`.
     pub fn open(options: JsValue) -> js_sys::Promise {
         future_to_promise(async move {
-            let options: Options = serde_wasm_bindgen::from_value(options)
-                .map_err(|e| BindingError::Options(e.to_string()))?;
+            let options: Options =
+                super::options::read("options", options).map_err(BindingError::Options)?;
             let storage = options.storage.as_deref().unwrap_or("auto");
             let backend =
                 Backend::parse(storage).ok_or_else(|| BindingError::Storage(storage.into()))?;
@@ -166,7 +166,7 @@ impl Client {
     pub fn open_session(
         &self,
         id: String,
-        at: Option<f64>,
+        at: JsValue,
         on_change: js_sys::Function,
     ) -> js_sys::Promise {
         let engine = self.engine.clone();
@@ -174,6 +174,8 @@ impl Client {
         let tally = self.tally.clone();
         future_to_promise(async move {
             let at = anchor(at)?;
+            // An id no URL can hold is the caller's mistake, refused before a view starts.
+            crate::transport::usable_id(&id).map_err(BindingError::from)?;
             let known = summaries.borrow().get(&id).cloned();
             let session = match known {
                 Some(summary) => engine.open(summary, at),

@@ -1,13 +1,14 @@
 //! What a binding call can fail with, and the one way an error reaches JS. Each error becomes a
 //! real JS `Error` whose message says what went wrong and whose `name` says which family it is
-//! of (`index.d.ts`): a `TypeError` for a bad argument; a `ChatError` for a refused chat
+//! of (`index.d.ts`): a `TypeError` for a bad argument (options, a server URL, a session id
+//! that cannot be cached or put in a URL, an anchor); a `ChatError` for a refused chat
 //! operation, with its `kind` ([`WindowError::kind`]); else a `ScrollbackError`, which for a
 //! network or server error carries its `kind` (the retry rule's class: `unavailable`, `gone`,
 //! `unauthorized`, `refused`) and, when the server answered, its HTTP `status`.
 
 use crate::chunks::KeyError;
 use crate::store::StoreError;
-use crate::transport::{Retry, TransportError};
+use crate::transport::{BadServer, Retry, TransportError};
 use crate::window::WindowError;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -15,9 +16,12 @@ use wasm_bindgen::prelude::*;
 /// A failed binding call.
 #[derive(Debug, thiserror::Error)]
 pub enum BindingError {
-    /// The options object does not have the documented shape.
-    #[error("bad options: {0}")]
+    /// The options object does not have the documented shape (the message says where).
+    #[error("{0}")]
     Options(String),
+    /// `server` is not an http(s) address.
+    #[error(transparent)]
+    Server(#[from] BadServer),
     /// `storage` names no backend.
     #[error("unknown storage {0:?}: use \"auto\", \"opfs\", \"indexeddb\" or \"memory\"")]
     Storage(String),
@@ -27,15 +31,12 @@ pub enum BindingError {
     /// The server could not be reached or refused.
     #[error(transparent)]
     Transport(#[from] TransportError),
-    /// The session list does not have this id.
-    #[error("no session {0:?} on the server")]
-    NoSuchSession(String),
     /// The cache cannot name a folder after this id.
-    #[error("session id {0:?} cannot be cached: {1}")]
+    #[error("session id {} cannot be cached: {}", brief(.0), .1)]
     Key(String, KeyError),
-    /// An anchor that is not a seq.
+    /// An anchor that is not a seq (what it was instead).
     #[error("anchor must be a whole number from 1, got {0}")]
-    Anchor(f64),
+    Anchor(String),
     /// A chat operation was refused (its check's `kind` goes with it).
     #[error(transparent)]
     Chat(#[from] WindowError),
@@ -51,9 +52,12 @@ impl BindingError {
     /// The JS error's `name`.
     fn name(&self) -> &'static str {
         match self {
-            BindingError::Options(_) | BindingError::Storage(_) | BindingError::Anchor(_) => {
-                "TypeError"
-            }
+            BindingError::Options(_)
+            | BindingError::Server(_)
+            | BindingError::Storage(_)
+            | BindingError::Key(..)
+            | BindingError::Anchor(_)
+            | BindingError::Transport(TransportError::BadId(_)) => "TypeError",
             BindingError::Chat(_) => "ChatError",
             _ => "ScrollbackError",
         }
@@ -62,6 +66,7 @@ impl BindingError {
     /// The JS error's `kind`: a chat check's, or the retry rule's class of a server error.
     fn kind(&self) -> Option<&'static str> {
         match self {
+            BindingError::Transport(TransportError::BadId(_)) => None, // nothing was sent
             BindingError::Transport(e) => Some(Retry::classify(e).kind()),
             BindingError::Chat(e) => Some(e.kind()),
             _ => None,
@@ -98,6 +103,15 @@ impl From<BindingError> for JsValue {
     }
 }
 
+/// `id` quoted for a message, its first 64 characters when it is longer (an id is the caller's,
+/// and may be anything).
+fn brief(id: &str) -> String {
+    match id.char_indices().nth(64) {
+        Some((at, _)) => format!("{:?}… ({} bytes)", &id[..at], id.len()),
+        None => format!("{id:?}"),
+    }
+}
+
 /// A plain value for JS (objects as plain objects, maps as objects: JSON-compatible).
 pub(super) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
     value
@@ -106,12 +120,18 @@ pub(super) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, BindingError> {
 }
 
 /// A seq from JS (a number, or nothing).
-pub(super) fn anchor(value: Option<f64>) -> Result<Option<u64>, BindingError> {
-    match value {
-        None => Ok(None),
+pub(super) fn anchor(value: JsValue) -> Result<Option<u64>, BindingError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    match value.as_f64() {
         Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 => {
             Ok(Some(n as u64))
         }
-        Some(n) => Err(BindingError::Anchor(n)),
+        Some(n) => Err(BindingError::Anchor(n.to_string())),
+        None => Err(BindingError::Anchor(format!(
+            "a {}",
+            value.js_typeof().as_string().unwrap_or_default()
+        ))),
     }
 }

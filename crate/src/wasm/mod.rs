@@ -10,12 +10,14 @@
 //! - [`bench`]: hidden hooks on `Client` for `npm run bench:search` (not the API).
 //!
 //! Errors become real JS `Error`s with readable messages ([`error`]); options arrive as plain
-//! objects (serde-wasm-bindgen); a view's state leaves as one JSON string.
+//! objects, each key checked against the struct that reads it ([`options`]); a view's state
+//! leaves as one JSON string.
 
 mod bench;
 mod chats;
 mod client;
 mod error;
+mod options;
 mod session;
 mod tabs;
 

@@ -304,7 +304,7 @@ impl SessionHandle {
     /// Purges the session's cache and reopens it cold, restoring the reader at `at` (a seq).
     /// Resolves once the cache is purged and what was shown cleared; the reopen follows as
     /// state changes.
-    pub fn reload(&self, at: Option<f64>) -> js_sys::Promise {
+    pub fn reload(&self, at: JsValue) -> js_sys::Promise {
         let live = self.live.clone();
         let closed = self.closed.get();
         future_to_promise(async move {

@@ -1,0 +1,75 @@
+//! Objects from JS (options, a patch, a backfill request), read as the struct that declares
+//! them, and refused when they hold a key it does not.
+//!
+//! serde-wasm-bindgen reads only the fields a struct names, so `deny_unknown_fields` never
+//! fires: a misspelt key would be silently ignored, and `{ expectedWindowLinecount: 9 }` would
+//! skip the check it asks for. [`read`] compares the object's keys with the struct's fields
+//! first, the names as its `Deserialize` knows them ([`fields_of`]), so the list is never
+//! written twice.
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use wasm_bindgen::{JsCast, JsValue};
+
+/// Reads `value`, a plain object, as `T`; else says what is wrong with it, in JS's names
+/// (`what` names the object: `"options"`, `"patch"`).
+pub(super) fn read<T: DeserializeOwned>(what: &str, value: JsValue) -> Result<T, String> {
+    let plain = value.is_object() && !value.is_function() && !js_sys::Array::is_array(&value);
+    let Some(object) = value.dyn_ref::<js_sys::Object>().filter(|_| plain) else {
+        return Err(format!("{what} must be an object"));
+    };
+    let fields = fields_of::<T>();
+    for key in js_sys::Object::keys(object).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if !fields.contains(&key.as_str()) {
+            return Err(format!(
+                "{what} has no {key:?}: it takes {}",
+                fields.join(", ")
+            ));
+        }
+    }
+    convert(what, value)
+}
+
+/// Reads `value` as `T` (a cursor, lines, a number); else says what is wrong with it.
+pub(super) fn convert<T: DeserializeOwned>(what: &str, value: JsValue) -> Result<T, String> {
+    serde_wasm_bindgen::from_value(value).map_err(|e| {
+        // (Its message is a JS error's: "Error: missing field `server`".)
+        let message = e.to_string();
+        let message = message.strip_prefix("Error: ").unwrap_or(&message);
+        format!("{what}: {message}")
+    })
+}
+
+/// The fields struct `T` reads, by the names its `Deserialize` knows (`rename_all` applied):
+/// asked of it with a deserializer that only records them. Empty for anything but a struct.
+fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> de::Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields taken"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
+}

@@ -1,5 +1,6 @@
 //! Generated from Unicode NFD: each Latin letter with a diacritic (U+00C0..U+024F,
-//! U+1E00..U+1EFF) and its ASCII base letter, lowercased, sorted by code point; plus ø, đ, ł, ß.
+//! U+1E00..U+1EFF) and its ASCII base letter, lowercased, sorted by code point; plus ø, đ, ł
+//! (`ß` is `ss`: `tokens`).
 
 /// `(letter, base)` pairs sorted by letter, for a binary search.
 pub(super) const BASES: &[(char, u8)] = &[
@@ -30,7 +31,6 @@ pub(super) const BASES: &[(char, u8)] = &[
     ('\u{db}', b'u'),
     ('\u{dc}', b'u'),
     ('\u{dd}', b'y'),
-    ('\u{df}', b's'),
     ('\u{e0}', b'a'),
     ('\u{e1}', b'a'),
     ('\u{e2}', b'a'),

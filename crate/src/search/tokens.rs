@@ -1,11 +1,11 @@
 //! Words: the one tokenizer the index and the query share.
 //!
 //! A word is a maximal run of alphanumeric characters (`_`, `:`, `-` and the rest separate, so
-//! `tokio::select!` is `tokio` `select`). Each character is lowercased and a Latin letter with
-//! a diacritic becomes its base letter (`Été` is `ete`); a combining diacritic inside a word
-//! (decomposed text, as macOS writes it: `E` + U+0301) belongs to the word and is dropped, so
-//! both spellings are the same word. Words longer than [`MAX_WORD`] characters are cut there
-//! (a base64 blob is not a word anyone types).
+//! `tokio::select!` is `tokio` `select`). Each character is lowercased and a Latin letter with a
+//! diacritic becomes its base letter (`Été` is `ete`; `ß` is `ss`); a combining diacritic inside a
+//! word (decomposed text, as macOS writes it: `E` + U+0301) belongs to the word and is dropped, so
+//! both spellings are the same word. Words longer than [`MAX_WORD`] characters are cut there (a
+//! base64 blob is not a word anyone types).
 //!
 //! Chinese, Japanese and Korean characters ([`unspaced`]) are a word each: those scripts do not
 //! put spaces between words (Korean puts them between phrases, particles attached), so a run of
@@ -41,9 +41,9 @@ pub struct Word {
     pub end: usize,
 }
 
-/// Appends `c` folded (lowercase, no diacritic, a full-width Latin letter or digit as its
-/// ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it; a half-width katakana
-/// as its full-width one: `ｶﾀｶﾅ` is `カタカナ`) to `out`.
+/// Appends `c` folded (lowercase, no diacritic, `ß` as `ss`, a full-width Latin letter or digit as
+/// its ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it; a half-width katakana as
+/// its full-width one: `ｶﾀｶﾅ` is `カタカナ`) to `out`.
 fn fold_into(c: char, out: &mut String) {
     let c = match c {
         '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
@@ -55,6 +55,11 @@ fn fold_into(c: char, out: &mut String) {
         return;
     }
     for l in c.to_lowercase() {
+        // German's sharp s is written `ss` where it is not at hand (Unicode's case folding).
+        if l == 'ß' {
+            out.push_str("ss");
+            continue;
+        }
         match BASES.binary_search_by_key(&l, |&(k, _)| k) {
             Ok(i) => out.push(char::from(BASES[i].1)),
             Err(_) => out.push(l),
@@ -348,6 +353,11 @@ mod tests {
 
     #[test]
     fn words_fold_case_and_accents_and_keep_offsets() {
+        // The sharp s is `ss` (capital too), as it is written where it is not at hand.
+        assert_eq!(
+            terms("Straße STRASSE STRAẞE"),
+            ["strasse", "strasse", "strasse"]
+        );
         let text = "Déjà vu: tokio::select! ÉTÉ naïve_Œuvre 42";
         assert_eq!(
             terms(text),

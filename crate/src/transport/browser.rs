@@ -203,7 +203,9 @@ impl BrowserTransport {
             None => request.build(),
         }
         .map_err(|e| TransportError::Network(e.to_string()))?;
+        // (gloo-net 0.6 puts a `&` after a URL that has a query of its own: not in messages.)
         let url = request.url();
+        let url = url.strip_suffix('&').unwrap_or(&url).to_string();
         self.count(1, 0);
         let response = request
             .send()

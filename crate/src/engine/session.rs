@@ -272,6 +272,18 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         self.update(Change::State, |v| v.state.apply_summary(&summary));
     }
 
+    /// Takes the session's summary from a list fetched while it is open (an app that opened it
+    /// before listing, as a first visit on a session's address does: a cold open's window
+    /// carries none): its status, model and permission mode win over what the lines replayed,
+    /// as a check's summary does. Another session's summary is ignored.
+    pub fn take_summary(&self, summary: &SessionSummary) {
+        if summary.id != self.id {
+            return;
+        }
+        *self.summary.borrow_mut() = Some(summary.clone());
+        self.apply_summary();
+    }
+
     /// With no summary known (opened by id alone), the one the last list remembered, if it had
     /// this session; the reopen's check brings the fresh one. Read beside that check: a fresh
     /// summary that arrives during the read is kept, never replaced by the remembered one.

@@ -122,12 +122,14 @@ impl Client {
     }
 
     /// The session list (`[{id, title, status, model, permissionMode, seq}]`); prunes the cache
-    /// of sessions the server no longer has, and is remembered in the store. When the server
+    /// of sessions the server no longer has, and is remembered in the store; each open
+    /// session takes its summary from it. When the server
     /// cannot be reached, the cached sessions as the last list described them, each marked
     /// `offline: true`.
     pub fn sessions(&self) -> js_sys::Promise {
         let engine = self.engine.clone();
         let summaries = self.summaries.clone();
+        let tally = self.tally.clone();
         future_to_promise(async move {
             #[derive(Serialize)]
             struct Offline<'a> {
@@ -139,6 +141,7 @@ impl Client {
                 Ok(list) => {
                     *summaries.borrow_mut() =
                         list.iter().map(|s| (s.id.clone(), s.clone())).collect();
+                    tally.take_summaries(&list);
                     Ok(to_js(&list)?)
                 }
                 Err(e) if !e.is_client_error() => {

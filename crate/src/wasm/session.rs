@@ -3,6 +3,7 @@
 use super::error::{anchor, BindingError};
 use crate::engine::{Change, Session, View};
 use crate::fold::Row;
+use crate::protocol::SessionSummary;
 use crate::store::BrowserStore;
 use crate::transport::BrowserTransport;
 use futures::channel::oneshot;
@@ -75,6 +76,15 @@ impl Tally {
             passed + c.probes_passed,
             failed + c.probes_failed,
         ));
+    }
+
+    /// Each open session, given a fresh list: the summary it has there becomes its own.
+    pub(super) fn take_summaries(&self, list: &[SessionSummary]) {
+        for live in self.open.borrow().iter() {
+            if let Some(summary) = list.iter().find(|s| s.id == live.session.id()) {
+                live.session.take_summary(summary);
+            }
+        }
     }
 
     pub(super) fn sum(&self) -> (u64, u64, u64) {

@@ -448,9 +448,17 @@ test('a server that is down: the cached rows stay, the banner says so, the strea
   await page.waitForFunction(() => !document.getElementById('banner').hidden, null, WAIT);
   assert.match(await page.textContent('#banner'), /server cannot be reached.*cached transcript/i);
   assert.deepEqual(await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent)), rows, 'the rows stay');
+  // The list follows: asked again when the session stopped being live, it is the cached one.
+  const listOffline = () => /Cannot reach the server/.test(document.getElementById('list-status').textContent)
+    && document.querySelector('#session-list li[data-id="welcome"]')?.classList.contains('offline');
+  await page.waitForFunction(listOffline, null, WAIT);
   await page.screenshot({ path: path.join(OUT, 'server-down.png') });
   await w.restartServer();
   await page.waitForFunction(() => document.getElementById('banner').hidden && window.scrollbackDemo.view()?.state.live, null, WAIT);
+  // ...and live again with the session: no entry marked offline, nothing said.
+  await page.waitForFunction(() => document.getElementById('list-status').textContent === ''
+    && document.querySelectorAll('#session-list li').length > 1
+    && document.querySelectorAll('#session-list li.offline').length === 0, null, WAIT);
   await w.server.append('welcome', [line(66, { type: 'userMessage', text: 'after the outage' })]);
   await page.waitForFunction(() => document.querySelector('#rows > li:last-child .text')?.textContent === 'after the outage', null, WAIT);
   assert.deepEqual((await page.$$eval('#rows > li', (n) => n.map((x) => x.textContent))).slice(0, -1), rows);
@@ -583,10 +591,79 @@ test('the list shows each session with its status and model, and deletes one on 
     assert.equal(await item.locator('.title').textContent(), s.title || s.id);
     assert.equal(await item.locator('.sub').textContent(), [s.status, s.model].filter(Boolean).join(' · '));
   }
+  // Opened before the list came (a first visit on its address: its newest window carries no
+  // summary, and its lines no model), the session takes its model from the list.
+  const { model } = listed.find((s) => s.id === 'queued');
+  assert.ok(model, 'the sandbox names a model');
+  await page.waitForFunction((m) => window.scrollbackDemo.view().state.model === m
+    && document.getElementById('session-meta').textContent.includes(m), model, WAIT);
+  // While a reply streams, the open session's entry says so (the sandbox answers a message).
+  const sub = (id) => page.textContent(`#session-list li[data-id="${id}"] .sub`);
+  assert.doesNotMatch(await sub('queued'), /working/);
+  await page.fill('#message', 'stream a reply');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => /working/.test(document.querySelector('#session-list li[data-id="queued"] .sub').textContent), null, WAIT);
+  // What is typed stays with its session: another session's box is empty, and back, it is there.
+  await page.fill('#message', 'half a thought');
+  await reopen(page, 'welcome');
+  await page.waitForFunction(() => location.hash === '#/sessions/welcome'
+    && document.getElementById('message').value === '', null, WAIT);
+  await reopen(page, 'queued');
+  await page.waitForFunction(() => document.getElementById('message').value === 'half a thought', null, WAIT);
+
+  // A search showing a hit in the session deleted: its hits go with it.
+  await page.waitForFunction(() => window.scrollbackDemo.view()?.state.status === 'idle', null, WAIT);
+  await page.fill('#search', 'stream a reply');
+  await page.waitForFunction(() => document.querySelector('#search-results li[data-session="queued"]'), null, WAIT);
   page.once('dialog', (d) => d.accept());
   await page.click('#session-list li[data-id="queued"] .delete');
   await page.waitForFunction(() => !document.querySelector('#session-list li[data-id="queued"]') && location.hash === '#/' && document.getElementById('session').hidden, null, WAIT);
   const after = await (await fetch(`${w.server.url}/sessions`)).json();
   assert.deepEqual(after.map((s) => s.id).sort(), listed.map((s) => s.id).filter((id) => id !== 'queued').sort());
+  await page.waitForFunction(() => !document.querySelector('#search-results li[data-session="queued"]'), null, WAIT);
+
+  // A session the server does not have: said so, with nothing to write into and nothing loading.
+  await reopen(page, 'does-not-exist');
+  await page.waitForFunction(() => window.scrollbackDemo.view()?.state.error, null, WAIT);
+  assert.match(await page.textContent('#banner'), /There is no such session on the server/);
+  assert.equal(await page.isHidden('#composer'), true, 'no composer');
+  assert.equal(await page.textContent('#history-edge'), '');
+  assert.equal(await page.textContent('#session-meta'), '');
+  // One no URL can hold: refused at once, said so, nothing loading.
+  await reopen(page, '..');
+  await page.waitForFunction(() => /Could not open this session: .*cannot be used in a URL/.test(document.getElementById('banner').textContent), null, WAIT);
+  assert.equal(await page.textContent('#history-edge'), '');
+  assert.equal(await page.isHidden('#composer'), true);
+  assert.deepEqual(w.errors().filter((m) => !/status of 404/.test(m.text)), []);
+});
+
+test('a narrow window (a phone): the list above the session, nothing wider than the screen; Settings opens on Close; a failed tool says so', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  await page.setViewportSize({ width: 400, height: 780 });
+  await w.goto('fix-build');
+  await live(page);
+  const widths = await page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    message: document.getElementById('message').getBoundingClientRect().width,
+    list: document.querySelector('nav.sessions').getBoundingClientRect(),
+    session: document.getElementById('session').getBoundingClientRect(),
+  }));
+  assert.ok(widths.page <= 400, `no sideways scroll: ${JSON.stringify(widths)}`);
+  assert.ok(widths.message > 250, `room to type: ${JSON.stringify(widths)}`);
+  assert.ok(widths.list.bottom <= widths.session.top + 1, `the list above the session: ${JSON.stringify(widths)}`);
+  await page.screenshot({ path: path.join(OUT, 'narrow.png') });
+  // A tool call whose result is an error says it in words, not only in colour.
+  await scrollToStart(page);
+  const failed = await page.$$eval('#rows > li.tool', (n) => n.filter((li) => li.querySelector('pre.output.error'))
+    .map((li) => li.querySelector('.who').textContent));
+  assert.ok(failed.length > 0 && failed.every((who) => / · failed$/.test(who)), JSON.stringify(failed));
+  // Settings: Enter right after opening closes it, it does not throw the cache away.
+  await page.click('#open-settings');
+  await page.waitForFunction(() => document.getElementById('settings').open);
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Close');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => !document.getElementById('settings').open);
+  assert.equal(await state(page).then((s) => s.live), true, 'not reloaded');
   assert.deepEqual(w.errors(), []);
 });

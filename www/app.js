@@ -47,7 +47,7 @@ function renderRow(row) {
     case 'user': who('You'); li.append(el('div', 'text', row.text)); break;
     case 'assistant': who('Assistant'); li.append(el('div', 'text', row.text)); break;
     case 'tool':
-      who(`tool · ${row.name}`);
+      who(`tool · ${row.name}${row.result?.isError ? ' · failed' : ''}`);
       li.append(el('pre', 'input', short(row.input)));
       if (row.result) li.append(el('pre', row.result.isError ? 'output error' : 'output', short(row.result.output)));
       break;
@@ -87,7 +87,9 @@ let reloading = false;    // between Reload and the purge: the old rows are not 
 // of its own (or an error) to draw instead.
 let screenDrawn = false;
 let opening = null;       // the opening screen (onOpeningScreen), until the view draws
+let shownLive = null;     // whether the view drawn last was live (null: nothing drawn yet)
 const rendered = new Map(); // seq -> the row's node
+const drafts = new Map();   // session id -> the message typed and not sent
 
 function topVisibleSeq() {
   const top = ui.transcript.getBoundingClientRect().top;
@@ -184,12 +186,17 @@ function renderRows(rows, change) {
 /** Draws the state; `change` (from onChange) says which rows to patch, else all are drawn. */
 function renderState(state, change) {
   if (reloading) return;
-  ui.meta.textContent = [state.status, state.model, state.permissionMode,
+  ui.meta.textContent = state.error ? '' : [state.status, state.model, state.permissionMode,
     state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
     .filter(Boolean).join(' · ');
+  // Nothing to write to when the session is not there.
+  ui.composer.hidden = !!state.error;
   ui.banner.hidden = !state.banner && !state.error;
   if (state.error) {
-    const why = { gone: 'This session no longer exists on the server.', unauthorized: 'The server refused the access token.' }[state.error.kind]
+    // Gone: deleted since it was listed, or never there (an address typed or kept).
+    const known = listedOnce.has(current);
+    const gone = known ? 'This session no longer exists on the server.' : 'There is no such session on the server.';
+    const why = { gone, unauthorized: 'The server refused the access token.' }[state.error.kind]
       ?? 'The server refused this session.';
     ui.banner.replaceChildren(el('strong', null, `${why} `), el('span', 'detail', state.error.message));
   } else if (state.banner) {
@@ -202,8 +209,10 @@ function renderState(state, change) {
       el('span', 'detail', state.banner),
     );
   }
-  ui.edge.textContent = !state.ready ? (state.banner ? '' : 'Loading…')
-    : state.moreHistory ? '' : 'Start of the conversation';
+  ui.edge.textContent = state.error ? ''
+    : !state.ready ? (state.banner ? '' : 'Loading…')
+      : state.moreHistory ? '' : 'Start of the conversation';
+  followList(state);
   renderRows(state.rows ?? [], change);
   ui.pending.replaceChildren(
     ...(state.queued ?? []).map((q) => el('li', null, `waiting: ${q.text}`)),
@@ -255,6 +264,9 @@ function showSession(id, summary) {
   ui.title.textContent = summary?.title || id;
   ui.meta.textContent = '';
   ui.banner.hidden = true;
+  ui.composer.hidden = false;
+  ui.message.value = drafts.get(id) ?? '';
+  shownLive = null;
   const screen = (opening?.id === id ? opening : null) ?? Scrollback.lastScreen(location.origin, id);
   if (screen) renderState(screen);
   screenDrawn = screen !== null;
@@ -277,6 +289,7 @@ async function openSession(id, summary, anchor = null) {
     }
   }
   view?.close();
+  keepDraft();
   view = null; current = id;
   pendingAnchor = anchor; anchorBlock = 'center';
   showSession(id, summary);
@@ -304,11 +317,21 @@ async function openSession(id, summary, anchor = null) {
     if (opens !== mine) return;
     ui.banner.hidden = false;
     ui.banner.textContent = `Could not open this session: ${err.message}`;
+    ui.edge.textContent = '';
+    ui.composer.hidden = true;
   }
+}
+
+/** Keeps what was typed for the session shown, for when it is shown again. */
+function keepDraft() {
+  if (current === null) return;
+  if (ui.message.value) drafts.set(current, ui.message.value);
+  else drafts.delete(current);
 }
 
 function closeSession() {
   view?.close();
+  keepDraft();
   view = null; current = null; highlight = null;
   ui.session.hidden = true; ui.empty.hidden = false;
   markCurrent();
@@ -317,28 +340,68 @@ function closeSession() {
 // ---- the session list ----------------------------------------------------------------------
 
 let sessions = [];
+let listOffline = false; // the list shown is the cached one: the server could not be reached
+let listTimer = null;
+let listDrawn = null;    // the list as last drawn (JSON): one that did not change is not redrawn
+const listedOnce = new Set(); // every session a list of this page had
+
+/** How often the list is asked again: soon while the server cannot be reached, else now and then. */
+const LIST_EVERY_MS = 30_000;
+const LIST_OFFLINE_EVERY_MS = 5_000;
+
+/** A list entry's second line. */
+const entrySub = (s) => [s.offline ? 'cached, offline' : s.status, s.model].filter(Boolean).join(' · ');
+
+/**
+ * The list follows the open session: its entry shows the status the view has (a reply
+ * streaming: working), and the list is asked again at once when the view goes live after the
+ * server could not be reached, or stops being live.
+ */
+function followList(state) {
+  const live = !!state.live;
+  const turned = shownLive !== null && live !== shownLive;
+  if (!state.error && state.ready) shownLive = live;
+  if (turned && live === listOffline) refreshList();
+  const s = live && sessions.find((x) => x.id === current);
+  const status = state.status ?? s?.status;
+  const model = state.model ?? s?.model;
+  if (!s || (s.status === status && s.model === model && !s.offline)) return;
+  Object.assign(s, { status, model, offline: undefined });
+  const sub = [...ui.list.children].find((li) => li.dataset.id === current)?.querySelector('.sub');
+  if (sub) sub.textContent = entrySub(s);
+}
 
 function markCurrent() {
   for (const li of ui.list.children) li.classList.toggle('current', li.dataset.id === current);
 }
 
 async function refreshList() {
+  clearTimeout(listTimer);
   try {
     sessions = await sb.sessions();
-    const offline = sessions.some((s) => s.offline);
-    ui.listStatus.textContent = offline
+    for (const s of sessions) listedOnce.add(s.id);
+    listOffline = sessions.some((s) => s.offline);
+    ui.listStatus.textContent = listOffline
       ? 'Cannot reach the server: showing the cached sessions (not live).'
       : sessions.length ? '' : 'No sessions.';
   } catch (err) {
     ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
     return;
+  } finally {
+    clearTimeout(listTimer);
+    listTimer = setTimeout(refreshList, listOffline ? LIST_OFFLINE_EVERY_MS : LIST_EVERY_MS);
   }
+  // The same list again (asked now and then): the links stay as they are, focus and all.
+  const drawn = JSON.stringify(sessions);
+  if (drawn === listDrawn) return;
+  listDrawn = drawn;
   ui.list.replaceChildren(...sessions.map((s) => {
     const li = el('li');
     li.dataset.id = s.id;
     const a = el('a');
     a.href = `#/sessions/${encodeURIComponent(s.id)}`;
-    a.append(el('span', 'title', s.title || s.id), el('span', 'sub', [s.offline ? 'cached, offline' : s.status, s.model].filter(Boolean).join(' · ')));
+    a.title = s.title || s.id;
+    a.append(el('span', 'title', s.title || s.id), el('span', 'sub', entrySub(s)));
     li.classList.toggle('offline', !!s.offline);
     const del = el('button', 'delete', '✕');
     del.type = 'button';
@@ -350,6 +413,8 @@ async function refreshList() {
         if (current === s.id) location.hash = '#/';
       } catch (err) { ui.listStatus.textContent = `Could not delete: ${err.message}`; }
       await refreshList();
+      if (!ui.searchBox.hidden) runSearch(); // its hits there are gone
+      drafts.delete(s.id);
     });
     li.append(a, del);
     return li;
@@ -518,6 +583,7 @@ async function main() {
     try {
       await sb.postMessage(current, text);
       ui.message.value = '';
+      drafts.delete(current);
     } catch (err) {
       ui.banner.hidden = false;
       ui.banner.textContent = `Could not send: ${err.message}`;

@@ -363,8 +363,8 @@ function followList(state) {
   if (!state.error && state.ready) shownLive = live;
   if (turned && live === listOffline) refreshList();
   const s = live && sessions.find((x) => x.id === current);
-  const status = state.status ?? s?.status;
-  const model = state.model ?? s?.model;
+  const status = state.status || s?.status;
+  const model = state.model || s?.model;
   if (!s || (s.status === status && s.model === model && !s.offline)) return;
   Object.assign(s, { status, model, offline: undefined });
   const sub = [...ui.list.children].find((li) => li.dataset.id === current)?.querySelector('.sub');

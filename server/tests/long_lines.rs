@@ -10,7 +10,7 @@ mod server_support;
 use scrollback::protocol::{parse_catch_up, CatchUpState, RESET_EVENT};
 use scrollback_protocol::{coalesce, last_seq, Line, TranscriptQuery};
 use scrollback_server::session::{Summaries, SUMMARY_LINE_BYTES};
-use scrollback_server::transcript::window_in;
+use scrollback_server::transcript::{window_in, RUN_BYTES};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
@@ -211,6 +211,46 @@ fn a_row_longer_than_the_budget_is_cut_into_pageable_partial_rows() {
     }
     let joined: Vec<Line> = pages.into_iter().rev().flatten().collect();
     assert_eq!(coalesce(&joined), coalesce(&raw[..deltas as usize]));
+}
+
+/// Without a budget a coalesced page held every line of the row it gathered: a reply of
+/// millions of deltas cost hundreds of megabytes per request. It gathers at most
+/// [`RUN_BYTES`] of a row's lines, sends that part as a partial row, and the pages before it
+/// bring the rest, which folds back into the one row.
+#[test]
+fn a_page_with_no_budget_holds_a_bounded_part_of_a_long_row() {
+    const TEXTS: [&str; 2] = [" ab", " cd"];
+    let deltas = 200_000u64;
+    let mut text = String::new();
+    let mut raw = Vec::new();
+    for seq in 1..=deltas {
+        let l = line(
+            seq,
+            // (Alternating: a delta equal to the one before would be a replay, not a join.)
+            serde_json::json!({"type": "assistantText", "text": TEXTS[seq as usize % 2], "messageId": "m"}),
+        );
+        raw.push(Line::parse(&l).unwrap());
+        text.push_str(&l);
+    }
+    let whole = text.len();
+    assert!(whole > 4 * RUN_BYTES, "the run is {whole} bytes");
+    let (mut f, end) = file(text);
+    let mut pages: Vec<Vec<Line>> = Vec::new();
+    let mut before = deltas + 1;
+    while before > 1 {
+        let query = format!("before={before}&limit=1&coalesce=true");
+        let (got, held) = most_held(|| page(&mut f, end, &query));
+        assert_eq!(got.len(), 1, "one (partial) row per page");
+        assert!(
+            held < 4 * RUN_BYTES,
+            "held {held} bytes for a page of a {whole}-byte run"
+        );
+        before = got[0].seq();
+        pages.push(got);
+    }
+    assert!(pages.len() > 4, "{} pages", pages.len());
+    let joined: Vec<Line> = pages.into_iter().rev().flatten().collect();
+    assert_eq!(coalesce(&joined), coalesce(&raw));
 }
 
 #[test]

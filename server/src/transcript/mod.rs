@@ -130,9 +130,16 @@ struct Page {
     rows: Vec<Line>,
     /// The row being gathered (coalesced pages), newest line first.
     run: Vec<Line>,
-    /// The bytes of text in `run`.
+    /// The bytes of text in `run`, and of its lines.
     run_text: usize,
+    run_bytes: usize,
 }
+
+/// The most bytes of lines a coalesced page gathers for one row, budget or not: a row longer
+/// (a reply of millions of deltas) is cut there and sent as the partial row it is, as a row
+/// past the budget is, so a page holds a bounded part of any row (a page with no budget held
+/// every line of the row: 585 MB for a 181 MB run of deltas).
+pub const RUN_BYTES: usize = 4 << 20;
 
 impl Page {
     fn new(coalesced: bool, limit: usize, budget: Option<usize>) -> Page {
@@ -144,6 +151,7 @@ impl Page {
             rows: Vec::new(),
             run: Vec::new(),
             run_text: 0,
+            run_bytes: 0,
         }
     }
 
@@ -171,9 +179,12 @@ impl Page {
             return false;
         }
         let text = line.text().map_or(0, str::len);
-        if !self.run.is_empty() && self.budget.is_some_and(|b| self.run_text + text > b) {
-            // This row's text alone passes the budget: a first row is cut here and sent as a
-            // partial row; a later one is left out whole (it would not fit).
+        let bytes = line.raw().len();
+        let over_budget = self.budget.is_some_and(|b| self.run_text + text > b);
+        if !self.run.is_empty() && (over_budget || self.run_bytes + bytes > RUN_BYTES) {
+            // This row's text alone passes the budget (or its lines [`RUN_BYTES`]): a first row
+            // is cut here and sent as a partial row; a later one is left out whole (it would
+            // not fit).
             if self.rows.is_empty() {
                 self.close_run();
             }
@@ -181,6 +192,7 @@ impl Page {
             return false;
         }
         self.run_text += text;
+        self.run_bytes += bytes;
         self.run.push(line);
         true
     }
@@ -188,6 +200,7 @@ impl Page {
     fn close_run(&mut self) -> bool {
         let mut run = std::mem::take(&mut self.run);
         self.run_text = 0;
+        self.run_bytes = 0;
         run.reverse();
         let mut rows = coalesce(&run);
         rows.reverse();

@@ -377,3 +377,54 @@ fn offline_list_and_show_print_what_is_cached_and_an_uncached_session_needs_the_
     assert!(output.stdout.is_empty());
     assert_eq!(stderr.matches("needs the network").count(), 1, "{stderr}");
 }
+
+#[test]
+fn a_session_the_server_lacks_an_id_no_url_holds_a_closed_pipe_and_a_bad_command_line_each_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let cache = tmp.path().join("cache");
+    let server = Server::start(&data);
+    let url = server.url.clone();
+    let failing = |args: &[&str], code: i32, needle: &str| {
+        let output = run(&url, &cache, args);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    };
+    // No such session: the server's 404, said, and a failing exit (it waited forever before).
+    failing(&["show", "nope"], 1, "unknown session");
+    failing(&["follow", "nope"], 1, "unknown session");
+    // An id a URL would resolve away: refused at once.
+    failing(&["show", ".."], 1, "cannot be used in a URL");
+    // A command line that does not say what to do: 2, as a bad option is.
+    failing(&[], 2, "usage:");
+    failing(&["bogus"], 2, "unknown command");
+    failing(&["search"], 2, "usage:");
+    failing(&["send", "welcome"], 2, "no text given");
+    failing(&["--pages", "abc", "show", "welcome"], 2, "usage:");
+    let (version, _) = ok(&url, &cache, &["--version"]);
+    assert!(version.starts_with("scrollback "), "{version}");
+
+    // A reader that goes away (`| head -1`): the CLI ends, quietly, without a panic.
+    for args in [&["show", "long", "--pages", "3"][..], &["size"][..]] {
+        let mut child = cli(&url, &cache, args).spawn().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap(); // ...and the pipe is closed here
+        let stderr = collect(child.stderr.take().unwrap());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(started.elapsed() < DEADLINE, "{args:?} did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let stderr = stderr.lock().unwrap().clone();
+        assert!(status.success(), "{args:?}: {status}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -80,6 +80,10 @@ fn parse_args() -> Result<Args, lexopt::Error> {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
+            Short('V') | Long("version") => {
+                println!("scrollback {}", env!("CARGO_PKG_VERSION"));
+                std::process::exit(0);
+            }
             Value(v) if args.command.is_empty() => args.command = v.string()?,
             Value(v) => args.positional.push(v.string()?),
             _ => return Err(arg.unexpected()),
@@ -102,6 +106,11 @@ fn main() -> ExitCode {
         .expect("a tokio runtime");
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
+        // A command line that does not say what to do: 2, as a bad option is.
+        Err(e) if e.is::<Usage>() => {
+            eprintln!("scrollback: {e}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("scrollback: {e}");
             ExitCode::FAILURE
@@ -110,6 +119,18 @@ fn main() -> ExitCode {
 }
 
 type Fail = Box<dyn std::error::Error>;
+
+/// A command line that names no command, or a command with the wrong arguments.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n{USAGE}", self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 async fn run(args: Args) -> Result<(), Fail> {
     let transport = HttpTransport::new(&args.server, args.token.clone())?;
@@ -144,24 +165,31 @@ async fn run(args: Args) -> Result<(), Fail> {
         ("send", Some(id)) => {
             let text = args.positional[1..].join(" ");
             if text.is_empty() {
-                return Err("send: no text given".into());
+                return Err(Box::new(Usage("send: no text given".into())));
             }
             engine.transport().post_message(id, &text).await?;
         }
         ("delete", Some(id)) => engine.delete(id).await?,
         ("size", None) => {
             let mut total = 0;
+            let mut lines = Vec::new();
             for s in engine.cache().sessions().await {
                 total += s.size;
                 let id = s.id.unwrap_or_else(|| format!("({})", s.key));
-                println!("{}\t{id}", human(s.size));
+                lines.push(printable(&format!("{}\t{id}", human(s.size))));
             }
-            println!("{}\ttotal", human(total));
+            lines.push(format!("{}\ttotal", human(total)));
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`| head`) ends it quietly.
+            let _ = lines.iter().try_for_each(|line| writeln!(out, "{line}"));
         }
-        ("size", Some(id)) => match engine.cache().session_size(id).await {
-            0 => println!("nothing cached"),
-            n => println!("{}", human(n)),
-        },
+        ("size", Some(id)) => {
+            let size = match engine.cache().session_size(id).await {
+                0 => "nothing cached".to_string(),
+                n => human(n),
+            };
+            let _ = writeln!(std::io::stdout(), "{size}");
+        }
         ("purge", None) => engine.cache().purge_all().await,
         ("purge", Some(id)) => engine.cache().purge(id).await,
         ("search", Some(_)) => {
@@ -180,9 +208,10 @@ async fn run(args: Args) -> Result<(), Fail> {
                 }
             }
         }
-        ("", _) => return Err(USAGE.into()),
+        ("", _) => return Err(Box::new(Usage("no command given".into()))),
         (command, _) => {
-            return Err(format!("{command}: unknown command or wrong arguments\n{USAGE}").into())
+            let what = format!("{command}: unknown command or wrong arguments");
+            return Err(Box::new(Usage(what)));
         }
     }
     Ok(())
@@ -207,6 +236,8 @@ async fn open(
     pages: usize,
     follow: bool,
 ) -> Result<(), Fail> {
+    // An id no URL can hold is refused before anything starts.
+    scrollback::transport::usable_id(id)?;
     let session = engine.open_id(id, None).await?;
     let (tx, mut changes) = mpsc::unbounded::<()>();
     session.on_change(move |_, _| {
@@ -218,12 +249,20 @@ async fn open(
         let mut banner = None;
         loop {
             let (live, ready, b) = session.with_view(|v| (v.live, v.ready, v.banner.clone()));
+            if let Some(e) = session.with_view(|v| v.error.clone()) {
+                // Stopped: no such session, a refused token, a refused id.
+                return Err(e.message);
+            }
             if let (Some(b), false, false) = (&b, live, ready) {
                 // Unreachable and nothing cached: the error, said once (by `main`).
                 return Err(b.clone());
             }
             if b.is_some() && b != banner {
-                eprintln!("scrollback: {}", b.as_deref().unwrap_or(""));
+                let b = b.as_deref().unwrap_or("");
+                match follow {
+                    true => eprintln!("scrollback: {b}"),
+                    false => eprintln!("scrollback: {b}: showing the cached session (not live)"),
+                }
             }
             banner = b;
             if live {
@@ -247,8 +286,10 @@ async fn open(
             }
         }
         let mut printer = Printer::default();
-        session.with_view(|v| printer.print(v));
-        println!();
+        // A reader gone (`| head`): nothing more to print, and no error.
+        if session.with_view(|v| printer.print(v)).is_err() || end_line().is_err() {
+            return Ok(());
+        }
         report(&session).await;
         if !follow {
             return Ok(());
@@ -260,12 +301,17 @@ async fn open(
             futures::pin_mut!(next);
             match futures::future::select(next, stop.as_mut()).await {
                 futures::future::Either::Left((Some(()), _)) => {
-                    session.with_view(|v| printer.print(v));
+                    if session.with_view(|v| printer.print(v)).is_err() {
+                        return Ok(());
+                    }
+                    if let Some(e) = session.with_view(|v| v.error.clone()) {
+                        return Err(e.message); // deleted while followed, say
+                    }
                 }
                 _ => break,
             }
         }
-        println!();
+        let _ = end_line();
         report(&session).await;
         Ok(())
     };
@@ -292,6 +338,11 @@ async fn report(session: &Session<FsStore, HttpTransport>) {
     );
 }
 
+/// Ends the line the printer left open.
+fn end_line() -> std::io::Result<()> {
+    writeln!(std::io::stdout())
+}
+
 /// Prints rows as they appear: whole rows, and the growing end of the last assistant message.
 #[derive(Default)]
 struct Printer {
@@ -303,13 +354,14 @@ struct Printer {
 }
 
 impl Printer {
-    fn print(&mut self, view: &View) {
+    /// Prints what is new in `view`; an error when the reader is gone.
+    fn print(&mut self, view: &View) -> std::io::Result<()> {
         let rows = view.transcript.rows();
         let mut out = std::io::stdout().lock();
         if rows.front().map(Row::seq) != self.first || rows.len() < self.rows {
             // Something other than growth at the end: a reset or a page back; start over.
             if self.rows > 0 {
-                let _ = writeln!(out, "\n--- (the view was rebuilt) ---");
+                write!(out, "\n--- (the view was rebuilt) ---")?;
             }
             self.first = rows.front().map(Row::seq);
             self.rows = 0;
@@ -318,12 +370,12 @@ impl Printer {
         if self.rows > 0 {
             if let Some(Row::Assistant { text, .. }) = rows.get(self.rows - 1) {
                 let grown = text.get(self.last_text..).unwrap_or("");
-                let _ = write!(out, "{}", printable(grown));
+                write!(out, "{}", printable(grown))?;
                 self.last_text = text.len();
             }
         }
         for row in rows.iter().skip(self.rows) {
-            let _ = write!(out, "\n{}", printable(&describe(row)));
+            write!(out, "\n{}", printable(&describe(row)))?;
             self.last_text = match row {
                 Row::Assistant { text, .. } => text.len(),
                 _ => 0,
@@ -341,19 +393,22 @@ impl Printer {
                 .unwrap_or_default()
         );
         if status != self.status {
-            let _ = write!(out, "\n{status}");
+            write!(out, "\n{}", printable(&status))?;
             self.status = status;
         }
-        let _ = out.flush();
+        out.flush()
     }
 }
 
 /// Text from the server with terminal control characters (escape sequences could move the
-/// cursor, retitle the window or worse) shown as `\u{fffd}`; newlines and tabs kept.
+/// cursor, retitle the window or worse) and the bidirectional controls that reorder what
+/// follows them on screen (embeddings, overrides, isolates: the "Trojan Source" characters)
+/// shown as `\u{fffd}`; newlines and tabs kept.
 fn printable(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '\n' | '\t' => c,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => '\u{fffd}',
             c if c.is_control() => '\u{fffd}',
             c => c,
         })

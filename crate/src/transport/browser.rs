@@ -61,17 +61,6 @@ struct Early {
     since: f64,
 }
 
-/// A server address [`BrowserTransport::new`] cannot use: the caller's mistake, which no retry
-/// mends.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad server URL {url:?}: {why}")]
-pub struct BadServer {
-    /// The address as given.
-    pub url: String,
-    /// What is wrong with it.
-    pub why: &'static str,
-}
-
 /// How long an early request stays usable: the open it was asked for makes its own request
 /// within a moment; an answer older than this is not taken for the server's present.
 const EARLY_FOR_MS: f64 = 10_000.0;

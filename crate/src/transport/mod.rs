@@ -15,7 +15,7 @@ mod browser;
 mod native;
 
 #[cfg(target_arch = "wasm32")]
-pub use browser::{BadServer, BrowserStream, BrowserTransport, WireCounters};
+pub use browser::{BrowserStream, BrowserTransport, WireCounters};
 
 #[cfg(feature = "native")]
 pub use native::{HttpStream, HttpTransport};
@@ -84,6 +84,17 @@ impl TransportError {
             _ => None,
         }
     }
+}
+
+/// A server address a transport cannot use (not an absolute http(s) URL): the caller's
+/// mistake, which no retry mends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad server URL {url:?}: {why}")]
+pub struct BadServer {
+    /// The address as given.
+    pub url: String,
+    /// What is wrong with it.
+    pub why: &'static str,
 }
 
 /// Whether session id `id` can be a segment of a URL's path: not empty, `.` or `..` (a URL

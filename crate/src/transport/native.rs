@@ -2,8 +2,8 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    parse_catch_up_body, parse_sessions, usable_id, CatchUp, EventStream, Page, ResetReason,
-    StreamItem, Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_sessions, usable_id, BadServer, CatchUp, EventStream, Page,
+    ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
     parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
@@ -27,22 +27,23 @@ pub struct HttpTransport {
 }
 
 impl HttpTransport {
-    /// A transport for the server at `base` (`http://127.0.0.1:8080`), sending `token` (when
+    /// A transport for the server at `server` (`http://127.0.0.1:8080`), sending `token` (when
     /// given) as `Authorization: Bearer` on every request and on the stream.
-    pub fn new(base: &str, token: Option<String>) -> TransportResult<HttpTransport> {
-        let mut base = Url::parse(base)
-            .map_err(|e| TransportError::Network(format!("bad URL {base:?}: {e}")))?;
+    pub fn new(server: &str, token: Option<String>) -> Result<HttpTransport, BadServer> {
+        let bad = |why: &'static str| BadServer {
+            url: server.to_string(),
+            why,
+        };
+        let mut base = Url::parse(server).map_err(|_| bad("not an absolute URL"))?;
         if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
-            return Err(TransportError::Network(format!(
-                "bad URL {base}: not an http(s) address"
-            )));
+            return Err(bad("not an http(s) address"));
         }
         base.set_query(None);
         base.set_fragment(None);
         let client = Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
-            .map_err(|e| TransportError::Network(e.to_string()))?;
+            .map_err(|_| bad("no HTTP client could be made for it"))?;
         Ok(HttpTransport {
             client,
             base,

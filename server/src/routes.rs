@@ -4,7 +4,8 @@ use crate::error::{error, ApiError};
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::PathRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -135,9 +136,16 @@ async fn message(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Reply {
     let id = session_id(id)?;
+    let body = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("bad body: a message is at most {MAX_POST_BYTES} bytes"),
+        ),
+        status => ApiError(status, format!("bad body: {}", e.body_text())),
+    })?;
     // A cross-site form can post `text/plain` without asking; JSON needs a CORS preflight.
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -391,6 +399,17 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
     }
 }
 
+/// The most bytes a posted message's body may hold.
+pub const MAX_POST_BYTES: usize = 2 << 20;
+
+/// A route asked with a method it does not take: the JSON error every other refusal is.
+async fn method_not_allowed(req: Request) -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} is not a method of {}", req.method(), req.uri().path()),
+    )
+}
+
 /// The whole application: routes, static files, and the layers (token, compression, CORS,
 /// counters and log, from the inside out).
 pub fn router(app: Arc<App>) -> Router {
@@ -399,9 +418,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/sessions/{id}/transcript", get(window).put(replace))
         .route("/sessions/{id}/events", get(events))
         .route("/sessions/{id}/catchup", get(catch_up))
-        .route("/sessions/{id}/messages", post(message))
+        .route(
+            "/sessions/{id}/messages",
+            post(message).layer(DefaultBodyLimit::max(MAX_POST_BYTES)),
+        )
         .route("/sessions/{id}", delete(remove))
         .route("/stats", get(stats_route))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(fallback);
     if let Some(pkg) = &app.config.pkg {
         router = router.nest_service("/pkg", crate::pkg::router(pkg.clone()));

@@ -125,6 +125,27 @@ async fn unknown_sessions_are_404_and_writes_check_what_they_write() {
     }
     let (status, _) = f.error(f.get("/sessions/nope/whatever").await).await;
     assert_eq!(status, 404);
+    // A method a route does not take, and a message past its size: the JSON error every
+    // other refusal is, saying which.
+    for (method, path) in [
+        ("POST", "/sessions"),
+        ("GET", "/sessions/long"),
+        ("PUT", "/stats"),
+        ("DELETE", "/sessions/long/transcript"),
+    ] {
+        let request = f.http.request(method.parse().unwrap(), f.url(path));
+        let (status, message) = f.error(request.send().await.unwrap()).await;
+        assert_eq!(status, 405, "{method} {path}");
+        assert_eq!(message, format!("{method} is not a method of {path}"));
+    }
+    let big = "x".repeat(scrollback_server::routes::MAX_POST_BYTES);
+    let request = f
+        .http
+        .post(f.url("/sessions/long/messages"))
+        .json(&json!({ "text": big }));
+    let (status, message) = f.error(request.send().await.unwrap()).await;
+    assert_eq!(status, 413);
+    assert!(message.contains("at most 2097152 bytes"), "{message}");
 
     // PUT creates, then replaces; a bad body is refused and changes nothing.
     let url = "/sessions/new/transcript";

@@ -7,8 +7,8 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    parse_catch_up_body, parse_sessions, usable_id, CatchUp, EventStream, Page, ResetReason,
-    StreamItem, Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_sessions, usable_id, BadServer, CatchUp, EventStream, Page,
+    ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
     parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,

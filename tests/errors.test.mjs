@@ -140,7 +140,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.longId, /session id "x{64}"… \(5000 bytes\) cannot be cached/, 'a long id, shown short');
   assert.ok(r.longId.message.length < 200, r.longId.message);
   typeError(r.anchorString, /anchor must be a whole number from 1, got a string/, 'an anchor that is a string');
-  typeError(r.anchorArray, /got a object/, 'an anchor that is an array');
+  typeError(r.anchorArray, /got an array/, 'an anchor that is an array');
   typeError(r.openOptions, /options must be an object/, 'openSession options that are a string');
   typeError(r.searchOptions, /options must be an object/, 'search options that are a string');
   typeError(r.searchLimit, /from 0/, 'a negative limit');

@@ -122,10 +122,9 @@ impl Client {
     }
 
     /// The session list (`[{id, title, status, model, permissionMode, seq}]`); prunes the cache
-    /// of sessions the server no longer has, and is remembered in the store; each open
-    /// session takes its summary from it. When the server
-    /// cannot be reached, the cached sessions as the last list described them, each marked
-    /// `offline: true`.
+    /// of sessions the server no longer has, and is remembered in the store; each open session
+    /// takes its summary from it. When the server cannot be reached, the cached sessions as the
+    /// last list described them, each marked `offline: true`.
     pub fn sessions(&self) -> js_sys::Promise {
         let engine = self.engine.clone();
         let summaries = self.summaries.clone();

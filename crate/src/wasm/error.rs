@@ -129,9 +129,19 @@ pub(super) fn anchor(value: JsValue) -> Result<Option<u64>, BindingError> {
             Ok(Some(n as u64))
         }
         Some(n) => Err(BindingError::Anchor(n.to_string())),
-        None => Err(BindingError::Anchor(format!(
-            "a {}",
-            value.js_typeof().as_string().unwrap_or_default()
-        ))),
+        None => Err(BindingError::Anchor(kind_of(&value).into())),
+    }
+}
+
+/// What a JS value is, for a message: `"a string"`, `"an array"`, `"an object"`, ...
+fn kind_of(value: &JsValue) -> &'static str {
+    match value.js_typeof().as_string().as_deref() {
+        _ if js_sys::Array::is_array(value) => "an array",
+        Some("string") => "a string",
+        Some("boolean") => "a boolean",
+        Some("bigint") => "a bigint",
+        Some("function") => "a function",
+        Some("symbol") => "a symbol",
+        _ => "an object",
     }
 }

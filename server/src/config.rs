@@ -68,6 +68,10 @@ pub struct Config {
     /// The most transcript `PUT`s received at once; one more gets 503 with `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_puts: usize,
+    /// Megabytes (MiB) the pages and catch-ups being sent may hold at once; one more gets 503
+    /// with `Retry-After` (one larger than the whole budget is sent when nothing else is).
+    #[arg(long, value_name = "MB", default_value_t = 256)]
+    pub answer_budget_mb: u64,
     /// Milliseconds between the deltas of a sandbox reply.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub pace_ms: u64,
@@ -105,6 +109,7 @@ impl Config {
             stall_timeout_ms: 60_000,
             keep_alive_ms: scrollback_protocol::KEEP_ALIVE_MS,
             max_puts: 4,
+            answer_budget_mb: 256,
             pace_ms: 30,
         }
     }

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod answers;
 pub mod auth;
 pub mod config;
 pub mod error;
@@ -53,6 +54,8 @@ pub struct App {
     pub site: Arc<auth::Site>,
     /// Slots for transcript `PUT`s being received.
     pub puts: Arc<Semaphore>,
+    /// The build turns and the memory budget of the pages and catch-ups being sent.
+    pub answers: answers::Answers,
     writers: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
@@ -190,6 +193,7 @@ pub async fn spawn(config: Config) -> io::Result<Server> {
     tokio::spawn(memory::release().run(on_shutdown.clone()));
     let app = Arc::new(App {
         puts: Arc::new(Semaphore::new(config.max_puts.max(1))),
+        answers: answers::Answers::new(config.answer_budget_mb.saturating_mul(1 << 20)),
         config,
         stats: Arc::default(),
         summaries: Default::default(),

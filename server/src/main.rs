@@ -4,6 +4,7 @@ use clap::Parser;
 use scrollback_server::{memory, spawn, Config};
 
 fn main() {
+    memory::limit_arenas();
     let config = Config::parse();
     // A blocking-pool thread let go after 10 s idle leaves its arena's memory free: trim then.
     let runtime = tokio::runtime::Builder::new_multi_thread()

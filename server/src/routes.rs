@@ -72,8 +72,11 @@ async fn window(
     let query = TranscriptQuery::parse(query.as_deref().unwrap_or(""))
         .map_err(|e| ApiError::bad(e.to_string()))?;
     let path = existing(&app, &id)?;
+    let turn = app.answers.build().await;
     let lines = blocking(move || transcript::window(&path, &query)).await?;
-    Ok(json_body(page_json(&lines)))
+    let body = page_json(&lines);
+    drop((lines, turn));
+    app.answers.send(body)
 }
 
 /// `GET /sessions/{id}/catchup?cursor=N&limit=W`: the reopen's check and catch-up in one
@@ -88,6 +91,7 @@ async fn catch_up(
         .map_err(|e| ApiError::bad(e.to_string()))?;
     let path = existing(&app, &id)?;
     let a = app.clone();
+    let turn = app.answers.build().await;
     let body = blocking(move || {
         let (state, lines) = transcript::catch_up::catch_up(&path, &query)?;
         let summary = a
@@ -98,7 +102,8 @@ async fn catch_up(
         Ok(catch_up_json(state, &summary, &lines))
     })
     .await?;
-    Ok(json_body(body))
+    drop(turn);
+    app.answers.send(body)
 }
 
 async fn events(
@@ -360,6 +365,7 @@ async fn stats_route(State(app): State<Arc<App>>) -> Response {
     if let Some(map) = stats.as_object_mut() {
         map.insert("streams".into(), app.watchers.json());
         map.insert("connections".into(), app.connections.json());
+        map.insert("answers".into(), app.answers.json());
         map.insert("memory".into(), crate::memory::release().json());
     }
     Json(stats).into_response()

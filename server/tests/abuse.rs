@@ -533,3 +533,57 @@ async fn the_sandbox_queue_of_messages_is_bounded() {
     assert_eq!(refused.status(), 503);
     assert_eq!(queued, scrollback_server::sandbox::agent::MAX_QUEUED);
 }
+
+/// A page with one long line (a 12 MB tool output) asked by clients that never read: each
+/// answer's body counts against the answer budget until it is sent, so past it the next one
+/// is a 503 to retry, not more memory; a small page still fits, and a client that goes lets
+/// go of what it held.
+#[tokio::test]
+async fn answers_held_by_clients_that_do_not_read_stay_within_the_budget() {
+    let f = Fixture::with(|c| c.answer_budget_mb = 16).await;
+    let output = "y".repeat(12 << 20);
+    f.write(
+        "big",
+        &line(1, json!({"type": "toolResult", "output": output})),
+    );
+    f.write("small", &transcript(10));
+    let held = || async {
+        let stats: Value = f.get("/stats").await.json().await.unwrap();
+        stats["answers"].clone()
+    };
+    // A client that asks and reads nothing (a small receive window): its answer waits.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(f.server.addr()).await.unwrap();
+    let head = format!(
+        "GET /sessions/big/transcript HTTP/1.1\r\nHost: {}\r\n\r\n",
+        f.server.addr()
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    let answers = stats_until(&f, |s| s["answers"]["held"].as_u64() > Some(12 << 20)).await;
+    assert_eq!(answers["answers"]["budget"], 16 << 20, "{answers}");
+
+    // The same page again: it would pass the budget, so it is refused, to retry.
+    let busy = f.get("/sessions/big/transcript").await;
+    assert_eq!(busy.status(), 503);
+    assert_eq!(busy.headers()["retry-after"], "1");
+    let (_, message) = f.error(busy).await;
+    assert!(message.contains("try again"), "{message}");
+    assert_eq!(held().await["refused"], 1);
+    // A small page fits beside it.
+    let small = f.get("/sessions/small/transcript").await;
+    assert_eq!(small.status(), 200);
+    assert_eq!(small.json::<Vec<Value>>().await.unwrap().len(), 10);
+
+    // The client goes: what it held is let go, and the page is sent whole.
+    drop(stalled);
+    stats_until(&f, |s| s["answers"]["held"] == 0).await;
+    let whole = f.get("/sessions/big/transcript").await;
+    assert_eq!(whole.status(), 200);
+    let lines: Vec<Value> = whole.json().await.unwrap();
+    assert_eq!(
+        lines[0]["event"]["output"].as_str().map(str::len),
+        Some(12 << 20)
+    );
+    assert_eq!(held().await["held"], 0, "sent and let go");
+}

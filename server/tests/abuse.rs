@@ -49,6 +49,17 @@ async fn raw_status(f: &Fixture, request: &str) -> u16 {
     answer.split(' ').nth(1).unwrap().parse().unwrap()
 }
 
+/// A client that sends `GET path` and reads nothing of the answer (its receive window small,
+/// soon full).
+async fn ask_and_never_read(f: &Fixture, path: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut conn = socket.connect(f.server.addr()).await.unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", f.server.addr());
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn
+}
+
 fn big_lines(from: u64, to: u64, pad: usize) -> String {
     let pad = "y".repeat(pad);
     (from..=to)
@@ -179,14 +190,7 @@ async fn a_client_that_stops_reading_is_closed_after_the_stall_timeout() {
     // A stream that is caught up and idle owes its client nothing: never stalled.
     let mut idle = f.events("t", "after=10").await;
     // One that reads nothing (a small receive window, soon full).
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stalled = socket.connect(f.server.addr()).await.unwrap();
-    let head = format!(
-        "GET /sessions/s/events?after=300 HTTP/1.1\r\nHost: {}\r\n\r\n",
-        f.server.addr()
-    );
-    stalled.write_all(head.as_bytes()).await.unwrap();
+    let mut stalled = ask_and_never_read(&f, "/sessions/s/events?after=300").await;
     // Lines keep coming until the server's socket buffer is full too (on loopback it holds
     // a megabyte or more) and its writes wait: then, past the stall timeout, it is closed.
     let end = tokio::time::Instant::now() + DEADLINE;
@@ -551,15 +555,8 @@ async fn answers_held_by_clients_that_do_not_read_stay_within_the_budget() {
         let stats: Value = f.get("/stats").await.json().await.unwrap();
         stats["answers"].clone()
     };
-    // A client that asks and reads nothing (a small receive window): its answer waits.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stalled = socket.connect(f.server.addr()).await.unwrap();
-    let head = format!(
-        "GET /sessions/big/transcript HTTP/1.1\r\nHost: {}\r\n\r\n",
-        f.server.addr()
-    );
-    stalled.write_all(head.as_bytes()).await.unwrap();
+    // A client that asks and reads nothing: its answer waits.
+    let stalled = ask_and_never_read(&f, "/sessions/big/transcript").await;
     let answers = stats_until(&f, |s| s["answers"]["held"].as_u64() > Some(12 << 20)).await;
     assert_eq!(answers["answers"]["budget"], 16 << 20, "{answers}");
 

@@ -6,6 +6,8 @@
 //! ([`window`]). Core modules do not depend on `web-sys`; only the browser backends, the
 //! browser transport and the `wasm` binding layer do.
 
+#![warn(missing_docs)]
+
 pub mod chunks;
 pub mod engine;
 pub mod fold;

@@ -1,6 +1,8 @@
 //! The wire, shared by client and server: a transcript line, the row rule, the `/transcript`
 //! query, the protocol's constants, and the reading of lines out of blocks. No I/O.
 
+#![warn(missing_docs)]
+
 mod blocks;
 mod catch_up;
 mod events;

@@ -8,6 +8,8 @@
 //! `undefined` when there is nothing to show or the answer does not parse (the session's own
 //! open then reports it).
 
+#![warn(missing_docs)]
+
 use scrollback::engine::{SavedScreen, View};
 use scrollback::protocol::{parse_catch_up, parse_page};
 use wasm_bindgen::prelude::*;

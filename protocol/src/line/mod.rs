@@ -11,14 +11,19 @@ use std::sync::OnceLock;
 /// Why a line could not be read. Every variant names what was wrong, never panics.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
+    /// Not a JSON object (the parser's message).
     #[error("not a JSON object: {0}")]
     NotJson(String),
+    /// No `seq`, or one that is not a whole number from 1 to [`MAX_SEQ`].
     #[error("line has no numeric `seq` from 1 to 2^53-1")]
     BadSeq,
+    /// No `ts`, or one that is not a number.
     #[error("line has no numeric `ts`")]
     BadTs,
+    /// No `event`, or one that is not an object.
     #[error("line has no `event` object")]
     NoEvent,
+    /// The event has no `type`, or one that is not a string.
     #[error("event has no string `type`")]
     NoType,
     /// A raw CR or LF inside the line (JSON allows both as whitespace between tokens). An SSE
@@ -32,17 +37,29 @@ pub enum LineError {
 /// unknown, and written back byte-for-byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventKind {
+    /// `userMessage`: a message the user sent.
     UserMessage,
+    /// `assistantText`: a delta of the assistant's reply.
     AssistantText,
+    /// `usageDelta`: the context's token count.
     UsageDelta,
+    /// `status`: the session's status (`working`, `idle`, ...).
     Status,
+    /// `settings`: the model or the permission mode changed.
     Settings,
+    /// `messageQueued`: a message waiting to be sent.
     MessageQueued,
+    /// `toolCall`: a tool called, with its input.
     ToolCall,
+    /// `toolResult`: a tool's output, for an earlier call.
     ToolResult,
+    /// `command`: a command line, then its output.
     Command,
+    /// `compacting`: the context is being compacted, or is done.
     Compacting,
+    /// `error`: an error the agent reported.
     Error,
+    /// Any other `type`.
     Unknown,
 }
 

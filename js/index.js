@@ -83,7 +83,8 @@ function askEarly({ server, token }, id) {
   const ask = firstVisit ? `transcript?limit=${OPENING_WINDOW}` : `catchup?cursor=${cursor}`;
   const url = `${base}/sessions/${encodeURIComponent(id)}/${ask}`;
   const headers = token ? { Authorization: `Bearer ${token}` } : {};
-  const answer = fetch(url, { headers })
+  // Never from the HTTP cache (see the worker's transport): the file may have been replaced.
+  const answer = fetch(url, { headers, cache: 'no-store' })
     .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
     .catch(() => null);
   const early = { url, answer, screen: firstVisit ? null : screen, answered: false };

@@ -24,7 +24,7 @@ pub use names::{
 };
 pub use query::{QueryError, TranscriptQuery};
 pub use rows::{clean_append, coalesce, joins, last_seq, RowWalk, FOLDED};
-pub use session::SessionSummary;
+pub use session::{SessionSummary, UNKNOWN_SESSION};
 
 /// The highest seq a line may carry: JavaScript's largest exact integer (2^53-1), so a seq
 /// means the same in the page as in the worker, and `seq + 1` never overflows. A line above

@@ -2,6 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The `code` of the server's 404 for a session it does not have:
+/// `{"error":"unknown session","code":"unknownSession"}`. Only that answer tells a client the
+/// session is gone (its cache purged): a 404 from anything in front of the server, a gateway
+/// or a proxy mid-deploy, says nothing about the session, even as JSON.
+pub const UNKNOWN_SESSION: &str = "unknownSession";
+
 /// One session as the list describes it. Status, model and permission mode come from here,
 /// not from a replayed cache (design.md decision 7): this is the newer measurement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

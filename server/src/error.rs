@@ -4,10 +4,12 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use scrollback_protocol::UNKNOWN_SESSION;
 use serde_json::json;
 use std::io;
 
-/// A JSON error response: `{"error": "..."}`.
+/// A JSON error response: `{"error": "..."}` (a session's 404 adds its `code`, see
+/// [`ApiError`]).
 pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
@@ -31,6 +33,12 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let busy = self.0 == StatusCode::SERVICE_UNAVAILABLE;
+        // A handler's 404 is always [`ApiError::unknown`] (a missing file is one): it carries
+        // the code that tells a client the session is gone, which no other 404 carries.
+        if self.0 == StatusCode::NOT_FOUND {
+            let body = json!({ "error": self.1, "code": UNKNOWN_SESSION });
+            return (self.0, Json(body)).into_response();
+        }
         let mut response = error(self.0, self.1);
         if busy {
             response

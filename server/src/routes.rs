@@ -20,6 +20,7 @@ use std::sync::Arc;
 use tower::ServiceExt;
 use tower_http::compression::CompressionLayer;
 use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 /// The largest transcript a `PUT` accepts.
 pub const MAX_PUT_BYTES: usize = 512 << 20;
@@ -431,7 +432,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/sessions/{id}", delete(remove))
         .route("/stats", get(stats_route))
         .method_not_allowed_fallback(method_not_allowed)
-        .fallback(fallback);
+        .fallback(fallback)
+        // An answer is the file as it is now: a proxy, a CDN or the browser that kept one would
+        // answer a later request with a file that may have been replaced since.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-store"),
+        ));
     if let Some(pkg) = &app.config.pkg {
         router = router.nest_service("/pkg", crate::pkg::router(pkg.clone()));
     }

@@ -116,15 +116,23 @@ async fn unknown_sessions_are_404_and_writes_check_what_they_write() {
             .http
             .request(method.parse().unwrap(), f.url(path))
             .json(&json!({"text": "hi"}));
-        let (status, message) = f.error(request.send().await.unwrap()).await;
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap();
         assert_eq!(
-            (status, message.as_str()),
-            (404, "unknown session"),
-            "{method} {path}"
+            (status, &body),
+            (
+                404,
+                &json!({"error": "unknown session", "code": "unknownSession"})
+            ),
+            "{method} {path}: the code a client takes as the session gone"
         );
     }
-    let (status, _) = f.error(f.get("/sessions/nope/whatever").await).await;
-    assert_eq!(status, 404);
+    // A route that does not exist is a 404 too, without that code: nothing is gone.
+    let response = f.get("/sessions/nope/whatever").await;
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body.get("code"), None, "{body}");
     // A method a route does not take, and a message past its size: the JSON error every
     // other refusal is, saying which.
     for (method, path) in [
@@ -591,4 +599,27 @@ fn the_binary_prints_its_url_and_never_logs_the_token() {
     assert!(log.contains("GET /sessions?token=REDACTED 200"), "{log}");
     assert!(log.contains("GET /stats 200"), "{log}");
     assert!(!log.contains("hunter2"), "{log}");
+}
+
+#[tokio::test]
+async fn no_answer_of_the_api_may_be_kept_by_a_cache_on_the_way() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(3));
+    for path in [
+        "/sessions",
+        "/sessions/s/transcript?limit=2",
+        "/sessions/s/catchup?cursor=2",
+        "/sessions/nope/transcript",
+        "/stats",
+    ] {
+        let response = f.get(path).await;
+        assert_eq!(
+            response
+                .headers()
+                .get("cache-control")
+                .map(|v| v.to_str().unwrap()),
+            Some("no-store"),
+            "{path}: a kept answer would outlive a file replaced since"
+        );
+    }
 }

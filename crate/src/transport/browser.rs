@@ -20,7 +20,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortSignal, EventSource, MessageEvent};
+use web_sys::{AbortSignal, EventSource, MessageEvent, RequestCache};
 
 /// Why a stream the browser closed before it opened failed, until a `fetch` says more.
 const REFUSED_STREAM: &str = "the server refused the event stream (an error status or no stream)";
@@ -181,7 +181,9 @@ impl BrowserTransport {
     /// [`TransportError::Http`] with the server's explanation. Returns the body.
     async fn send(&self, request: RequestBuilder, body: Option<String>) -> TransportResult<String> {
         let signal = AbortSignal::timeout_with_u32(REQUEST_TIMEOUT_MS);
-        let mut request = request.abort_signal(Some(&signal));
+        // Never the browser's HTTP cache: an answer kept there (a proxy's `max-age`, say) is the
+        // file as it was, and a replaced file would be answered with the old one again.
+        let mut request = (request.abort_signal(Some(&signal))).cache(RequestCache::NoStore);
         if let Some(token) = &self.token {
             request = request.header("Authorization", &format!("Bearer {token}"));
         }

@@ -22,6 +22,7 @@ pub use native::{HttpStream, HttpTransport};
 
 use crate::protocol::{
     parse_catch_up, CatchUpAnswer, CatchUpQuery, Line, LineError, SessionSummary, TranscriptQuery,
+    UNKNOWN_SESSION,
 };
 
 /// What a request to the server can fail with. Each variant's message says what happened in
@@ -36,9 +37,12 @@ pub enum TransportError {
         status: u16,
         /// The server's own explanation.
         message: String,
-        /// Whether the body was the server's own `{"error": ...}` (not a proxy's or a gateway's
-        /// page): only then does a 404 mean that the session is gone.
+        /// Whether the body was a JSON `{"error": ...}` (not a proxy's or a gateway's page): only
+        /// then does another 4xx mean that the request itself is refused.
         from_server: bool,
+        /// Whether the body was the server's own answer for a session it does not have (its
+        /// `code` is [`UNKNOWN_SESSION`]): only that 404 means that the session is gone.
+        session_unknown: bool,
         /// The answer's `Retry-After`, in milliseconds (delay-seconds form only).
         retry_after_ms: Option<u32>,
     },
@@ -73,6 +77,8 @@ impl TransportError {
             status,
             message: error_message(body),
             from_server: server_error(body).is_some(),
+            session_unknown: server_error(body)
+                .is_some_and(|e| e.code.as_deref() == Some(UNKNOWN_SESSION)),
             retry_after_ms: retry_after.and_then(parse_retry_after),
         }
     }
@@ -120,8 +126,8 @@ pub enum Retry {
     /// Try again after this many milliseconds (a network error, a 5xx, a 408 or 429, a 2xx
     /// body that does not parse, or a 4xx that is not the server's own answer).
     After(u32),
-    /// The server itself said the session does not exist (its own JSON 404): the session is
-    /// gone. Purge it and stop.
+    /// The server itself said the session does not exist (its 404 with the code
+    /// [`UNKNOWN_SESSION`]): the session is gone. Purge it and stop.
     Gone,
     /// 401 or 403: the token is missing or wrong. Stop until the app does something.
     Unauthorized,
@@ -148,10 +154,14 @@ impl Retry {
             TransportError::Http {
                 status,
                 from_server,
+                session_unknown,
                 ..
             } => match status {
                 401 | 403 => Retry::Unauthorized,
-                404 if *from_server => Retry::Gone,
+                404 if *session_unknown => Retry::Gone,
+                // Any other 404, even a JSON one (a gateway's, a framework's while the server is
+                // being deployed), says nothing about the session: a cache is never purged for it.
+                404 => Retry::After(0),
                 408 | 429 => Retry::After(0),
                 // A 4xx that is not the server's own JSON (a proxy's or a gateway's page) says
                 // nothing about the session: the path to the server is broken, for now.
@@ -369,20 +379,22 @@ pub trait Transport {
 }
 
 /// The `{"error": "..."}` text of a body the server itself wrote, if it is one.
-fn server_error(body: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct ErrorBody {
-        error: String,
-    }
-    serde_json::from_str::<ErrorBody>(body)
-        .ok()
-        .map(|e| e.error)
+fn server_error(body: &str) -> Option<ErrorBody> {
+    serde_json::from_str(body).ok()
+}
+
+/// An error body's JSON: `{"error": "...", "code"?: "..."}`.
+#[derive(serde::Deserialize)]
+struct ErrorBody {
+    error: String,
+    #[serde(default)]
+    code: Option<String>,
 }
 
 /// The `{"error": "..."}` text of an error body, or the body itself shortened.
 pub fn error_message(body: &str) -> String {
     match server_error(body) {
-        Some(e) => e,
+        Some(e) => e.error,
         None => {
             let body = body.trim();
             match body.char_indices().nth(200) {
@@ -403,6 +415,9 @@ pub fn parse_sessions(body: &str) -> TransportResult<Vec<SessionSummary>> {
 mod tests {
     use super::*;
 
+    /// The server's own answer for a session it does not have.
+    const GONE: &str = r#"{"error":"unknown session","code":"unknownSession"}"#;
+
     #[test]
     fn an_error_body_gives_its_message_and_anything_else_is_shortened() {
         assert_eq!(
@@ -413,8 +428,8 @@ mod tests {
         let long = "x".repeat(500);
         let short = error_message(&long);
         assert!(short.chars().count() == 201 && short.ends_with('…'));
-        let e = TransportError::from_answer(404, r#"{"error":"no such session"}"#, None);
-        assert_eq!(e.to_string(), "server answered 404: no such session");
+        let e = TransportError::from_answer(404, GONE, None);
+        assert_eq!(e.to_string(), "server answered 404: unknown session");
         assert!(e.is_client_error());
         assert!(!TransportError::Network("refused".into()).is_client_error());
     }
@@ -423,11 +438,17 @@ mod tests {
     fn the_retry_rule_stops_on_what_a_retry_cannot_fix_and_backs_off_on_the_rest() {
         let json = |status| TransportError::from_answer(status, r#"{"error":"x"}"#, None);
         let page = |status| TransportError::from_answer(status, "<html>not found</html>", None);
-        assert_eq!(Retry::classify(&json(404)), Retry::Gone);
+        let gone = TransportError::from_answer(404, GONE, None);
+        assert_eq!(Retry::classify(&gone), Retry::Gone);
         assert_eq!(
             Retry::classify(&page(404)),
             Retry::After(0),
             "a proxy's 404"
+        );
+        assert_eq!(
+            Retry::classify(&json(404)),
+            Retry::After(0),
+            "a gateway's JSON 404 does not name the session unknown"
         );
         assert_eq!(Retry::classify(&json(401)), Retry::Unauthorized);
         assert_eq!(Retry::classify(&page(403)), Retry::Unauthorized);

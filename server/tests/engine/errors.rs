@@ -155,7 +155,8 @@ fn open(client: &Engine<FsStore, Recorded>, id: &str) -> Running<FsStore, Record
     Running::spawn(client.open(summary(id), None).unwrap())
 }
 
-const NOT_FOUND_JSON: &str = r#"{"error":"unknown session"}"#;
+/// The server's own 404 for a session it does not have (its `code` says so).
+const NOT_FOUND_JSON: &str = r#"{"error":"unknown session","code":"unknownSession"}"#;
 
 #[test]
 fn a_session_deleted_on_the_server_is_purged_said_and_not_asked_again() {
@@ -287,7 +288,7 @@ fn throttling_is_retried_after_the_servers_retry_after_and_then_the_session_open
 }
 
 #[test]
-fn server_errors_and_a_proxys_404_page_back_off_exponentially_with_jitter_up_to_the_cap() {
+fn server_errors_and_a_proxys_404s_back_off_exponentially_with_jitter_up_to_the_cap() {
     local(async {
         let env = Env::start(None).await;
         let client = env.client(None).await;
@@ -302,7 +303,9 @@ fn server_errors_and_a_proxys_404_page_back_off_exponentially_with_jitter_up_to_
             failure(502, "<html>Bad Gateway</html>"),
             failure(404, "<html><h1>404 Not Found</h1>nginx</html>"),
             failure(500, r#"{"error":"boom"}"#),
-            failure(503, ""),
+            // A gateway's JSON 404 (mid-deploy, say): JSON, but not the server's word that the
+            // session is unknown.
+            failure(404, r#"{"error":"Not Found"}"#),
             failure(503, ""),
         ]);
         let opened = open(&client, "welcome");
@@ -337,6 +340,10 @@ fn server_errors_and_a_proxys_404_page_back_off_exponentially_with_jitter_up_to_
         );
         let view = opened.session.view();
         assert_eq!(view.error, None, "a proxy's 404 is not the session gone");
+        assert!(
+            client.cache().session_size("welcome").await > 0,
+            "nor is the cache purged for it"
+        );
         assert!(!view.transcript.rows().is_empty());
         opened.close().await;
     });

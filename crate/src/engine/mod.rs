@@ -18,7 +18,8 @@ pub use view::{Change, Counters, SavedScreen, SessionError, View};
 
 use crate::chunks::{Cache, KeyError};
 use crate::protocol::{
-    SessionSummary, CACHE_BUDGET_BYTES, HISTORY_PAGE, OPENING_WINDOW, RECONNECT_DELAY_MS,
+    SessionSummary, CACHE_BUDGET_BYTES, HISTORY_PAGE, KEEP_ALIVE_MS, OPENING_WINDOW,
+    RECONNECT_DELAY_MS, SILENT_INTERVALS,
 };
 use crate::store::Store;
 use crate::transport::{Transport, TransportResult};
@@ -47,6 +48,13 @@ pub struct Config {
     /// Whether cached sessions are indexed for [`Engine::search`] (on by default); see
     /// [`Cache::set_search`] for what turning it off does.
     pub search: bool,
+    /// How long an event stream may stay silent before its keep-alive has named an interval:
+    /// the limit the protocol's default interval sets ([`KEEP_ALIVE_MS`] ×
+    /// [`SILENT_INTERVALS`], 45 s). The stream opens with its keep-alive, so a stream silent
+    /// that long from its start is held by something in between (a proxy that buffers it), and
+    /// is reconnected through its catch-up like any stream that went silent. `None`: not timed
+    /// until the server names an interval (a server that sends no keep-alive).
+    pub first_frame_ms: Option<u32>,
 }
 
 impl Default for Config {
@@ -59,6 +67,7 @@ impl Default for Config {
             reconnect_max_ms: 8 * RECONNECT_DELAY_MS,
             budget_bytes: CACHE_BUDGET_BYTES,
             search: true,
+            first_frame_ms: Some(KEEP_ALIVE_MS * SILENT_INTERVALS),
         }
     }
 }

@@ -103,8 +103,14 @@ pub struct Session<S: Store, T: Transport> {
     reading_ahead: Mutex<()>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
-    /// The retry schedule of the check, the opening window and the stream.
+    /// The retry schedule of the check, the opening window, the stream and a reopen. It starts
+    /// again from its base only when a stream has been heard from (its keep-alive or a line),
+    /// not when a request before it succeeds: a stream that keeps failing right after a good
+    /// catch-up is retried less and less often, as any other failure in a row.
     backoff: RefCell<Backoff>,
+    /// Reopened (the file found replaced) and no stream heard from since: the next reopen waits
+    /// its backoff step, so answers that disagree do not reopen the session in a tight loop.
+    reopened_unheard: Cell<bool>,
     /// The writer role, while this open writes the cache.
     role: RefCell<Option<WriterRole>>,
     /// A reader's wait for the writer role, polled beside every network wait.
@@ -145,6 +151,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             commands,
             inbox: RefCell::new(Some(inbox)),
             backoff: RefCell::new(backoff),
+            reopened_unheard: Cell::new(false),
             role: RefCell::new(None),
             waiting: RefCell::new(None),
         }
@@ -361,6 +368,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                     self.purge().await;
                     self.clear(false);
                     self.backoff.borrow_mut().reset();
+                    self.reopened_unheard.set(false);
                     self.update(Change::State, |v| {
                         v.banner = None;
                         v.error = None;
@@ -663,7 +671,6 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 }
             }
         };
-        self.backoff.borrow_mut().reset();
         self.count_request(bytes);
         if answer.summary.id == self.id {
             *self.summary.borrow_mut() = Some(answer.summary.clone());
@@ -710,7 +717,6 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             match answer {
                 Ok(page) => {
                     self.count_request(page.bytes);
-                    self.backoff.borrow_mut().reset();
                     return Ok(page);
                 }
                 Err(e) => {
@@ -967,6 +973,24 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
     }
 
+    /// The file was found replaced: [`Command::Reopen`]. Found so again before any stream was
+    /// heard from since the last reopen, the server's answers disagree (a proxy answering with
+    /// an old window, a file replaced again and again): the reopen waits its backoff step, the
+    /// banner saying so, rather than asking again at once, in a loop.
+    async fn reopen(&self, inbox: &mut mpsc::UnboundedReceiver<Command>) -> Command {
+        if self.reopened_unheard.replace(true) {
+            let ms = self.backoff.borrow_mut().step();
+            self.set_banner(Some(format!(
+                "The server's answers about this session disagree: its file looked replaced again right after it was reopened (reopening in {} s)",
+                ms.div_ceil(1000)
+            )));
+            if let Err(command) = self.unless_asked(inbox, self.transport.sleep(ms)).await {
+                return command;
+            }
+        }
+        Command::Reopen
+    }
+
     /// The stream's next item, or an error once it has sent nothing for `silence_limit_ms`:
     /// a connection that died without closing (a network change, a NAT or a proxy that forgot
     /// it) never errors by itself, and the session would look live while it missed everything.
@@ -1005,7 +1029,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 if let Some(tail) = newest.clone() {
                     newest = match self.catch_up(inbox, tail, None).await {
                         Ok(Some(line)) => Some(line),
-                        Ok(None) => return Command::Reopen,
+                        Ok(None) => return self.reopen(inbox).await,
                         Err(command) => return command,
                     };
                     cursor = newest.as_ref().map_or(0, Line::seq);
@@ -1031,22 +1055,31 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             self.count_request(0);
             let error = match connected {
                 Ok(mut stream) => {
-                    self.backoff.borrow_mut().reset();
                     self.update(Change::State, |v| {
                         v.live = true;
                         v.banner = None;
                         // Holding nothing, whatever the stream sends is the server's.
                         v.verified |= cursor == 0;
                     });
-                    // Unset until the server's keep-alive names its interval: a server that
-                    // sends none is not timed.
-                    let mut silence_limit_ms = None;
+                    // Until the server's keep-alive names its interval, the limit the
+                    // protocol's default interval sets: the stream opens with a keep-alive, so
+                    // one silent that long from its start is held by something in between.
+                    let mut silence_limit_ms = self.config.first_frame_ms;
+                    let mut heard = false;
                     let error = loop {
                         let next = self.heard_within(&mut stream, silence_limit_ms);
                         let item = match self.unless_asked(inbox, next).await {
                             Ok(item) => item,
                             Err(command) => return command,
                         };
+                        let hears = matches!(
+                            item,
+                            Some(Ok(StreamItem::KeepAlive { .. } | StreamItem::Line(_)))
+                        );
+                        if hears && !std::mem::replace(&mut heard, true) {
+                            self.backoff.borrow_mut().reset();
+                            self.reopened_unheard.set(false);
+                        }
                         match item {
                             Some(Ok(StreamItem::KeepAlive {
                                 silence_limit_ms: ms,
@@ -1064,7 +1097,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                 if reason != ResetReason::Behind {
                                     self.purge().await;
                                     self.clear(false);
-                                    return Command::Reopen;
+                                    return self.reopen(inbox).await;
                                 }
                                 self.clear(true);
                                 cursor = 0;

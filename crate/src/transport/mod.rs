@@ -231,6 +231,11 @@ impl Backoff {
         }
     }
 
+    /// The next delay of the schedule, for a wait that no error decides (a reopen in a row).
+    pub fn step(&mut self) -> u32 {
+        self.next_delay()
+    }
+
     fn next_delay(&mut self) -> u32 {
         let shift = self.failures.min(20);
         self.failures = self.failures.saturating_add(1);

@@ -55,6 +55,15 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
         if let Some(after) = c.retry_after {
             answer = answer.header("retry-after", after);
         }
+        // A 200 on the stream's route is an event stream: its body as scripted, or, for
+        // `SILENT`, nothing at all, never ending (a proxy that buffers the stream).
+        if c.status == 200 && c.route == "/events" {
+            answer = answer.header("content-type", "text/event-stream");
+            if c.body == SILENT {
+                let never = futures::stream::pending::<Result<Vec<u8>, std::io::Error>>();
+                return answer.body(Body::from_stream(never)).unwrap();
+            }
+        }
         return answer.body(Body::from(c.body)).unwrap();
     }
     let url = format!(
@@ -124,13 +133,18 @@ impl Env {
 
     /// An engine through the front, over the same cache folder each time.
     async fn client(&self, token: Option<&str>) -> Engine<FsStore, Recorded> {
+        self.client_with(token, Config::default()).await
+    }
+
+    /// The same, with `config`'s other numbers.
+    async fn client_with(&self, token: Option<&str>, config: Config) -> Engine<FsStore, Recorded> {
         let transport = HttpTransport::new(&self.front, token.map(str::to_string)).unwrap();
         let store = Arc::new(FsStore::new(&self.base.cache));
         let clocked = Recorded::fast_clock(transport, self.sleeps.clone());
         let config = Config {
             reconnect_delay_ms: 100,
             reconnect_max_ms: 800,
-            ..Config::default()
+            ..config
         };
         Engine::assemble(store, clocked, config).await
     }
@@ -154,6 +168,9 @@ fn summary(id: &str) -> SessionSummary {
 fn open(client: &Engine<FsStore, Recorded>, id: &str) -> Running<FsStore, Recorded> {
     Running::spawn(client.open(summary(id), None).unwrap())
 }
+
+/// A scripted event stream's body that is never sent: headers, then nothing, for ever.
+const SILENT: &str = "(silent)";
 
 /// The server's own 404 for a session it does not have (its `code` says so).
 const NOT_FOUND_JSON: &str = r#"{"error":"unknown session","code":"unknownSession"}"#;
@@ -391,6 +408,130 @@ fn the_stream_refused_by_the_server_is_classified_by_the_same_rule() {
         assert_eq!(sleeps.len(), 2, "{sleeps:?}");
         assert!((50..=100).contains(&sleeps[0]));
         assert_eq!(sleeps[1], 2000);
+        opened.close().await;
+    });
+}
+
+/// Each of `sleeps` within the jitter of its step, `100 << i` capped at 800 ms.
+fn growing(sleeps: &[u32]) {
+    for (i, ms) in sleeps.iter().enumerate() {
+        let full = (100u32 << i).min(800);
+        assert!(
+            (full / 2..=full).contains(ms),
+            "retry {i} waited {ms} ms, not in [{}, {full}]: {sleeps:?}",
+            full / 2
+        );
+    }
+}
+
+#[test]
+fn a_stream_that_keeps_failing_after_good_catch_ups_is_retried_less_and_less_often() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let refused = Canned {
+            route: "/events",
+            status: 503,
+            body: "",
+            retry_after: None,
+        };
+        env.script(&[refused.clone(), refused.clone(), refused.clone(), refused]);
+        let opened = open(&client, "welcome");
+        opened.wait("live", |v| v.live).await;
+        assert_eq!(env.scripted_left(), 0);
+        let sleeps = env.sleeps();
+        // Each failure is followed by a catch-up that passes: it does not start the schedule
+        // again, as a stream heard from does.
+        assert_eq!(sleeps.len(), 4, "{sleeps:?}");
+        growing(&sleeps);
+        opened.close().await;
+    });
+}
+
+#[test]
+fn answers_that_disagree_about_the_file_reopen_it_less_and_less_often_saying_so() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        // The window passes, and the stream says at once that the file was replaced: as when a
+        // proxy answers the window from an old copy. Three times over, then the truth.
+        let replaced = Canned {
+            route: "/events",
+            status: 200,
+            body: "event: reset\ndata: {\"reason\":\"replaced\",\"first\":1}\n\n",
+            retry_after: None,
+        };
+        env.script(&[replaced.clone(), replaced.clone(), replaced]);
+        let opened = open(&client, "welcome");
+        let banners = Rc::new(RefCell::new(Vec::new()));
+        let seen = banners.clone();
+        opened.session.on_change(move |v, _| {
+            if let Some(b) = &v.banner {
+                seen.borrow_mut().push(b.clone());
+            }
+        });
+        opened
+            .wait("live", |v| v.live && env.scripted_left() == 0)
+            .await;
+        opened
+            .wait("rows", |v| !v.transcript.rows().is_empty())
+            .await;
+        let sleeps = env.sleeps();
+        // The first reopen is at once (a file replaced once is nothing odd); each one after it,
+        // with nothing heard from a stream in between, waits the next step.
+        assert_eq!(sleeps.len(), 2, "{sleeps:?}");
+        growing(&sleeps);
+        assert!(
+            banners.borrow().iter().any(|b| b.contains("disagree")),
+            "the banner says why: {:?}",
+            banners.borrow()
+        );
+        assert_eq!(opened.session.view().counters.resets, 3);
+        opened.close().await;
+    });
+}
+
+#[test]
+fn a_stream_that_sends_nothing_from_its_start_is_taken_for_dead() {
+    local(async {
+        let env = Env::start(None).await;
+        let config = Config {
+            first_frame_ms: Some(300),
+            ..Config::default()
+        };
+        let client = env.client_with(None, config).await;
+        env.script(&[Canned {
+            route: "/events",
+            status: 200,
+            body: SILENT,
+            retry_after: None,
+        }]);
+        let opened = open(&client, "welcome");
+        let said = Rc::new(RefCell::new(false));
+        let seen = said.clone();
+        opened.session.on_change(move |v, _| {
+            if v.banner
+                .as_deref()
+                .is_some_and(|b| b.contains("sent nothing"))
+            {
+                *seen.borrow_mut() = true;
+            }
+        });
+        opened.wait("the silence said", |_| *said.borrow()).await;
+        // Reconnected (its catch-up, then a stream that speaks): a line written since arrives.
+        let newest = env.base.lines("welcome").last().unwrap().seq();
+        let line = format!(
+            "{{\"seq\":{},\"ts\":9.5,\"event\":{{\"type\":\"userMessage\",\"text\":\"after\"}}}}\n",
+            newest + 1
+        );
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(env.base.path("welcome"))
+            .unwrap();
+        std::io::Write::write_all(&mut file, line.as_bytes()).unwrap();
+        opened
+            .wait("the new line", |v| v.live && v.cursor == newest + 1)
+            .await;
         opened.close().await;
     });
 }

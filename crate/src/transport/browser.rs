@@ -7,11 +7,11 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    parse_catch_up_body, parse_sessions, usable_id, BadServer, CatchUp, EventStream, Page,
-    ResetReason, StreamItem, Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
+    EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
+    CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -282,16 +282,11 @@ impl Transport for BrowserTransport {
             url.push_str(&q);
         }
         if let Some(body) = self.early(&url).await {
-            if let Ok(lines) = parse_page(&body) {
-                let bytes = body.len() as u64;
-                return Ok(Page { lines, bytes });
+            if let Ok(page) = parse_page_for(query, &body) {
+                return Ok(page);
             }
         }
-        let body = self.send(Request::get(&url), None).await?;
-        Ok(Page {
-            lines: parse_page(&body)?,
-            bytes: body.len() as u64,
-        })
+        parse_page_for(query, &self.send(Request::get(&url), None).await?)
     }
 
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {

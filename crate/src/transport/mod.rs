@@ -272,6 +272,33 @@ pub struct CatchUp {
     pub bytes: u64,
 }
 
+/// Parses a `/transcript` body asked with `query`, and checks that it answers it: seqs rising,
+/// every one below `before` and above `after`. A page that does not (a proxy's answer to
+/// another request, a server that lies) is [`TransportError::BadResponse`], retried as such:
+/// never drawn, never stored, and no reason to stop paging.
+pub fn parse_page_for(query: &TranscriptQuery, body: &str) -> TransportResult<Page> {
+    let lines = crate::protocol::parse_page(body)?;
+    let mut last = query.after.unwrap_or(0);
+    for line in &lines {
+        let seq = line.seq();
+        if seq <= last || query.before.is_some_and(|before| seq >= before) {
+            return Err(TransportError::BadResponse(format!(
+                "a page asked as `{}` holds seq {seq}{}",
+                query.to_query_string(),
+                match seq <= last {
+                    true => format!(" after seq {last}"),
+                    false => String::new(),
+                }
+            )));
+        }
+        last = seq;
+    }
+    Ok(Page {
+        lines,
+        bytes: body.len() as u64,
+    })
+}
+
 /// Parses a catch-up body.
 pub fn parse_catch_up_body(body: &str) -> TransportResult<CatchUp> {
     Ok(CatchUp {
@@ -437,6 +464,32 @@ mod tests {
         assert_eq!(e.to_string(), "server answered 404: unknown session");
         assert!(e.is_client_error());
         assert!(!TransportError::Network("refused".into()).is_client_error());
+    }
+
+    #[test]
+    fn a_page_must_answer_what_was_asked() {
+        let line = |seq: u64| {
+            format!(r#"{{"seq":{seq},"ts":1.0,"event":{{"type":"status","status":"idle"}}}}"#)
+        };
+        let page = |seqs: &[u64]| {
+            let lines: Vec<String> = seqs.iter().map(|s| line(*s)).collect();
+            format!("[{}]", lines.join(","))
+        };
+        let query = TranscriptQuery {
+            before: Some(10),
+            after: Some(3),
+            ..TranscriptQuery::default()
+        };
+        let seqs = |body: &str| {
+            parse_page_for(&query, body).map(|p| p.lines.iter().map(Line::seq).collect::<Vec<_>>())
+        };
+        assert_eq!(seqs(&page(&[4, 5, 9])).unwrap(), vec![4, 5, 9]);
+        assert_eq!(seqs("[]").unwrap(), Vec::<u64>::new());
+        for bad in [&[4, 10][..], &[3, 4], &[5, 4], &[5, 5], &[12]] {
+            let e = seqs(&page(bad)).unwrap_err();
+            assert!(matches!(e, TransportError::BadResponse(_)), "{bad:?}: {e}");
+            assert_eq!(Retry::classify(&e), Retry::After(0), "retried");
+        }
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    parse_catch_up_body, parse_sessions, usable_id, BadServer, CatchUp, EventStream, Page,
-    ResetReason, StreamItem, Transport, TransportError, TransportResult,
+    parse_catch_up_body, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
+    EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    parse_page, CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
+    CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
@@ -142,11 +142,7 @@ impl Transport for HttpTransport {
         let mut url = self.url(&["sessions", id, "transcript"])?;
         let q = query.to_query_string();
         url.set_query((!q.is_empty()).then_some(q.as_str()));
-        let body = self.body(self.client.get(url)).await?;
-        Ok(Page {
-            lines: parse_page(&body)?,
-            bytes: body.len() as u64,
-        })
+        parse_page_for(query, &self.body(self.client.get(url)).await?)
     }
 
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {

@@ -535,3 +535,41 @@ fn a_stream_that_sends_nothing_from_its_start_is_taken_for_dead() {
         opened.close().await;
     });
 }
+
+#[test]
+fn an_older_page_that_does_not_answer_what_was_asked_is_an_error_to_retry_not_the_end() {
+    local(async {
+        let env = Env::start(None).await;
+        // An opening window of 20 of the session's 65 lines: the older ones are paged from the
+        // server.
+        let config = Config {
+            opening_window: 20,
+            ..Config::default()
+        };
+        let client = env.client_with(None, config).await;
+        let opened = open(&client, "welcome");
+        opened.wait("live", |v| v.live).await;
+        let oldest = opened.session.view().oldest.unwrap();
+        assert!(oldest > 1, "history left to page");
+        // A page from another request (a proxy's mix-up): its seqs are not below `before`.
+        env.script(&[Canned {
+            route: "/transcript",
+            status: 200,
+            body: r#"[{"seq":64,"ts":1.0,"event":{"type":"status","status":"idle"}},{"seq":65,"ts":1.0,"event":{"type":"status","status":"idle"}}]"#,
+            retry_after: None,
+        }]);
+        let e = opened.session.older().await.unwrap_err();
+        assert!(
+            e.to_string().contains("holds seq 64"),
+            "says what is wrong: {e}"
+        );
+        assert!(!e.is_client_error(), "retried");
+        let view = opened.session.view();
+        assert!(view.more_history, "not the end of the history");
+        assert_eq!(view.oldest, Some(oldest), "nothing of it shown");
+        // Asked again, the server's own page comes.
+        assert!(opened.session.older().await.unwrap());
+        assert!(opened.session.view().oldest.unwrap() < oldest);
+        opened.close().await;
+    });
+}

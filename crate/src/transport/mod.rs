@@ -22,7 +22,7 @@ pub use native::{HttpStream, HttpTransport};
 
 use crate::protocol::{
     parse_catch_up, CatchUpAnswer, CatchUpQuery, Line, LineError, SessionSummary, TranscriptQuery,
-    UNKNOWN_SESSION,
+    MAX_SEQ, UNKNOWN_SESSION,
 };
 
 /// What a request to the server can fail with. Each variant's message says what happened in
@@ -438,9 +438,18 @@ pub fn error_message(body: &str) -> String {
     }
 }
 
-/// The session list's body, parsed.
+/// The session list's body, parsed. A `seq` past [`MAX_SEQ`] (no line can carry it, and JS
+/// could not hold it exactly) makes the list a bad response, as any other malformed entry does.
 pub fn parse_sessions(body: &str) -> TransportResult<Vec<SessionSummary>> {
-    serde_json::from_str(body).map_err(|e| TransportError::BadResponse(e.to_string()))
+    let list: Vec<SessionSummary> =
+        serde_json::from_str(body).map_err(|e| TransportError::BadResponse(e.to_string()))?;
+    if let Some(s) = list.iter().find(|s| s.seq > MAX_SEQ) {
+        return Err(TransportError::BadResponse(format!(
+            "session {:?} has seq {}, past the highest a line can carry",
+            s.id, s.seq
+        )));
+    }
+    Ok(list)
 }
 
 #[cfg(test)]
@@ -464,6 +473,18 @@ mod tests {
         assert_eq!(e.to_string(), "server answered 404: unknown session");
         assert!(e.is_client_error());
         assert!(!TransportError::Network("refused".into()).is_client_error());
+    }
+
+    #[test]
+    fn a_list_entry_past_the_highest_seq_is_a_bad_list() {
+        let entry = |seq: u64| {
+            format!(
+                r#"[{{"id":"a","title":"","status":"idle","model":"","permissionMode":"","seq":{seq}}}]"#
+            )
+        };
+        assert_eq!(parse_sessions(&entry(MAX_SEQ)).unwrap()[0].seq, MAX_SEQ);
+        let e = parse_sessions(&entry(1 << 60)).unwrap_err();
+        assert!(matches!(e, TransportError::BadResponse(_)), "{e}");
     }
 
     #[test]

@@ -421,3 +421,54 @@ each(`ChatWindow's writes over random edit sequences keep the file equal to the 
   assert.ok(saves > 200, `saves: ${saves}`);
   console.log(`# ${storage}: ${saves} saves, ${JSON.stringify(kinds)}`);
 });
+
+// Two tabs of the app share its chats: each has its own worker (`Scrollback.chats`), and each
+// reads and writes what the other wrote. Before each call held the chat's Web Lock and let go of
+// its files after writing, a chat one worker had written stayed locked against every other one
+// on OPFS (its sync access handles), and a cursor read in one worker was stale in the next.
+each(`two workers (two tabs) share a chat: each reads and writes what the other wrote; a write that crossed another is refused`, async (storage) => {
+  await freshPage();
+  const out = await browser.run(async ({ storage, head }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const caught = (p) => p.then(() => 'ok', (e) => e.kind ?? e.message);
+    const line = (i) => JSON.stringify({ mes: `m${i}` });
+    const [a, b] = [await Scrollback.chats({ storage }), await Scrollback.chats({ storage })];
+    const name = 'shared';
+    const r = {};
+    let ca = await a.replace(name, head, [line(1), line(2)]);
+    ca = await a.patch(name, ca, head, { append: [line(3)] });
+    // b reads what a wrote, with a's cursor (nothing wrote since), and appends.
+    const tb = await b.tail(name);
+    r.bSees = tb.lines;
+    r.sameCursor = JSON.stringify(tb.cursor) === JSON.stringify(ca);
+    const cb = await b.patch(name, ca, head, { append: [line(4)] });
+    // a's cursor is stale now: refused, nothing written.
+    r.aStale = await caught(a.patch(name, ca, head, { append: [line(99)] }));
+    const ta = await a.tail(name);
+    r.aSees = ta.lines;
+    r.aCursorIsB = JSON.stringify(ta.cursor) === JSON.stringify(cb);
+    // Both write at once from the same state: one write lands, the other is refused.
+    r.both = await Promise.all([a, b].map((w, i) => caught(w.patch(name, ta.cursor, head, { append: [line(10 + i)] }))));
+    r.end = (await b.tail(name)).lines;
+    // A third worker, after the two are gone, reads and restores the last write's backup.
+    await Promise.all([a.close(), b.close()]);
+    const c = await Scrollback.chats({ storage });
+    r.restored = await caught(c.restoreBackup(name));
+    r.afterRestore = (await c.tail(name)).lines;
+    await c.close();
+    return r;
+  }, { storage, head: header('shared') });
+  assert.deepEqual(await pageErrors(), []);
+  const m = (...is) => is.map((i) => JSON.stringify({ mes: `m${i}` }));
+  assert.deepEqual(out.bSees, m(1, 2, 3), 'the second worker reads what the first wrote');
+  assert.ok(out.sameCursor, 'and the same cursor: nothing changed in between');
+  assert.equal(out.aStale, 'signatureMismatch');
+  assert.deepEqual(out.aSees, m(1, 2, 3, 4));
+  assert.ok(out.aCursorIsB, 'the first worker reads the cursor the second wrote');
+  assert.deepEqual([...out.both].sort(), ['ok', 'signatureMismatch'], JSON.stringify(out.both));
+  assert.equal(out.end.length, 5);
+  assert.deepEqual(out.end.slice(0, 4), m(1, 2, 3, 4));
+  assert.ok([m(10)[0], m(11)[0]].includes(out.end[4]), out.end[4]);
+  assert.equal(out.restored, 'ok');
+  assert.deepEqual(out.afterRestore, m(1, 2, 3, 4), 'the crossing write undone');
+});

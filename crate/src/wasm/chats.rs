@@ -142,8 +142,14 @@ impl Chats {
     {
         let state = self.state.clone();
         future_to_promise(async move {
-            // Normalized, checked and (from an older spelling) found first, so a bad name fails
-            // before any argument is looked at.
+            // Normalized and checked first, so a bad name fails before any argument is looked at.
+            let key = window::chat_path(FOLDER, &name).map_err(BindingError::from)?;
+            // The app's other tabs and workers share the chat: each call holds the chat's Web
+            // Lock from start to end, so no other tab's write lands between this call's checks
+            // and its write (the in-process lock of `window::Chats` covers this worker only).
+            // The window layer lets go of the files when a write ends (see `signature::let_go`).
+            let _chat_lock = state.store.writer(&key, true).await;
+            // Found under an older spelling (and moved) under the lock too.
             let path = state
                 .chats
                 .named(FOLDER, &name)

@@ -466,6 +466,7 @@ impl<S: Store> ChatFile<'_, S> {
                 .write(&self.bak, format!("{record}\n").as_bytes())
                 .await?;
             copy(store, path, from, size, &self.bak).await?;
+            signature::let_go(store, &self.bak).await?;
         }
         let new_offset = if rewrite {
             store

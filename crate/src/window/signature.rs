@@ -57,9 +57,23 @@ async fn record<S: Store>(store: &S, sig: &str) -> Option<Record> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// Writes the record, and lets go of it ([`let_go`]): every tab records in it.
 async fn put<S: Store>(store: &S, sig: &str, r: &Record) -> Result<(), WindowError> {
     let bytes = serde_json::to_vec(r).expect("a record serializes");
-    Ok(store.write(sig, &bytes).await?)
+    store.write(sig, &bytes).await?;
+    store.hand_over(sig).await;
+    Ok(())
+}
+
+/// Makes what was written to `blob` durable and lets go of it: what the store buffers is
+/// written (IndexedDB's appends; a failed one is reported here), and what it holds open is
+/// closed (an OPFS sync handle, which locks its file against every other tab). A chat is
+/// shared by the app's tabs, so a write leaves nothing held; and the file's signature is then
+/// read as any other tab will see it (an OPFS file's time is its own once its handle closes).
+pub(super) async fn let_go<S: Store>(store: &S, blob: &str) -> Result<(), WindowError> {
+    store.flush().await?;
+    store.hand_over(blob).await;
+    Ok(())
 }
 
 /// The chat's current state; adopts (records) a state the layer has not seen.
@@ -129,6 +143,7 @@ pub(super) async fn finish_write<S: Store>(
     before: &State,
     backup: bool,
 ) -> Result<State, WindowError> {
+    let_go(store, path).await?;
     let meta = store
         .stat(path)
         .await?

@@ -47,6 +47,16 @@ function optional(value, what) {
   return value;
 }
 
+/**
+ * `options` (an object from `optional`), with every key one of `names`; else a `TypeError` as
+ * the worker's check of its own options words it (`options has no "budget": it takes ...`).
+ */
+function known(options, names, what) {
+  const stray = Object.keys(options).find((key) => !names.includes(key));
+  if (stray !== undefined) throw new TypeError(`${what} has no ${JSON.stringify(stray)}: it takes ${names.join(', ')}`);
+  return options;
+}
+
 /** `value`, a string, or a `TypeError` saying what `what` must be. */
 function string(value, what) {
   if (typeof value !== 'string') throw new TypeError(`${what} must be a string`);
@@ -399,7 +409,8 @@ export class Scrollback {
    */
   async openSession(id, options) {
     if (typeof id !== 'string') throw new TypeError('openSession needs a session id (a string)');
-    const { onChange, anchor } = optional(options, 'openSession\'s options');
+    const what = 'openSession\'s options';
+    const { onChange, anchor } = known(optional(options, what), ['onChange', 'anchor'], what);
     if (onChange !== undefined && typeof onChange !== 'function') throw new TypeError('onChange must be a function');
     const viewId = this.#nextView++;
     const server = this.#server;

@@ -93,6 +93,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.anchorString = await caught(() => sb.openSession('fix-build', { anchor: '5' }));
     r.anchorArray = await caught(() => sb.openSession('fix-build', { anchor: [7] }));
     r.openOptions = await caught(() => sb.openSession('fix-build', 'abc'));
+    r.openMisspelt = await caught(() => sb.openSession('fix-build', { onchange() {} }));
     r.searchOptions = await caught(() => sb.search('build', 'abc'));
     r.searchLimit = await caught(() => sb.search('build', { limit: -1 }));
 
@@ -142,6 +143,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.anchorString, /anchor must be a whole number from 1, got a string/, 'an anchor that is a string');
   typeError(r.anchorArray, /got an array/, 'an anchor that is an array');
   typeError(r.openOptions, /options must be an object/, 'openSession options that are a string');
+  typeError(r.openMisspelt, /^openSession's options has no "onchange": it takes onChange, anchor$/, 'a misspelt openSession option');
   typeError(r.searchOptions, /options must be an object/, 'search options that are a string');
   typeError(r.searchLimit, /from 0/, 'a negative limit');
   typeError(r.header, /header must be a string/, 'a chat header that is not a string');

@@ -104,6 +104,9 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.writeRight = await caught(() => chats.save('notes', cursor, '{"chat":1}', ['{"m":2}'], { expectedWindowLineCount: 9 }));
     r.tailMisspelt = await caught(() => chats.tail('notes', { maxLine: 1 }));
     r.patchMisspelt = await caught(() => chats.patch('notes', cursor, '{"chat":1}', { apend: ['{"m":3}'] }));
+    r.objectLine = await caught(() => chats.patch('notes', cursor, '{"chat":1}', { append: [{ m: 3 }] }));
+    r.stringLines = await caught(() => chats.patch('notes', cursor, '{"chat":1}', { append: '{"m":3}' }));
+    r.staleCursor = await caught(() => chats.patch('notes', { ...cursor, size: cursor.size + 1 }, '{"chat":1}', { append: ['{"m":3}'] }));
     r.lines = (await chats.tail('notes')).lines;
     r.names = await Promise.all(['..', 'a/../b', '/abs', 'a\\b'].map((n) => caught(() => chats.normalizeName(n))));
     r.callsAgree = await caught(() => chats.tail('a/../b'));
@@ -155,6 +158,11 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   assert.equal(r.writeRight?.kind, 'windowBaselineMismatch', 'the check, spelt right, refuses the write');
   invalid(r.tailMisspelt, /"maxLine".*maxLines/, 'a misspelt tail option');
   invalid(r.patchMisspelt, /"apend"/, 'a misspelt patch');
+  // In JS's words, not the Rust glue's.
+  invalid(r.objectLine, /: patch: invalid type: an object, expected a string$/, 'a line that is an object');
+  invalid(r.stringLines, /: patch: expected an array or an object$/, 'lines that are a string');
+  assert.equal(r.staleCursor?.kind, 'signatureMismatch');
+  assert.doesNotMatch(r.staleCursor.message, /Cursor \{|modified_millis/, r.staleCursor.message);
   assert.deepEqual(r.lines, ['{"m":1}'], 'no refused write changed the chat');
   for (const e of r.names) invalid(e, /a chat name/, 'a name that is not a file\'s');
   invalid(r.callsAgree, /a chat name/, 'a call refuses what normalizeName refuses');

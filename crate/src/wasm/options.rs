@@ -36,8 +36,45 @@ pub(super) fn convert<T: DeserializeOwned>(what: &str, value: JsValue) -> Result
         // (Its message is a JS error's: "Error: missing field `server`".)
         let message = e.to_string();
         let message = message.strip_prefix("Error: ").unwrap_or(&message);
-        format!("{what}: {message}")
+        format!("{what}: {}", in_js_words(message))
     })
+}
+
+/// serde-wasm-bindgen's words for a value of the wrong type, as JS would say them: `invalid
+/// type: JsValue(Object({"mes":"x"})), expected a string` is `invalid type: an object, expected
+/// a string`; a list or an object asked of a string or a number (which it reads with
+/// `Reflect.get`) is `expected an array or an object`.
+fn in_js_words(message: &str) -> String {
+    if message.contains("Reflect.get called on non-object") {
+        return "expected an array or an object".into();
+    }
+    let Some(start) = message.find("JsValue(") else {
+        return message.to_string();
+    };
+    let inner = &message[start + "JsValue(".len()..];
+    // The value's printout ends at the parenthesis that closes `JsValue(`.
+    let mut depth = 1;
+    let Some(end) = inner.char_indices().find_map(|(i, c)| {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        (depth == 0).then_some(i)
+    }) else {
+        return message.to_string();
+    };
+    let kind = inner[..end].split(['(', ')']).next().unwrap_or("");
+    let named = match kind {
+        "Object" => "an object",
+        "Array" => "an array",
+        "Function" => "a function",
+        "Symbol" => "a symbol",
+        "BigInt" => "a bigint",
+        _ => "a value of another type",
+    };
+    let rest = &inner[end + 1..];
+    format!("{}{named}{rest}", &message[..start])
 }
 
 /// The fields struct `T` reads, by the names its `Deserialize` knows (`rename_all` applied):

@@ -12,7 +12,7 @@ pub enum WindowError {
     NotFound(String),
     /// The file changed since the cursor was issued (its size or stamp differ): the window no
     /// longer describes the file. Reload the tail.
-    #[error("cursor is stale: the chat changed since it was read (cursor {cursor:?}, file size {size}, stamp {modified_millis})")]
+    #[error("cursor is stale: the chat changed since it was read (read at size {} and stamp {}, now size {size} and stamp {modified_millis}): read its tail again", cursor.size, cursor.modified_millis)]
     SignatureMismatch {
         /// The cursor that was given.
         cursor: Cursor,

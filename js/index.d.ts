@@ -669,7 +669,10 @@ export declare class ChatWindow {
   plan(lines: string[]): ChatWritePlan;
   /** A write of `lines` succeeded with `cursor`. */
   saved(cursor: Cursor, lines: string[], replaced?: boolean): void;
-  /** Plans, performs and records the write; resolves to the plan performed. */
+  /**
+   * Plans, performs and records the write; resolves to the plan performed. Saves called while
+   * one is on its way run one after the other, each planned from what the one before left.
+   */
   save(chats: ChatWriter, name: string, header: string, lines: string[], options?: WriteOptions): Promise<ChatWritePlan>;
 }
 

@@ -1068,7 +1068,9 @@ export class ChatWindow {
   /**
    * Plans and performs the write through `chats`, then records it. Resolves to the plan
    * performed (`kind: 'none'` wrote nothing). A refused write (a `ChatError`) changes nothing,
-   * here or on disk.
+   * here or on disk. Saves called while one is on its way run one after the other, each
+   * planned from what the one before left (an autosave per keystroke needs no queue of its
+   * own); an edit marked meanwhile is saved by the next one.
    * @param {import('./index.js').ChatWriter} chats `Chats`, or anything with its `patch` and `replace`
    * @param {string} name
    * @param {string} header
@@ -1076,19 +1078,44 @@ export class ChatWindow {
    * @param {import('./index.js').WriteOptions} [options] e.g. `{force: true}`
    * @returns {Promise<import('./index.js').ChatWritePlan>}
    */
-  async save(chats, name, header, lines, options = {}) {
+  save(chats, name, header, lines, options = {}) {
+    // The lines as they are at the call. A save called while another is on its way waits for
+    // it, then plans from what it left (the file changed by it: planned at once, this one
+    // would be refused as stale, by this window's own write).
+    const snapshot = Array.isArray(lines) ? [...lines] : lines;
+    const run = this.#saving.catch(() => {}).then(() => this.#save(chats, name, header, snapshot, options));
+    this.#saving = run;
+    return run;
+  }
+
+  /** The saves of this window, one after the other: the last one asked. */
+  #saving = Promise.resolve();
+
+  async #save(chats, name, header, lines, options) {
     const plan = this.plan(lines);
+    // The marks this write covers; an edit marked while it is on its way is the next save's.
+    const marked = { dirty: this.dirtyFromIndex, header: this.headerDirty };
+    this.dirtyFromIndex = null;
+    this.headerDirty = false;
     if (plan.kind === 'none') {
       // Nothing before the saved count changed and the count is the same: the file holds
       // `lines` already (say, a line inserted and deleted again).
-      this.dirtyFromIndex = null;
       return plan;
     }
-    const snapshot = [...lines];
-    if (plan.kind === 'replace') {
-      this.saved(await chats.replace(name, header, snapshot), snapshot, true);
-    } else {
-      this.saved(await chats.patch(name, this.cursor, header, plan.op, { ...plan.options, ...options }), snapshot);
+    try {
+      if (plan.kind === 'replace') {
+        this.cursor = await chats.replace(name, header, lines);
+        this.hasMoreBefore = false;
+      } else {
+        this.cursor = await chats.patch(name, this.cursor, header, plan.op, { ...plan.options, ...options });
+      }
+      this.savedMessageCount = lines.length;
+    } catch (err) {
+      // Refused: nothing was written, so what it covered is still to be saved.
+      const dirty = [marked.dirty, this.dirtyFromIndex].filter((i) => i !== null);
+      this.dirtyFromIndex = dirty.length ? Math.min(...dirty) : null;
+      this.headerDirty ||= marked.header;
+      throw err;
     }
     return plan;
   }

@@ -7,7 +7,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export PATH="$HOME/.cargo/bin:$PATH"
 
-bash scripts/setup.sh
+bash scripts/setup.sh --build
 scripts/wasm.sh build
 cargo build -q --release -p scrollback-server
 addr="${SCROLLBACK_ADDR:-127.0.0.1:8080}"

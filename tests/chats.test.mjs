@@ -472,3 +472,37 @@ each(`two workers (two tabs) share a chat: each reads and writes what the other 
   assert.equal(out.restored, 'ok');
   assert.deepEqual(out.afterRestore, m(1, 2, 3, 4), 'the crossing write undone');
 });
+
+// An app that saves on every edit does not wait for the last save: the saves run one after the
+// other, each planned from what the one before left. Before, the second was planned from the
+// same cursor as the first and refused as stale, by the window's own write.
+each(`ChatWindow: saves called while one is on its way all land, in order`, async (storage) => {
+  await freshPage();
+  const out = await browser.run(async ({ storage, head }) => {
+    const { Scrollback, ChatWindow } = await import('/pkg/index.js');
+    const chats = await Scrollback.chats({ storage });
+    const line = (i) => JSON.stringify({ mes: `m${i}` });
+    const name = 'autosaved';
+    await chats.replace(name, head, [line(0), line(1)]);
+    const tail = await chats.tail(name);
+    const messages = [...tail.lines];
+    const w = ChatWindow.fromTail(tail);
+    const saves = [];
+    messages.push(line(2));
+    saves.push(w.save(chats, name, head, messages));
+    messages.push(line(3));
+    saves.push(w.save(chats, name, head, messages));
+    messages[0] = line(10);
+    w.markDirty(0);
+    saves.push(w.save(chats, name, head, messages));
+    const plans = await Promise.all(saves.map((p) => p.then((plan) => plan.kind, (e) => e.kind ?? e.message)));
+    const file = (await chats.tail(name)).lines;
+    await chats.close();
+    return { plans, file, messages, dirty: w.dirtyFromIndex, count: w.savedMessageCount };
+  }, { storage, head: header('autosaved') });
+  assert.deepEqual(await pageErrors(), []);
+  assert.deepEqual(out.plans, ['patch', 'patch', 'patch'], 'every save landed');
+  assert.deepEqual(out.file, out.messages, 'the file is the app\'s lines');
+  assert.equal(out.dirty, null);
+  assert.equal(out.count, out.messages.length);
+});

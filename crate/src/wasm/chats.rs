@@ -173,38 +173,6 @@ struct TailOptions {
     allow_not_found: bool,
 }
 
-/// A patch as JS gives it: `{append: lines}` or `{rewriteFromIndex: n, lines}`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct JsPatch {
-    #[serde(default)]
-    append: Option<Vec<String>>,
-    #[serde(default)]
-    rewrite_from_index: Option<usize>,
-    #[serde(default)]
-    lines: Option<Vec<String>>,
-}
-
-impl JsPatch {
-    fn into_op(self) -> Result<PatchOp, WindowError> {
-        match self {
-            JsPatch {
-                append: Some(lines),
-                rewrite_from_index: None,
-                lines: None,
-            } => Ok(PatchOp::Append { lines }),
-            JsPatch {
-                append: None,
-                rewrite_from_index: Some(start_index),
-                lines: Some(lines),
-            } => Ok(PatchOp::RewriteFromIndex { start_index, lines }),
-            _ => Err(WindowError::InvalidArgument(
-                "a patch is {append: lines} or {rewriteFromIndex: n, lines}".into(),
-            )),
-        }
-    }
-}
-
 /// `backfill`'s request, as JS gives it.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -398,7 +366,7 @@ impl Chats {
     ) -> js_sys::Promise {
         self.with(name, move |state, path| async move {
             let cursor: Cursor = from_js("cursor", cursor)?;
-            let op = object_from_js::<JsPatch>("patch", op)?.into_op()?;
+            let op: PatchOp = object_from_js("patch", op)?;
             let options = write_options(options)?;
             let chat = state.chats.chat(&path)?;
             chat.patch(cursor, &header, &op, options).await

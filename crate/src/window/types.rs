@@ -65,8 +65,12 @@ pub struct ChatChunk {
 }
 
 /// A windowed patch, relative to the window that starts at the cursor.
+///
+/// As JSON (what the JS API's `patch` takes, and what a Tauri command taking a `PatchOp` gets
+/// from `invoke`, so that `ChatWindow` writes through either): `{"append": lines}` or
+/// `{"rewriteFromIndex": n, "lines": lines}`; anything else is refused, naming both shapes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(try_from = "PatchShape", into = "PatchShape")]
 pub enum PatchOp {
     /// Appends lines at the end of the file; the window keeps its start.
     Append {
@@ -76,13 +80,61 @@ pub enum PatchOp {
     /// Cuts the window at its `start_index`-th line (0-based, counted from the cursor) and
     /// writes `lines` in place of everything from there on. `start_index` equal to the window's
     /// line count appends.
-    #[serde(rename_all = "camelCase")]
     RewriteFromIndex {
         /// The first window line replaced.
         start_index: usize,
         /// The lines written from there on, without newlines.
         lines: Vec<String>,
     },
+}
+
+/// [`PatchOp`] as JSON: the fields of both shapes, exactly one shape's given.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PatchShape {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    append: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rewrite_from_index: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lines: Option<Vec<String>>,
+}
+
+impl TryFrom<PatchShape> for PatchOp {
+    type Error = &'static str;
+
+    fn try_from(shape: PatchShape) -> Result<PatchOp, Self::Error> {
+        match shape {
+            PatchShape {
+                append: Some(lines),
+                rewrite_from_index: None,
+                lines: None,
+            } => Ok(PatchOp::Append { lines }),
+            PatchShape {
+                append: None,
+                rewrite_from_index: Some(start_index),
+                lines: Some(lines),
+            } => Ok(PatchOp::RewriteFromIndex { start_index, lines }),
+            _ => Err("a patch is {append: lines} or {rewriteFromIndex: n, lines}"),
+        }
+    }
+}
+
+impl From<PatchOp> for PatchShape {
+    fn from(op: PatchOp) -> PatchShape {
+        match op {
+            PatchOp::Append { lines } => PatchShape {
+                append: Some(lines),
+                rewrite_from_index: None,
+                lines: None,
+            },
+            PatchOp::RewriteFromIndex { start_index, lines } => PatchShape {
+                append: None,
+                rewrite_from_index: Some(start_index),
+                lines: Some(lines),
+            },
+        }
+    }
 }
 
 /// The checks a write may be asked for beyond the ones it always makes.

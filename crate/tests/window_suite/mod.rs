@@ -322,17 +322,34 @@ pub async fn patch_appends_and_rewrites_from_an_index<S: Store>(store: S) {
     let t4 = chat.tail(2, false).await.unwrap();
     assert_eq!((t4.cursor, t4.lines), (c4, vec![msg(50), msg(51)]));
 
-    // The op deserializes from the JS shape.
-    let op: PatchOp =
-        serde_json::from_str(r#"{"kind":"rewriteFromIndex","startIndex":3,"lines":["x"]}"#)
-            .unwrap();
-    assert_eq!(
-        op,
-        PatchOp::RewriteFromIndex {
-            start_index: 3,
-            lines: vec!["x".into()]
-        }
-    );
+    // The op is, as JSON, what the JS API's `patch` takes (and `ChatWindow` makes), so a Tauri
+    // command taking a `PatchOp` gets it from `invoke` as is; both ways.
+    for (json, op) in [
+        (
+            r#"{"rewriteFromIndex":3,"lines":["x"]}"#,
+            PatchOp::RewriteFromIndex {
+                start_index: 3,
+                lines: vec!["x".into()],
+            },
+        ),
+        (
+            r#"{"append":["y"]}"#,
+            PatchOp::Append {
+                lines: vec!["y".into()],
+            },
+        ),
+    ] {
+        assert_eq!(serde_json::from_str::<PatchOp>(json).unwrap(), op);
+        assert_eq!(serde_json::to_string(&op).unwrap(), json);
+    }
+    for neither in [
+        r#"{"append":["y"],"lines":["x"]}"#,
+        r#"{"rewriteFromIndex":3}"#,
+        r#"{}"#,
+    ] {
+        let e = serde_json::from_str::<PatchOp>(neither).unwrap_err();
+        assert!(e.to_string().contains("{append: lines}"), "{neither}: {e}");
+    }
 }
 
 pub async fn a_first_save_creates_the_chat<S: Store>(store: S) {

@@ -104,8 +104,8 @@ async fn chat_before(
         .await?)
 }
 
-/// A windowed patch (`{kind: "append", lines}` or `{kind: "rewriteFromIndex", startIndex,
-/// lines}`) relative to the window at `cursor`; the new cursor.
+/// A windowed patch (`{append: lines}` or `{rewriteFromIndex: n, lines}`, as `ChatWindow`
+/// makes it) relative to the window at `cursor`; the new cursor.
 #[tauri::command]
 async fn chat_patch(
     state: State<'_, LocalChats>,

@@ -7,15 +7,10 @@ import { Scrollback, ChatWindow } from './pkg/index.js';
 const { invoke } = window.__TAURI__.core;
 const $ = (id) => document.getElementById(id);
 
-// ChatWindow writes through anything with `patch` and `replace`: here, the Tauri commands
-// (whose patch is the Rust `PatchOp`, `{kind, ...}`).
+// ChatWindow writes through anything with `patch` and `replace`: here, the Tauri commands,
+// which take its arguments by name (its patch is the Rust `PatchOp` as it is).
 const commands = {
-  patch: (name, cursor, header, op, options) => invoke('chat_patch', {
-    name, cursor, header, options,
-    op: 'append' in op
-      ? { kind: 'append', lines: op.append }
-      : { kind: 'rewriteFromIndex', startIndex: op.rewriteFromIndex, lines: op.lines },
-  }),
+  patch: (name, cursor, header, op, options) => invoke('chat_patch', { name, cursor, header, op, options }),
   replace: (name, header, lines) => invoke('chat_replace', { name, header, lines }),
 };
 

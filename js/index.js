@@ -1035,17 +1035,22 @@ export class ChatWindow {
    * @returns {import('./index.js').ChatWritePlan}
    */
   plan(lines) {
+    return this.#plan(lines, this.dirtyFromIndex, this.headerDirty);
+  }
+
+  /** The plan for `lines` with these marks (a save's, taken when it was called). */
+  #plan(lines, dirtyFromIndex, headerDirty) {
     if (!Array.isArray(lines)) throw new TypeError('plan takes the window\'s lines (an array of strings)');
     if (this.cursor === null) return { kind: 'replace' };
     const saved = this.savedMessageCount;
-    let from = this.dirtyFromIndex ?? lines.length;
+    let from = dirtyFromIndex ?? lines.length;
     if (lines.length < saved) from = Math.min(from, lines.length);
     // The baseline check: the file must still hold exactly the saved window after the cursor.
     const options = this.cursor.size > 0 ? { expectedWindowLineCount: saved } : {};
     if (from < saved) {
       return { kind: 'patch', op: { rewriteFromIndex: from, lines: lines.slice(from) }, options };
     }
-    if (lines.length > saved || this.headerDirty) {
+    if (lines.length > saved || headerDirty) {
       return { kind: 'patch', op: { append: lines.slice(saved) }, options };
     }
     return { kind: 'none' };
@@ -1082,8 +1087,13 @@ export class ChatWindow {
     // The lines as they are at the call. A save called while another is on its way waits for
     // it, then plans from what it left (the file changed by it: planned at once, this one
     // would be refused as stale, by this window's own write).
+    // The marks too: they describe these lines. An edit marked after the call is the next
+    // save's.
     const snapshot = Array.isArray(lines) ? [...lines] : lines;
-    const run = this.#saving.catch(() => {}).then(() => this.#save(chats, name, header, snapshot, options));
+    const marked = { dirty: this.dirtyFromIndex, header: this.headerDirty };
+    this.dirtyFromIndex = null;
+    this.headerDirty = false;
+    const run = this.#saving.catch(() => {}).then(() => this.#save(chats, name, header, snapshot, options, marked));
     this.#saving = run;
     return run;
   }
@@ -1091,12 +1101,14 @@ export class ChatWindow {
   /** The saves of this window, one after the other: the last one asked. */
   #saving = Promise.resolve();
 
-  async #save(chats, name, header, lines, options) {
-    const plan = this.plan(lines);
-    // The marks this write covers; an edit marked while it is on its way is the next save's.
-    const marked = { dirty: this.dirtyFromIndex, header: this.headerDirty };
-    this.dirtyFromIndex = null;
-    this.headerDirty = false;
+  async #save(chats, name, header, lines, options, marked) {
+    let plan;
+    try {
+      plan = this.#plan(lines, marked.dirty, marked.header);
+    } catch (err) {
+      this.#unsaved(marked);
+      throw err;
+    }
     if (plan.kind === 'none') {
       // Nothing before the saved count changed and the count is the same: the file holds
       // `lines` already (say, a line inserted and deleted again).
@@ -1111,12 +1123,16 @@ export class ChatWindow {
       }
       this.savedMessageCount = lines.length;
     } catch (err) {
-      // Refused: nothing was written, so what it covered is still to be saved.
-      const dirty = [marked.dirty, this.dirtyFromIndex].filter((i) => i !== null);
-      this.dirtyFromIndex = dirty.length ? Math.min(...dirty) : null;
-      this.headerDirty ||= marked.header;
+      this.#unsaved(marked);
       throw err;
     }
     return plan;
+  }
+
+  /** A save was refused, nothing written: the marks it took are still to be saved. */
+  #unsaved(marked) {
+    const dirty = [marked.dirty, this.dirtyFromIndex].filter((i) => i !== null);
+    this.dirtyFromIndex = dirty.length ? Math.min(...dirty) : null;
+    this.headerDirty ||= marked.header;
   }
 }

@@ -514,6 +514,16 @@ export interface TailOptions {
   allowNotFound?: boolean;
 }
 
+/** One chat of the store ({@link Chats.list}). */
+export interface ChatEntry {
+  /** Its name (the stored name: trimmed, without `.jsonl`). */
+  name: string;
+  /** The file's size in bytes. */
+  size: number;
+  /** When it was last written, in milliseconds since the epoch, as the storage keeps it. */
+  modifiedMillis: number;
+}
+
 /** The header and the newest lines of a chat. */
 export interface ChatTail {
   /** The header line; null for a chat that does not exist. */
@@ -628,6 +638,10 @@ export declare class Chats {
   patch(name: string, cursor: Cursor, header: string, op: PatchOp, options?: WriteOptions): Promise<Cursor>;
   /** Full save: the whole chat becomes `header` and `lines`; every earlier cursor is stale. */
   replace(name: string, header: string, lines: string[]): Promise<Cursor>;
+  /** The chats of this store, sorted by name. */
+  list(): Promise<ChatEntry[]>;
+  /** Deletes the chat with its backup (no restore); whether there was one. Its cursors are stale after. */
+  delete(name: string): Promise<boolean>;
   /** Undoes the last write (kind `notFound` when there is none); every cursor is stale after. */
   restoreBackup(name: string): Promise<void>;
   /** Older messages behind the window for a prompt, up to a token budget. */

@@ -942,6 +942,26 @@ export class Chats {
   }
 
   /**
+   * The chats of this store, sorted by name: `{name, size, modifiedMillis}` each.
+   * @returns {Promise<import('./index.js').ChatEntry[]>}
+   */
+  async list() {
+    await this.#ready;
+    if (!this.#call) throw new Error('these chats are closed');
+    return this.#call('chatList');
+  }
+
+  /**
+   * Deletes the chat, with its backup (it cannot be restored). Resolves to whether there was
+   * one. Every cursor of it is stale afterwards.
+   * @param {string} name
+   * @returns {Promise<boolean>}
+   */
+  delete(name) {
+    return this.#op('chatDelete', name);
+  }
+
+  /**
    * Undoes the last write to the chat (rejects with kind `notFound` when there is nothing to
    * undo). Every cursor is stale afterwards: reload the tail.
    * @returns {Promise<void>}

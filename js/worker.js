@@ -218,6 +218,8 @@ const ops = {
   chatPatch: (h, name, cursor, header, op, options) => chat(h).patch(name, cursor, header, op, options),
   chatReplace: (h, name, header, lines) => chat(h).replace(name, header, lines),
   chatRestoreBackup: (h, name) => chat(h).restoreBackup(name),
+  chatList: (h) => chat(h).list(),
+  chatDelete: (h, name) => chat(h).delete(name),
   chatBackfill: (h, name, request) => chat(h).backfill(name, request),
   /**
    * Ends everything before the page terminates this worker: the views closed, the calls still

@@ -506,3 +506,46 @@ each(`ChatWindow: saves called while one is on its way all land, in order`, asyn
   assert.equal(out.dirty, null);
   assert.equal(out.count, out.messages.length);
 });
+
+// An app lists its chats (a sidebar) and deletes one: gone with its backup, its cursors stale,
+// and a first save starts it again.
+each(`chats are listed by name and deleted with their backups`, async (storage) => {
+  await freshPage();
+  const out = await browser.run(async ({ storage, head }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const chats = await Scrollback.chats({ storage });
+    const caught = (p) => p.then((v) => v, (e) => e.kind ?? e.message);
+    const r = {};
+    r.empty = await chats.list();
+    const c = await chats.replace('trip', head, ['{"m":1}', '{"m":2}']);
+    await chats.patch('trip', c, head, { append: ['{"m":3}'] });
+    await chats.replace(' notes.jsonl', head, ['{"m":1}']);
+    r.listed = await chats.list();
+    r.deleted = await chats.delete('trip');
+    r.again = await chats.delete('trip');
+    r.after = (await chats.list()).map((e) => e.name);
+    r.tail = await caught(chats.tail('trip'));
+    r.restore = await caught(chats.restoreBackup('trip'));
+    r.stale = await caught(chats.patch('trip', c, head, { append: ['{"m":9}'] }));
+    const fresh = await chats.tail('trip', { allowNotFound: true });
+    await chats.save('trip', fresh.cursor, head, ['{"m":5}']);
+    r.restarted = (await chats.tail('trip')).lines;
+    r.badName = await caught(chats.delete('..'));
+    await chats.close();
+    return r;
+  }, { storage, head: header('listed') });
+  assert.deepEqual(await pageErrors(), []);
+  assert.deepEqual(out.empty, []);
+  assert.deepEqual(out.listed.map((e) => e.name), ['notes', 'trip'], 'by name, normalized, nothing beside them');
+  const size = (lines) => [header('listed'), ...lines].join('\n').length + 1;
+  assert.deepEqual(out.listed.map((e) => e.size), [size(['{"m":1}']), size(['{"m":1}', '{"m":2}', '{"m":3}'])]);
+  for (const e of out.listed) assert.ok(e.modifiedMillis > 1.7e12, `a time: ${e.modifiedMillis}`);
+  assert.equal(out.deleted, true);
+  assert.equal(out.again, false);
+  assert.deepEqual(out.after, ['notes']);
+  assert.equal(out.tail, 'notFound');
+  assert.equal(out.restore, 'notFound', 'the backup went with it');
+  assert.equal(out.stale, 'signatureMismatch');
+  assert.deepEqual(out.restarted, ['{"m":5}']);
+  assert.equal(out.badName, 'invalidArgument');
+});

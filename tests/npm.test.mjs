@@ -66,7 +66,7 @@ test('a Vite 7 app bundles the packed package and shows a session from the real 
   await npm(app, 'install', 'vite@7', 'typescript@5', tarball);
   // The types resolve through the package's `exports` and describe the API as used.
   await fs.writeFile(path.join(app, 'check.ts'), `
-import { Scrollback, ChatWindow, type SessionState, type SessionChange, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind, type SearchHit, type ChatWritePlan, type ChatWriter } from 'scrollback';
+import { Scrollback, ChatWindow, type SessionState, type SessionChange, type Row, type Counters, type Chats, type ChatTail, type Cursor, type Backfill, type ChatError, type ChatErrorKind, type SearchHit, type ChatWritePlan, type ChatWriter, type ChatEntry } from 'scrollback';
 const last: SessionState | null = Scrollback.lastScreen('http://127.0.0.1:1', 'id');
 if (last) last.rows.length + (last.verified ? 1 : 0);
 const sb: Scrollback = await Scrollback.open({ server: 'http://127.0.0.1:1', token: 't', storage: 'opfs', budgetBytes: 1, search: false });
@@ -105,6 +105,9 @@ if (plan.kind === 'patch') plan.op;
 const local: Chats = await Scrollback.chats({ storage: 'indexeddb', windowLines: 20, backfillPages: 'mobile' });
 // @ts-expect-error: a write check's name is spelt as declared
 await local.save('c', cur, '{}', [], { expectedWindowLinecount: 3 });
+const listed: ChatEntry[] = await local.list();
+listed.map((e) => e.name.length + e.size + e.modifiedMillis);
+const deleted: boolean = await local.delete('c');
 await local.close();
 sb.close();
 // @ts-expect-error: storage is one of four names

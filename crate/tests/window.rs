@@ -45,6 +45,8 @@ fn window_futures_are_send_for_tauri_commands() {
     send(chat.patch(c, "{}", &PatchOp::Append { lines: vec![] }, o));
     send(chat.replace("{}", &[]));
     send(chat.restore_backup());
+    send(chat.delete());
+    send(chats.list("chats"));
     let backfill = PromptBackfill::new(PromptBackfill::DESKTOP_PAGES);
     sync(&backfill);
     let request = BackfillRequest {

@@ -383,6 +383,22 @@ impl Chats {
         })
     }
 
+    /// The chats of this store, `[{name, size, modifiedMillis}]`, sorted by name.
+    pub fn list(&self) -> js_sys::Promise {
+        let state = self.state.clone();
+        future_to_promise(async move {
+            let chats = state.chats.list(FOLDER).await.map_err(BindingError::from)?;
+            Ok(to_js(&chats)?)
+        })
+    }
+
+    /// Deletes the chat with its signature and backup; resolves to whether there was one.
+    pub fn delete(&self, name: String) -> js_sys::Promise {
+        self.with(name, move |state, path| async move {
+            state.chats.chat(&path)?.delete().await
+        })
+    }
+
     /// Undoes the last write to the chat (from its backup). Rejects with `notFound` when there
     /// is nothing to undo. Every cursor is stale afterwards: reload the tail.
     #[wasm_bindgen(js_name = restoreBackup)]

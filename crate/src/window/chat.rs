@@ -3,7 +3,7 @@
 use super::lines::{ends_with_newline, is_line_boundary, line_starts, lines_before, read_header};
 use super::name::{chat_path, normalize_chat_name, CHAT_EXTENSION};
 use super::signature::{self, State};
-use super::{ChatChunk, ChatTail, Cursor, PatchOp, WindowError, WriteOptions};
+use super::{ChatChunk, ChatEntry, ChatTail, Cursor, PatchOp, WindowError, WriteOptions};
 use crate::store::{segments, Store};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -73,6 +73,26 @@ impl<S: Store> Chats<S> {
 }
 
 impl<S: Store> Chats<S> {
+    /// The chats in `folder`, by name (as stored: the normalized name, or an older spelling not
+    /// yet moved), each with its size and the store's modification time; sorted by name. The
+    /// layer's own blobs beside each chat are not chats.
+    pub async fn list(&self, folder: &str) -> Result<Vec<ChatEntry>> {
+        let mut chats: Vec<ChatEntry> = (self.store.list(folder).await?.into_iter())
+            .filter(|e| !e.is_dir)
+            .filter_map(|e| {
+                let name = e.name.strip_suffix(CHAT_EXTENSION)?.to_string();
+                Some(ChatEntry {
+                    name,
+                    size: e.size,
+                    modified_millis: e.modified,
+                })
+            })
+            .filter(|e| !e.name.is_empty())
+            .collect();
+        chats.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(chats)
+    }
+
     /// The chat called `name` in `folder`, at `folder/<name>.jsonl` with the name normalized by
     /// [`normalize_chat_name`](super::normalize_chat_name) (trimmed, without `.jsonl`), so every
     /// spelling of a name opens the same chat.
@@ -328,6 +348,20 @@ impl<S: Store> ChatFile<'_, S> {
         copy(self.store, &self.bak, body, bak.size, &self.path).await?;
         signature::finish_write(self.store, &self.path, &self.sig, &state, false).await?;
         Ok(())
+    }
+
+    /// Deletes the chat, with its signature and backup (so it cannot be restored); answers
+    /// whether there was a chat. Every cursor of it is stale afterwards: a save from
+    /// [`Cursor::default()`] starts it again.
+    pub async fn delete(&self) -> Result<bool> {
+        let _guard = self.lock.lock().await;
+        let existed = self.store.stat(&self.path).await?.is_some();
+        // The chat first: a delete cut off midway leaves at worst a signature or a backup with
+        // no chat, which the next write replaces and no restore takes (no chat, no state).
+        for blob in [&self.path, &self.sig, &self.bak, &self.tmp] {
+            self.store.remove(blob).await?;
+        }
+        Ok(existed)
     }
 
     /// The checks every cursor operation makes: signature, bounds, body, line boundary.

@@ -86,4 +86,4 @@ pub use backfill::{
 pub use chat::{ChatFile, Chats};
 pub use error::WindowError;
 pub use name::{chat_path, normalize_chat_name, CHAT_EXTENSION};
-pub use types::{ChatChunk, ChatTail, Cursor, PatchOp, WriteOptions};
+pub use types::{ChatChunk, ChatEntry, ChatTail, Cursor, PatchOp, WriteOptions};

@@ -64,6 +64,19 @@ pub struct ChatChunk {
     pub has_more_before: bool,
 }
 
+/// One chat of a folder ([`Chats::list`](super::Chats::list)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatEntry {
+    /// Its name (the file's name without `.jsonl`).
+    pub name: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// The store's modification time of the file, in milliseconds since the epoch (what the
+    /// backend keeps: a file's mtime, OPFS's `lastModified`, IndexedDB's write time).
+    pub modified_millis: u64,
+}
+
 /// A windowed patch, relative to the window that starts at the cursor.
 ///
 /// As JSON (what the JS API's `patch` takes, and what a Tauri command taking a `PatchOp` gets

@@ -49,6 +49,7 @@ macro_rules! window_cases {
             backfill_reports_a_stale_cursor_and_takes_nothing,
             backfill_with_a_warm_cache_reports_an_outside_edit_as_stale,
             named_chats_normalize_and_find_older_spellings,
+            chats_are_listed_and_deleted_with_their_backups,
         );
     };
     (@each $make:expr; $($name:ident),* $(,)?) => {
@@ -1594,4 +1595,52 @@ pub async fn named_chats_normalize_and_find_older_spellings<S: Store>(store: S) 
         );
     }
     assert_eq!(normalize_chat_name("x.jsonl").unwrap(), "x");
+}
+
+pub async fn chats_are_listed_and_deleted_with_their_backups<S: Store>(store: S) {
+    let chats = Chats::new(store);
+    assert_eq!(chats.list("chats").await.unwrap(), vec![], "no folder yet");
+    let trip = chats.named("chats", "trip").await.unwrap();
+    let c = trip.replace(HEADER, &msgs(0..3)).await.unwrap();
+    trip.patch(c, HEADER, &append(msgs(3..4)), opts())
+        .await
+        .unwrap();
+    let notes = chats.named("chats", " notes ").await.unwrap();
+    notes.replace(HEADER, &msgs(0..1)).await.unwrap();
+    let listed = chats.list("chats").await.unwrap();
+    let names: Vec<(&str, u64)> = listed.iter().map(|e| (e.name.as_str(), e.size)).collect();
+    assert_eq!(
+        names,
+        vec![
+            ("notes", file_bytes(HEADER, &msgs(0..1)).len() as u64),
+            ("trip", file_bytes(HEADER, &msgs(0..4)).len() as u64),
+        ],
+        "by name, the signatures and backups beside them not listed"
+    );
+
+    assert!(trip.delete().await.unwrap(), "it was there");
+    assert!(!trip.delete().await.unwrap(), "and is gone");
+    let names: Vec<String> = (chats.list("chats").await.unwrap().into_iter())
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec!["notes".to_string()]);
+    assert!(matches!(
+        trip.tail(10, false).await,
+        Err(WindowError::NotFound(_))
+    ));
+    assert!(
+        matches!(trip.restore_backup().await, Err(WindowError::NotFound(_))),
+        "its backup went with it"
+    );
+    assert!(matches!(
+        trip.patch(c, HEADER, &append(msgs(9..10)), opts()).await,
+        Err(WindowError::SignatureMismatch { .. })
+    ));
+    // Started again from nothing.
+    let again = trip
+        .save(Cursor::default(), HEADER, &msgs(5..6), opts())
+        .await
+        .unwrap();
+    let t = trip.tail(10, false).await.unwrap();
+    assert_eq!((t.lines, t.cursor), (msgs(5..6), again));
 }

@@ -108,7 +108,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.stringLines = await caught(() => chats.patch('notes', cursor, '{"chat":1}', { append: '{"m":3}' }));
     r.staleCursor = await caught(() => chats.patch('notes', { ...cursor, size: cursor.size + 1 }, '{"chat":1}', { append: ['{"m":3}'] }));
     r.lines = (await chats.tail('notes')).lines;
-    r.names = await Promise.all(['..', 'a/../b', '/abs', 'a\\b'].map((n) => caught(() => chats.normalizeName(n))));
+    r.names = await Promise.all(['..', 'a/../b', '/abs', 'a\\b', 'a:b', 'CON', 'x'.repeat(201)].map((n) => caught(() => chats.normalizeName(n))));
     r.callsAgree = await caught(() => chats.tail('a/../b'));
     const t = await chats.tail('notes');
     const request = { window: t.lines, cursor: t.cursor, hasMoreBefore: t.hasMoreBefore, budgetTokens: 100 };

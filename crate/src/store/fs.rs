@@ -11,7 +11,7 @@
 //! The operations are plain blocking `std::fs` calls inside `async fn`s: each is one short
 //! system call or a few, and the cache above awaits them one at a time.
 
-use super::{segments, Entry, Meta, Store, StoreError, StoreResult};
+use super::{portable, segments, Entry, Meta, Store, StoreError, StoreResult};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -61,17 +61,6 @@ impl FsStore {
         }
         Ok(p)
     }
-}
-
-/// Whether a path segment names the same one file on every OS: none of `< > : " | ? *` (`:`
-/// makes `C:` a drive), no control character, no trailing `.` or space (Windows drops them, so
-/// `a.` and `a` would share a file), and not a name Windows reserves for a device (`CON`,
-/// `NUL`, `com1.txt`, in any case).
-pub fn portable(seg: &str) -> bool {
-    !seg.bytes()
-        .any(|b| b < 0x20 || matches!(b, b'<' | b'>' | b':' | b'"' | b'|' | b'?' | b'*'))
-        && !seg.ends_with(['.', ' '])
-        && !crate::protocol::is_reserved_name(seg)
 }
 
 /// Maps an I/O error to a store error, naming the store path.

@@ -85,5 +85,5 @@ pub use backfill::{
 };
 pub use chat::{ChatFile, Chats};
 pub use error::WindowError;
-pub use name::{chat_path, normalize_chat_name, CHAT_EXTENSION};
+pub use name::{chat_path, normalize_chat_name, CHAT_EXTENSION, MAX_CHAT_NAME};
 pub use types::{ChatChunk, ChatEntry, ChatTail, Cursor, PatchOp, WriteOptions};

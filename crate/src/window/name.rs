@@ -2,6 +2,11 @@
 //! the JS binding and a Tauri command alike (seed 003's `normalizeChatFileName`).
 
 use super::WindowError;
+use crate::store::portable;
+
+/// The longest chat name, in bytes: with `.jsonl` and the layer's `.sig`, `.bak` and `.tmp`
+/// beside it, within the 255 bytes most file systems allow a name.
+pub const MAX_CHAT_NAME: usize = 200;
 
 /// The extension of a chat file.
 pub const CHAT_EXTENSION: &str = ".jsonl";
@@ -10,7 +15,9 @@ pub const CHAT_EXTENSION: &str = ".jsonl";
 /// `" notes.jsonl "`, `"notes.jsonl"` and `"notes"` all name `notes`. The name is one file's:
 /// one that is empty after that, `.` or `..`, or holds a path separator (`/`, `\`) or NUL is
 /// refused ([`WindowError::InvalidArgument`]), so every call that takes a name refuses what
-/// this refuses, and no name reaches another folder.
+/// this refuses, and no name reaches another folder; so is one that is not the same one file
+/// on every OS ([`portable`]: `a:b`, `CON`) or longer than [`MAX_CHAT_NAME`] bytes, in every
+/// store alike.
 pub fn normalize_chat_name(name: &str) -> Result<String, WindowError> {
     let trimmed = name.trim();
     let stem = trimmed
@@ -25,10 +32,21 @@ pub fn normalize_chat_name(name: &str) -> Result<String, WindowError> {
         )))
     };
     if stem.is_empty() {
-        return refuse("is not empty once trimmed and without .jsonl");
+        return refuse("cannot be empty (once trimmed and without .jsonl)");
     }
     if stem == "." || stem == ".." || stem.contains(['/', '\\', '\0']) {
-        return refuse("is a file's name (not . or .., no / or \\)");
+        return refuse("cannot be . or .., nor hold / or \\");
+    }
+    // One rule in every store: a name a browser's storage takes and a desktop's file system
+    // refuses would be a chat an app could not move from its web build to its Tauri build.
+    if !portable(&format!("{stem}{CHAT_EXTENSION}")) {
+        return refuse("cannot hold < > : \" | ? * or a control character, nor be a name Windows keeps for a device (CON, NUL, COM1…)");
+    }
+    if stem.len() > MAX_CHAT_NAME {
+        return refuse(&format!(
+            "is at most {MAX_CHAT_NAME} bytes (this one is {})",
+            stem.len()
+        ));
     }
     Ok(stem.to_string())
 }
@@ -77,6 +95,33 @@ mod tests {
             );
         }
         assert_eq!(normalize_chat_name("...").unwrap(), "...");
+        // Not the same one file on every OS, or too long for one: refused in every store alike
+        // (a desktop's file system would refuse it where a browser's storage took it).
+        for (bad, says) in [
+            ("a:b", "cannot hold"),
+            ("why?", "cannot hold"),
+            ("tab\there", "cannot hold"),
+            ("CON", "device"),
+            ("nul", "device"),
+            ("com1.notes", "device"),
+        ] {
+            match normalize_chat_name(bad) {
+                Err(WindowError::InvalidArgument(m)) => assert!(m.contains(says), "{bad:?}: {m}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        let long = "é".repeat(MAX_CHAT_NAME / 2);
+        assert_eq!(normalize_chat_name(&long).unwrap(), long);
+        match normalize_chat_name(&format!("{long}x")) {
+            Err(WindowError::InvalidArgument(m)) => {
+                assert!(m.contains("at most 200 bytes (this one is 201)"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            normalize_chat_name("Q - 2024-01-01@12h30m").unwrap(),
+            "Q - 2024-01-01@12h30m"
+        );
         for empty in ["", "  ", ".jsonl", " .jsonl "] {
             assert!(matches!(
                 normalize_chat_name(empty),

@@ -526,7 +526,7 @@ export interface ChatEntry {
 
 /** The header and the newest lines of a chat. */
 export interface ChatTail {
-  /** The header line; null for a chat that does not exist. */
+  /** The header line; null for a chat that does not exist, or whose file is empty (no header yet). */
   header: string | null;
   /** The newest message lines, oldest first. */
   lines: string[];

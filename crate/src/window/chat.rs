@@ -202,6 +202,16 @@ impl<S: Store> ChatFile<'_, S> {
             }
             return Err(WindowError::NotFound(self.path.clone()));
         };
+        if meta.size == 0 {
+            // An empty file (made by hand, or cut off before its header): no header yet, as a
+            // new chat has none, so the app writes its own; its cursor is the file's.
+            return Ok(ChatTail {
+                header: None,
+                lines: Vec::new(),
+                cursor: cursor_at(0, &state),
+                has_more_before: false,
+            });
+        }
         let (header, body_start) = read_header(self.store, &self.path, meta.size).await?;
         let (start, lines) =
             lines_before(self.store, &self.path, body_start, meta.size, max_lines).await?;
@@ -304,7 +314,7 @@ impl<S: Store> ChatFile<'_, S> {
         validate(header, lines)?;
         let _guard = self.lock.lock().await;
         let state = signature::current(self.store, &self.path, &self.sig).await?;
-        let checked = match state.meta {
+        let checked = match state.meta.filter(|m| m.size > 0) {
             None => Checked {
                 state,
                 header: None,
@@ -381,7 +391,8 @@ impl<S: Store> ChatFile<'_, S> {
                 size,
             });
         }
-        if state.meta.is_none() {
+        if size == 0 {
+            // No chat, or an empty file: no header, nothing to keep.
             return Ok(Checked {
                 state,
                 header: None,

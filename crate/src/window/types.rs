@@ -41,7 +41,8 @@ impl Cursor {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatTail {
-    /// The header line (without its newline); `None` for a chat that does not exist.
+    /// The header line (without its newline); `None` for a chat that does not exist, or whose
+    /// file is empty (no header yet: the app writes its own).
     pub header: Option<String>,
     /// The newest message lines, oldest first, without their newlines.
     pub lines: Vec<String>,

@@ -50,6 +50,7 @@ macro_rules! window_cases {
             backfill_with_a_warm_cache_reports_an_outside_edit_as_stale,
             named_chats_normalize_and_find_older_spellings,
             chats_are_listed_and_deleted_with_their_backups,
+            an_empty_file_is_a_chat_with_no_header_yet,
         );
     };
     (@each $make:expr; $($name:ident),* $(,)?) => {
@@ -1643,4 +1644,36 @@ pub async fn chats_are_listed_and_deleted_with_their_backups<S: Store>(store: S)
         .unwrap();
     let t = trip.tail(10, false).await.unwrap();
     assert_eq!((t.lines, t.cursor), (msgs(5..6), again));
+}
+
+pub async fn an_empty_file_is_a_chat_with_no_header_yet<S: Store>(store: S) {
+    let chats = Chats::new(store);
+    let chat = chats.chat("chats/empty.jsonl").unwrap();
+    chats.store().write(chat.path(), b"").await.unwrap();
+    for allow_not_found in [false, true] {
+        let t = chat.tail(10, allow_not_found).await.unwrap();
+        assert_eq!((t.header, t.lines.len(), t.cursor.offset), (None, 0, 0));
+    }
+    // As a new chat: the app writes its header with its first lines.
+    let t = chat.tail(10, false).await.unwrap();
+    let c = chat
+        .patch(t.cursor, HEADER, &append(msgs(0..2)), opts())
+        .await
+        .unwrap();
+    assert_eq!(
+        bytes(chats.store(), chat.path()).await,
+        file_bytes(HEADER, &msgs(0..2))
+    );
+    let again = chat.tail(10, false).await.unwrap();
+    assert_eq!(
+        (again.header.as_deref(), again.lines, again.cursor),
+        (Some(HEADER), msgs(0..2), c)
+    );
+    // A full save of an empty file too.
+    chats.store().write(chat.path(), b"").await.unwrap();
+    chat.replace(HEADER, &msgs(3..4)).await.unwrap();
+    assert_eq!(
+        bytes(chats.store(), chat.path()).await,
+        file_bytes(HEADER, &msgs(3..4))
+    );
 }

@@ -423,12 +423,20 @@ struct ErrorBody {
     code: Option<String>,
 }
 
-/// The `{"error": "..."}` text of an error body, or the body itself shortened.
+/// The `{"error": "..."}` text of an error body, or the body itself shortened: an HTML page's
+/// (a proxy's, a gateway's) as its title, or its text without the tags, not its markup.
 pub fn error_message(body: &str) -> String {
     match server_error(body) {
         Some(e) => e.error,
         None => {
-            let body = body.trim();
+            let page;
+            let body = match body.trim_start().starts_with('<') {
+                true => {
+                    page = html_text(body);
+                    page.as_str()
+                }
+                false => body.trim(),
+            };
             match body.char_indices().nth(200) {
                 Some((cut, _)) => format!("{}…", &body[..cut]),
                 None if body.is_empty() => "(no explanation)".into(),
@@ -436,6 +444,49 @@ pub fn error_message(body: &str) -> String {
             }
         }
     }
+}
+
+/// What a person reads of an HTML page: its `<title>` if it has one, else its text without the
+/// tags (nor the scripts' and styles'), whitespace collapsed.
+fn html_text(page: &str) -> String {
+    // Its head is enough (and the walk below stays cheap on a page of megabytes).
+    let mut end = page.len().min(16 << 10);
+    while !page.is_char_boundary(end) {
+        end -= 1;
+    }
+    let page = &page[..end];
+    let lower = page.to_ascii_lowercase();
+    let title = (lower.find("<title"))
+        .and_then(|i| Some(i + lower[i..].find('>')? + 1))
+        .and_then(|start| Some((start, start + lower[start..].find("</title")?)));
+    let text = match title {
+        Some((start, end)) => page[start..end].to_string(),
+        None => {
+            let mut out = String::new();
+            let mut rest = page;
+            while let Some(open) = rest.find('<') {
+                out.push_str(&rest[..open]);
+                out.push(' ');
+                let tag = rest[open..].to_ascii_lowercase();
+                // A script's or a style's body is not text.
+                let skip_to = ["script", "style"]
+                    .iter()
+                    .find(|t| tag[1..].starts_with(*t))
+                    .and_then(|t| tag.find(&format!("</{t}")));
+                let from = open + skip_to.unwrap_or(0);
+                match rest[from..].find('>') {
+                    Some(close) => rest = &rest[from + close + 1..],
+                    None => {
+                        rest = "";
+                        break;
+                    }
+                }
+            }
+            out.push_str(rest);
+            out
+        }
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The session list's body, parsed. A `seq` past [`MAX_SEQ`] (no line can carry it, and JS
@@ -466,6 +517,15 @@ mod tests {
             "no session \"x\""
         );
         assert_eq!(error_message(""), "(no explanation)");
+        assert_eq!(
+            error_message("<html><head><TITLE>502 Bad\n Gateway</TITLE><style>a{}</style></head><body>x</body></html>"),
+            "502 Bad Gateway"
+        );
+        assert_eq!(
+            error_message("<html><script>var a = '<b>';</script><body><h1>404</h1>\n<p>Not  here</p></body></html>"),
+            "404 Not here"
+        );
+        assert_eq!(error_message("<html><body>cut"), "cut");
         let long = "x".repeat(500);
         let short = error_message(&long);
         assert!(short.chars().count() == 201 && short.ends_with('…'));

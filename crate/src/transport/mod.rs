@@ -463,26 +463,22 @@ fn html_text(page: &str) -> String {
         Some((start, end)) => page[start..end].to_string(),
         None => {
             let mut out = String::new();
-            let mut rest = page;
-            while let Some(open) = rest.find('<') {
-                out.push_str(&rest[..open]);
+            let mut at = 0; // where the text not yet taken starts
+            while let Some(open) = page[at..].find('<').map(|i| at + i) {
+                out.push_str(&page[at..open]);
                 out.push(' ');
-                let tag = rest[open..].to_ascii_lowercase();
+                let tag = &lower[open..];
                 // A script's or a style's body is not text.
                 let skip_to = ["script", "style"]
                     .iter()
                     .find(|t| tag[1..].starts_with(*t))
                     .and_then(|t| tag.find(&format!("</{t}")));
                 let from = open + skip_to.unwrap_or(0);
-                match rest[from..].find('>') {
-                    Some(close) => rest = &rest[from + close + 1..],
-                    None => {
-                        rest = "";
-                        break;
-                    }
-                }
+                at = page[from..]
+                    .find('>')
+                    .map_or(page.len(), |close| from + close + 1);
             }
-            out.push_str(rest);
+            out.push_str(&page[at..]);
             out
         }
     };

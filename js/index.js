@@ -865,9 +865,14 @@ export class Chats {
 
   async #op(op, name, ...args) {
     chatName(name);
+    return this.#ask(op, name, ...args);
+  }
+
+  /** Asks the worker, once the handle is ready. */
+  async #ask(op, ...args) {
     await this.#ready;
     if (!this.#call) throw new Error('these chats are closed');
-    return this.#call(op, name, ...args);
+    return this.#call(op, ...args);
   }
 
   /**
@@ -875,9 +880,7 @@ export class Chats {
    * @returns {Promise<{ windowLines: number, backfillPages: number }>}
    */
   async options() {
-    await this.#ready;
-    if (!this.#call) throw new Error('these chats are closed');
-    return this.#call('chatsInfo');
+    return this.#ask('chatsInfo');
   }
 
   /**
@@ -946,9 +949,7 @@ export class Chats {
    * @returns {Promise<import('./index.js').ChatEntry[]>}
    */
   async list() {
-    await this.#ready;
-    if (!this.#call) throw new Error('these chats are closed');
-    return this.#call('chatList');
+    return this.#ask('chatList');
   }
 
   /**

@@ -34,6 +34,18 @@ struct Canned {
     retry_after: Option<&'static str>,
 }
 
+impl Canned {
+    /// An answer of `status` with `body`, without `Retry-After`.
+    fn new(route: &'static str, status: u16, body: &'static str) -> Canned {
+        Canned {
+            route,
+            status,
+            body,
+            retry_after: None,
+        }
+    }
+}
+
 #[derive(Clone)]
 struct Front {
     upstream: String,
@@ -169,6 +181,20 @@ fn open(client: &Engine<FsStore, Recorded>, id: &str) -> Running<FsStore, Record
     Running::spawn(client.open(summary(id), None).unwrap())
 }
 
+/// Every banner the session shows from now on, in order (each one once while it stays).
+fn banners(opened: &Running<FsStore, Recorded>) -> Rc<RefCell<Vec<String>>> {
+    let banners = Rc::new(RefCell::new(Vec::new()));
+    let seen = banners.clone();
+    opened.session.on_change(move |v, _| {
+        if let Some(b) = &v.banner {
+            if seen.borrow().last() != Some(b) {
+                seen.borrow_mut().push(b.clone());
+            }
+        }
+    });
+    banners
+}
+
 /// A scripted event stream's body that is never sent: headers, then nothing, for ever.
 const SILENT: &str = "(silent)";
 
@@ -258,12 +284,11 @@ fn another_4xx_from_the_server_stops_with_its_message() {
     local(async {
         let env = Env::start(None).await;
         let client = env.client(None).await;
-        env.script(&[Canned {
-            route: "/transcript",
-            status: 400,
-            body: r#"{"error":"limit must be at most 10000"}"#,
-            retry_after: None,
-        }]);
+        env.script(&[Canned::new(
+            "/transcript",
+            400,
+            r#"{"error":"limit must be at most 10000"}"#,
+        )]);
         let opened = open(&client, "welcome");
         opened.wait("the error", |v| v.error.is_some()).await;
         let error = opened.session.view().error.unwrap();
@@ -286,12 +311,7 @@ fn throttling_is_retried_after_the_servers_retry_after_and_then_the_session_open
                 body: r#"{"error":"slow down"}"#,
                 retry_after: Some("3"),
             },
-            Canned {
-                route: "/transcript",
-                status: 408,
-                body: "",
-                retry_after: None,
-            },
+            Canned::new("/transcript", 408, ""),
         ]);
         let opened = open(&client, "welcome");
         opened.wait("live", |v| v.live).await;
@@ -309,12 +329,7 @@ fn server_errors_and_a_proxys_404s_back_off_exponentially_with_jitter_up_to_the_
     local(async {
         let env = Env::start(None).await;
         let client = env.client(None).await;
-        let failure = |status, body| Canned {
-            route: "/transcript",
-            status,
-            body,
-            retry_after: None,
-        };
+        let failure = |status, body| Canned::new("/transcript", status, body);
         env.script(&[
             failure(503, "Service Unavailable"),
             failure(502, "<html>Bad Gateway</html>"),
@@ -326,15 +341,7 @@ fn server_errors_and_a_proxys_404s_back_off_exponentially_with_jitter_up_to_the_
             failure(503, ""),
         ]);
         let opened = open(&client, "welcome");
-        let banners = Rc::new(RefCell::new(Vec::new()));
-        let seen = banners.clone();
-        opened.session.on_change(move |v, _| {
-            if let Some(b) = &v.banner {
-                if seen.borrow().last() != Some(b) {
-                    seen.borrow_mut().push(b.clone());
-                }
-            }
-        });
+        let banners = banners(&opened);
         opened.wait("live", |v| v.live).await;
         assert_eq!(env.scripted_left(), 0);
         let sleeps = env.sleeps();
@@ -372,12 +379,7 @@ fn the_stream_refused_by_the_server_is_classified_by_the_same_rule() {
         let env = Env::start(None).await;
         let client = env.client(None).await;
         // The opening window passes; the stream's connection is answered 404 by the server.
-        env.script(&[Canned {
-            route: "/events",
-            status: 404,
-            body: NOT_FOUND_JSON,
-            retry_after: None,
-        }]);
+        env.script(&[Canned::new("/events", 404, NOT_FOUND_JSON)]);
         let opened = open(&client, "welcome");
         opened.wait("the error", |v| v.error.is_some()).await;
         let view = opened.session.view();
@@ -389,12 +391,7 @@ fn the_stream_refused_by_the_server_is_classified_by_the_same_rule() {
 
         // A 503 on the stream is retried with backoff, then it connects.
         env.script(&[
-            Canned {
-                route: "/events",
-                status: 503,
-                body: "",
-                retry_after: None,
-            },
+            Canned::new("/events", 503, ""),
             Canned {
                 route: "/events",
                 status: 429,
@@ -429,12 +426,7 @@ fn a_stream_that_keeps_failing_after_good_catch_ups_is_retried_less_and_less_oft
     local(async {
         let env = Env::start(None).await;
         let client = env.client(None).await;
-        let refused = Canned {
-            route: "/events",
-            status: 503,
-            body: "",
-            retry_after: None,
-        };
+        let refused = Canned::new("/events", 503, "");
         env.script(&[refused.clone(), refused.clone(), refused.clone(), refused]);
         let opened = open(&client, "welcome");
         opened.wait("live", |v| v.live).await;
@@ -455,21 +447,14 @@ fn answers_that_disagree_about_the_file_reopen_it_less_and_less_often_saying_so(
         let client = env.client(None).await;
         // The window passes, and the stream says at once that the file was replaced: as when a
         // proxy answers the window from an old copy. Three times over, then the truth.
-        let replaced = Canned {
-            route: "/events",
-            status: 200,
-            body: "event: reset\ndata: {\"reason\":\"replaced\",\"first\":1}\n\n",
-            retry_after: None,
-        };
+        let replaced = Canned::new(
+            "/events",
+            200,
+            "event: reset\ndata: {\"reason\":\"replaced\",\"first\":1}\n\n",
+        );
         env.script(&[replaced.clone(), replaced.clone(), replaced]);
         let opened = open(&client, "welcome");
-        let banners = Rc::new(RefCell::new(Vec::new()));
-        let seen = banners.clone();
-        opened.session.on_change(move |v, _| {
-            if let Some(b) = &v.banner {
-                seen.borrow_mut().push(b.clone());
-            }
-        });
+        let banners = banners(&opened);
         opened
             .wait("live", |v| v.live && env.scripted_left() == 0)
             .await;
@@ -500,24 +485,11 @@ fn a_stream_that_sends_nothing_from_its_start_is_taken_for_dead() {
             ..Config::default()
         };
         let client = env.client_with(None, config).await;
-        env.script(&[Canned {
-            route: "/events",
-            status: 200,
-            body: SILENT,
-            retry_after: None,
-        }]);
+        env.script(&[Canned::new("/events", 200, SILENT)]);
         let opened = open(&client, "welcome");
-        let said = Rc::new(RefCell::new(false));
-        let seen = said.clone();
-        opened.session.on_change(move |v, _| {
-            if v.banner
-                .as_deref()
-                .is_some_and(|b| b.contains("sent nothing"))
-            {
-                *seen.borrow_mut() = true;
-            }
-        });
-        opened.wait("the silence said", |_| *said.borrow()).await;
+        let banners = banners(&opened);
+        let said = || banners.borrow().iter().any(|b| b.contains("sent nothing"));
+        opened.wait("the silence said", |_| said()).await;
         // Reconnected (its catch-up, then a stream that speaks): a line written since arrives.
         let newest = env.base.lines("welcome").last().unwrap().seq();
         let line = format!(
@@ -552,12 +524,7 @@ fn an_older_page_that_does_not_answer_what_was_asked_is_an_error_to_retry_not_th
         let oldest = opened.session.view().oldest.unwrap();
         assert!(oldest > 1, "history left to page");
         // A page from another request (a proxy's mix-up): its seqs are not below `before`.
-        env.script(&[Canned {
-            route: "/transcript",
-            status: 200,
-            body: r#"[{"seq":64,"ts":1.0,"event":{"type":"status","status":"idle"}},{"seq":65,"ts":1.0,"event":{"type":"status","status":"idle"}}]"#,
-            retry_after: None,
-        }]);
+        env.script(&[Canned::new("/transcript", 200, r#"[{"seq":64,"ts":1.0,"event":{"type":"status","status":"idle"}},{"seq":65,"ts":1.0,"event":{"type":"status","status":"idle"}}]"#)]);
         let e = opened.session.older().await.unwrap_err();
         assert!(
             e.to_string().contains("holds seq 64"),

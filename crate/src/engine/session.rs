@@ -104,12 +104,13 @@ pub struct Session<S: Store, T: Transport> {
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
     /// The retry schedule of the check, the opening window, the stream and a reopen. It starts
-    /// again from its base only when a stream has been heard from (its keep-alive or a line),
-    /// not when a request before it succeeds: a stream that keeps failing right after a good
+    /// again from its base only once a stream follows the file (a line, or a keep-alive after
+    /// its opening one), not when a request before it succeeds: a stream that keeps failing right after a good
     /// catch-up is retried less and less often, as any other failure in a row.
     backoff: RefCell<Backoff>,
-    /// Reopened (the file found replaced) and no stream heard from since: the next reopen waits
-    /// its backoff step, so answers that disagree do not reopen the session in a tight loop.
+    /// Reopened (the file found replaced) and no stream has followed the file since: the next
+    /// reopen waits its backoff step, so answers that disagree do not reopen the session in a
+    /// tight loop.
     reopened_unheard: Cell<bool>,
     /// The writer role, while this open writes the cache.
     role: RefCell<Option<WriterRole>>,
@@ -979,6 +980,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// banner saying so, rather than asking again at once, in a loop.
     async fn reopen(&self, inbox: &mut mpsc::UnboundedReceiver<Command>) -> Command {
         if self.reopened_unheard.replace(true) {
+            self.update(Change::State, |v| v.live = false);
             let ms = self.backoff.borrow_mut().step();
             self.set_banner(Some(format!(
                 "The server's answers about this session disagree: its file looked replaced again right after it was reopened (reopening in {} s)",
@@ -1065,18 +1067,26 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                     // protocol's default interval sets: the stream opens with a keep-alive, so
                     // one silent that long from its start is held by something in between.
                     let mut silence_limit_ms = self.config.first_frame_ms;
-                    let mut heard = false;
+                    let (mut heard, mut keep_alives) = (false, 0);
                     let error = loop {
                         let next = self.heard_within(&mut stream, silence_limit_ms);
                         let item = match self.unless_asked(inbox, next).await {
                             Ok(item) => item,
                             Err(command) => return command,
                         };
-                        let hears = matches!(
-                            item,
-                            Some(Ok(StreamItem::KeepAlive { .. } | StreamItem::Line(_)))
-                        );
-                        if hears && !std::mem::replace(&mut heard, true) {
+                        // The stream follows the file once it sends a line, or a keep-alive
+                        // after its opening one (an interval with no reset): only then do the
+                        // retry schedule and the count of reopens start again. The opening
+                        // keep-alive comes before any reset frame, so it proves nothing.
+                        let follows = match &item {
+                            Some(Ok(StreamItem::Line(_))) => true,
+                            Some(Ok(StreamItem::KeepAlive { .. })) => {
+                                keep_alives += 1;
+                                keep_alives > 1
+                            }
+                            _ => false,
+                        };
+                        if follows && !std::mem::replace(&mut heard, true) {
                             self.backoff.borrow_mut().reset();
                             self.reopened_unheard.set(false);
                         }

@@ -450,11 +450,23 @@ fn answers_that_disagree_about_the_file_reopen_it_less_and_less_often_saying_so(
         let replaced = Canned::new(
             "/events",
             200,
-            "event: reset\ndata: {\"reason\":\"replaced\",\"first\":1}\n\n",
+            // As the server sends it: the opening keep-alive, then the reset.
+            "event: keepalive\ndata: {\"every\":15000}\n\nevent: reset\ndata: {\"reason\":\"replaced\",\"first\":1}\n\n",
         );
         env.script(&[replaced.clone(), replaced.clone(), replaced]);
         let opened = open(&client, "welcome");
-        let banners = banners(&opened);
+        // Every banner, and whether the view said it was live while it waited to reopen.
+        let (banners, waits_live) = (
+            Rc::new(RefCell::new(Vec::new())),
+            Rc::new(RefCell::new(false)),
+        );
+        let (seen, live) = (banners.clone(), waits_live.clone());
+        opened.session.on_change(move |v, _| {
+            if let Some(b) = &v.banner {
+                seen.borrow_mut().push(b.clone());
+                *live.borrow_mut() |= v.live && b.contains("disagree");
+            }
+        });
         opened
             .wait("live", |v| v.live && env.scripted_left() == 0)
             .await;
@@ -472,6 +484,7 @@ fn answers_that_disagree_about_the_file_reopen_it_less_and_less_often_saying_so(
             banners.borrow()
         );
         assert_eq!(opened.session.view().counters.resets, 3);
+        assert!(!*waits_live.borrow(), "never live while waiting to reopen");
         opened.close().await;
     });
 }

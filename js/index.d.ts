@@ -636,8 +636,8 @@ export declare class Chats {
   save(name: string, cursor: Cursor, header: string, lines: string[], options?: WriteOptions): Promise<Cursor>;
   /** Windowed patch; resolves to the new cursor. */
   patch(name: string, cursor: Cursor, header: string, op: PatchOp, options?: WriteOptions): Promise<Cursor>;
-  /** Full save: the whole chat becomes `header` and `lines`; every earlier cursor is stale. */
-  replace(name: string, header: string, lines: string[]): Promise<Cursor>;
+  /** Full save: the whole chat becomes `header` and `lines` (refused for another chat's header unless `force`); every earlier cursor is stale. */
+  replace(name: string, header: string, lines: string[], options?: WriteOptions): Promise<Cursor>;
   /** The chats of this store, sorted by name. */
   list(): Promise<ChatEntry[]>;
   /** Deletes the chat with its backup (no restore); whether there was one. Its cursors are stale after. */
@@ -696,5 +696,5 @@ export declare class ChatWindow {
  */
 export interface ChatWriter {
   patch(name: string, cursor: Cursor, header: string, op: PatchOp, options?: WriteOptions): Promise<Cursor>;
-  replace(name: string, header: string, lines: string[]): Promise<Cursor>;
+  replace(name: string, header: string, lines: string[], options?: WriteOptions): Promise<Cursor>;
 }

@@ -936,12 +936,14 @@ export class Chats {
   }
 
   /**
-   * Full save: the whole chat becomes `header` and `lines`, whatever the file held. Every
-   * earlier cursor is stale afterwards. Resolves to the cursor of a window holding all `lines`.
+   * Full save: the whole chat becomes `header` and `lines`, whatever lines the file held;
+   * refused (`integrityMismatch`) when the header is another chat's, unless `options.force`.
+   * Every earlier cursor is stale afterwards. Resolves to the cursor of a window holding all
+   * `lines`.
    * @returns {Promise<import('./index.js').Cursor>}
    */
-  async replace(name, header, lines) {
-    return this.#op('chatReplace', name, string(header, 'a chat header'), lines);
+  async replace(name, header, lines, options) {
+    return this.#op('chatReplace', name, string(header, 'a chat header'), lines, options ?? null);
   }
 
   /**
@@ -1137,7 +1139,7 @@ export class ChatWindow {
     }
     try {
       if (plan.kind === 'replace') {
-        this.cursor = await chats.replace(name, header, lines);
+        this.cursor = await chats.replace(name, header, lines, { ...plan.options, ...options });
         this.hasMoreBefore = false;
       } else {
         this.cursor = await chats.patch(name, this.cursor, header, plan.op, { ...plan.options, ...options });

@@ -107,6 +107,8 @@ async function scenario(storage) {
     // The cursor of the first tail is stale by now: refused, file unchanged.
     r.stale = await caught(chats.patch(name, r.tail.cursor, head, { append: ['{"mes":"lost"}'] }));
     r.integrity = await caught(chats.patch(name, r.rewritten, other, { append: ['{"mes":"x"}'] }));
+    // A full save meant for another chat is refused too (it would overwrite this one whole).
+    r.replaceIntegrity = await caught(chats.replace(name, other, ['{"mes":"x"}']));
     r.baseline = await caught(chats.patch(name, r.rewritten, head, { append: ['{"mes":"x"}'] },
       { expectedWindowLineCount: 3 }));
     r.badOp = await caught(chats.patch(name, r.rewritten, head, { append: [], lines: [] }));
@@ -158,6 +160,7 @@ each(`windowed reads, patches, typed refusals and backfill`, async (storage) => 
   assert.deepEqual(r.afterRewrite.lines, [...lines.slice(19), '{"mes":"c"}'], 'a and b replaced by c');
 
   for (const [e, kind] of [[r.stale, 'signatureMismatch'], [r.integrity, 'integrityMismatch'],
+    [r.replaceIntegrity, 'integrityMismatch'],
     [r.baseline, 'windowBaselineMismatch'], [r.badOp, 'invalidArgument'], [r.unsafe, 'invalidArgument'],
     [r.negative, 'invalidArgument'], [r.zeroPages, 'invalidArgument']]) {
     assert.ok(e?.isError, `${kind}: rejected with an Error`);

@@ -40,7 +40,9 @@ mod bench {
         let line_len = message(0).len() + 1;
         let n = bytes / line_len;
         let lines: Vec<String> = (0..n).map(message).collect();
-        chat.replace(HEADER, &lines).await.unwrap();
+        chat.replace(HEADER, &lines, WriteOptions::default())
+            .await
+            .unwrap();
         let size = chats.store().stat(path).await.unwrap().unwrap().size;
         (n, size)
     }

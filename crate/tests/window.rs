@@ -43,7 +43,7 @@ fn window_futures_are_send_for_tauri_commands() {
     send(chat.before_pages(c, 1, 1));
     send(chat.save(c, "{}", &[], o));
     send(chat.patch(c, "{}", &PatchOp::Append { lines: vec![] }, o));
-    send(chat.replace("{}", &[]));
+    send(chat.replace("{}", &[], o));
     send(chat.restore_backup());
     send(chat.delete());
     send(chats.list("chats"));

@@ -373,13 +373,26 @@ impl Chats {
         })
     }
 
-    /// Full save: replaces the whole chat with `header` and `lines`, whatever is on disk (the
-    /// fallback when the app holds the whole chat, or no window of it). Every earlier cursor is
-    /// stale afterwards. Resolves to the cursor of a window holding all of `lines`.
-    pub fn replace(&self, name: String, header: String, lines: JsValue) -> js_sys::Promise {
+    /// Full save: replaces the whole chat with `header` and `lines`, whatever lines are on disk
+    /// (the fallback when the app holds the whole chat, or no window of it); refused as an
+    /// `integrityMismatch` when the header is another chat's, unless `options.force`. Every
+    /// earlier cursor is stale afterwards. Resolves to the cursor of a window holding all of
+    /// `lines`.
+    pub fn replace(
+        &self,
+        name: String,
+        header: String,
+        lines: JsValue,
+        options: JsValue,
+    ) -> js_sys::Promise {
         self.with(name, move |state, path| async move {
             let lines: Vec<String> = from_js("lines", lines)?;
-            state.chats.chat(&path)?.replace(&header, &lines).await
+            let options = write_options(options)?;
+            state
+                .chats
+                .chat(&path)?
+                .replace(&header, &lines, options)
+                .await
         })
     }
 

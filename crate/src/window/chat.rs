@@ -306,12 +306,25 @@ impl<S: Store> ChatFile<'_, S> {
         }
     }
 
-    /// Full save: replaces the whole chat with `header` and `lines`, whatever is on disk (the
-    /// fallback for a caller that holds the whole chat). It changes the signature like any
-    /// write, so every window read before it is refused afterwards. Returns the cursor of a
-    /// window holding all of `lines`.
-    pub async fn replace(&self, header: &str, lines: &[String]) -> Result<Cursor> {
+    /// Full save: replaces the whole chat with `header` and `lines`, whatever lines are on disk
+    /// (the fallback for a caller that holds the whole chat). It takes no cursor, so the only
+    /// check is integrity, unless `options.force`: a full save meant for another chat (its
+    /// header's `chat_metadata.integrity` differs from the one on disk) is refused as a
+    /// windowed write is. A baseline (`expected_window_line_count`) means nothing without a
+    /// window, and is refused. It changes the signature like any write, so every window read
+    /// before it is refused afterwards. Returns the cursor of a window holding all of `lines`.
+    pub async fn replace(
+        &self,
+        header: &str,
+        lines: &[String],
+        options: WriteOptions,
+    ) -> Result<Cursor> {
         validate(header, lines)?;
+        if options.expected_window_line_count.is_some() {
+            return Err(WindowError::InvalidArgument(
+                "a full save has no window: expectedWindowLineCount is for save and patch".into(),
+            ));
+        }
         let _guard = self.lock.lock().await;
         let state = signature::current(self.store, &self.path, &self.sig).await?;
         let checked = match state.meta.filter(|m| m.size > 0) {
@@ -329,6 +342,7 @@ impl<S: Store> ChatFile<'_, S> {
                 }
             }
         };
+        check_integrity(checked.header.as_deref(), header, options.force)?;
         let from = checked.body_start;
         self.apply(&checked, from, from, header, lines, true).await
     }
@@ -429,13 +443,7 @@ impl<S: Store> ChatFile<'_, S> {
         validate(header, lines)?;
         let _guard = self.lock.lock().await;
         let checked = self.check(cursor).await?;
-        if let (false, Some(on_disk)) = (options.force, &checked.header) {
-            if let (Some(on_disk), Some(incoming)) = (integrity(on_disk), integrity(header)) {
-                if on_disk != incoming {
-                    return Err(WindowError::IntegrityMismatch { on_disk, incoming });
-                }
-            }
-        }
+        check_integrity(checked.header.as_deref(), header, options.force)?;
         let size = checked.state.size();
         let needs_starts =
             options.expected_window_line_count.is_some() || matches!(cut, Cut::Line(i) if i > 0);
@@ -559,6 +567,20 @@ fn cursor_at(offset: u64, state: &State) -> Cursor {
         size: state.size(),
         modified_millis: state.stamp,
     }
+}
+
+/// The integrity check every write makes unless forced: when both the header on disk and the
+/// one written carry `chat_metadata.integrity`, they are the same chat's.
+fn check_integrity(on_disk: Option<&str>, header: &str, force: bool) -> Result<()> {
+    let Some(on_disk) = on_disk.filter(|_| !force) else {
+        return Ok(());
+    };
+    if let (Some(on_disk), Some(incoming)) = (integrity(on_disk), integrity(header)) {
+        if on_disk != incoming {
+            return Err(WindowError::IntegrityMismatch { on_disk, incoming });
+        }
+    }
+    Ok(())
 }
 
 fn positive(name: &str, n: usize) -> Result<()> {

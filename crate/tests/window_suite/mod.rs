@@ -94,7 +94,7 @@ pub async fn bytes<S: Store>(store: &S, path: &str) -> Vec<u8> {
 /// A chat of `n` messages written by a full save.
 pub async fn chat_of<'a, S: Store>(chats: &'a Chats<S>, n: usize) -> ChatFile<'a, S> {
     let chat = chats.chat(PATH).unwrap();
-    chat.replace(HEADER, &msgs(0..n)).await.unwrap();
+    chat.replace(HEADER, &msgs(0..n), opts()).await.unwrap();
     chat
 }
 
@@ -161,7 +161,7 @@ pub async fn tail_returns_the_header_the_newest_lines_and_where_they_start<S: St
 
     // A header-only chat.
     let empty = chats.chat("chats/bob/empty.jsonl").unwrap();
-    empty.replace(HEADER, &[]).await.unwrap();
+    empty.replace(HEADER, &[], opts()).await.unwrap();
     let e = empty.tail(5, false).await.unwrap();
     assert!(e.lines.is_empty() && !e.has_more_before);
     assert_eq!(e.cursor.offset, HEADER.len() as u64 + 1);
@@ -243,7 +243,7 @@ pub async fn long_lines_and_odd_lines_read_back_exactly<S: Store>(store: S) {
         big.clone(),
         msg(5),
     ];
-    let c = chat.replace(HEADER, &lines).await.unwrap();
+    let c = chat.replace(HEADER, &lines, opts()).await.unwrap();
     assert_holds(&chats, HEADER, &lines).await;
     let t = chat.tail(2, false).await.unwrap();
     assert_eq!(t.lines, lines[4..].to_vec());
@@ -635,6 +635,20 @@ pub async fn integrity_mismatch_is_refused_unless_forced_and_force_skips_nothing
         chat.save(t.cursor, &other, &[], opts()).await,
         Err(WindowError::IntegrityMismatch { .. })
     ));
+    // A full save takes no cursor, and is checked all the same (one meant for another chat
+    // would otherwise overwrite this one whole); a baseline means nothing to it.
+    assert!(matches!(
+        chat.replace(&other, &msgs(0..1), opts()).await,
+        Err(WindowError::IntegrityMismatch { .. })
+    ));
+    let baseline = WriteOptions {
+        expected_window_line_count: Some(20),
+        ..opts()
+    };
+    assert!(matches!(
+        chat.replace(HEADER, &msgs(0..1), baseline).await,
+        Err(WindowError::InvalidArgument(_))
+    ));
     assert_eq!(bytes(chats.store(), PATH).await, snapshot);
     // force skips integrity but not the signature or the offset checks.
     let force = WriteOptions {
@@ -658,8 +672,15 @@ pub async fn integrity_mismatch_is_refused_unless_forced_and_force_skips_nothing
         Err(WindowError::NotAtLineBoundary { .. })
     ));
     assert_eq!(bytes(chats.store(), PATH).await, snapshot);
-    let c = chat.patch(t.cursor, &other, &append, force).await.unwrap();
+    chat.patch(t.cursor, &other, &append, force).await.unwrap();
     assert_holds(&chats, &other, &msgs(0..21)).await;
+    // Forced, a full save writes another chat's header too.
+    let back = chat.replace(HEADER, &msgs(0..21), force).await.unwrap();
+    assert_holds(&chats, HEADER, &msgs(0..21)).await;
+    let c = chat
+        .patch(back, &other, &PatchOp::Append { lines: vec![] }, force)
+        .await
+        .unwrap();
     // A header without a slug is not checked.
     let plain = r#"{"user_name":"User","chat_metadata":{}}"#;
     chat.save(c, plain, &[], opts()).await.unwrap();
@@ -962,7 +983,7 @@ pub async fn bad_arguments_are_refused_and_change_nothing<S: Store>(store: S) {
             "{header:?}"
         );
         assert!(matches!(
-            chat.replace(header, &[]).await,
+            chat.replace(header, &[], opts()).await,
             Err(WindowError::InvalidLine(_))
         ));
     }
@@ -1066,7 +1087,7 @@ pub async fn data_loss_full_save_then_stale_windowed_save_is_refused<S: Store>(s
     let mut full = msgs(0..300);
     full[10] = r#"{"mes":"an old message edited in the full view"}"#.to_string();
     full.push(msg(300));
-    chat.replace(HEADER, &full).await.unwrap();
+    chat.replace(HEADER, &full, opts()).await.unwrap();
     let after_full = bytes(chats.store(), PATH).await;
     assert_eq!(after_full, file_bytes(HEADER, &full));
 
@@ -1187,7 +1208,7 @@ pub async fn random_patch_sequences_keep_the_window_equal_to_the_file_suffix<S: 
         let n = rng.rand_range(0..40) as usize;
         let mut model: Vec<String> = msgs(0..n);
         let mut header = headers[0].clone();
-        chat.replace(&header, &model).await.unwrap();
+        chat.replace(&header, &model, opts()).await.unwrap();
         let t = chat
             .tail(1 + rng.rand_range(0..10) as usize, false)
             .await
@@ -1318,7 +1339,7 @@ fn ten_token(i: usize) -> String {
 async fn backfill_chat<'a, S: Store>(chats: &'a Chats<S>) -> (ChatFile<'a, S>, ChatTail) {
     let chat = chats.chat(PATH).unwrap();
     let lines: Vec<String> = (0..300).map(ten_token).collect();
-    chat.replace(HEADER, &lines).await.unwrap();
+    chat.replace(HEADER, &lines, opts()).await.unwrap();
     let window = chat.tail(50, false).await.unwrap();
     (chat, window)
 }
@@ -1602,12 +1623,12 @@ pub async fn chats_are_listed_and_deleted_with_their_backups<S: Store>(store: S)
     let chats = Chats::new(store);
     assert_eq!(chats.list("chats").await.unwrap(), vec![], "no folder yet");
     let trip = chats.named("chats", "trip").await.unwrap();
-    let c = trip.replace(HEADER, &msgs(0..3)).await.unwrap();
+    let c = trip.replace(HEADER, &msgs(0..3), opts()).await.unwrap();
     trip.patch(c, HEADER, &append(msgs(3..4)), opts())
         .await
         .unwrap();
     let notes = chats.named("chats", " notes ").await.unwrap();
-    notes.replace(HEADER, &msgs(0..1)).await.unwrap();
+    notes.replace(HEADER, &msgs(0..1), opts()).await.unwrap();
     let listed = chats.list("chats").await.unwrap();
     let names: Vec<(&str, u64)> = listed.iter().map(|e| (e.name.as_str(), e.size)).collect();
     assert_eq!(
@@ -1671,7 +1692,7 @@ pub async fn an_empty_file_is_a_chat_with_no_header_yet<S: Store>(store: S) {
     );
     // A full save of an empty file too.
     chats.store().write(chat.path(), b"").await.unwrap();
-    chat.replace(HEADER, &msgs(3..4)).await.unwrap();
+    chat.replace(HEADER, &msgs(3..4), opts()).await.unwrap();
     assert_eq!(
         bytes(chats.store(), chat.path()).await,
         file_bytes(HEADER, &msgs(3..4))

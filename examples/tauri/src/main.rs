@@ -121,16 +121,20 @@ async fn chat_patch(
         .await?)
 }
 
-/// A full save: the whole chat becomes `header` and `lines`.
+/// A full save: the whole chat becomes `header` and `lines` (unless its header is another
+/// chat's: `options.force` writes it anyway).
 #[tauri::command]
 async fn chat_replace(
     state: State<'_, LocalChats>,
     name: String,
     header: String,
     lines: Vec<String>,
+    options: Option<WriteOptions>,
 ) -> Reply<Cursor> {
     let chat = state.chats.named(FOLDER, &name).await?;
-    Ok(chat.replace(&header, &lines).await?)
+    Ok(chat
+        .replace(&header, &lines, options.unwrap_or_default())
+        .await?)
 }
 
 /// What `chat_backfill` answers.

@@ -43,7 +43,8 @@ pub fn keep_alive_data(every_ms: u32) -> String {
 
 /// How long a client waits, hearing nothing, before it takes a stream whose keep-alive frame
 /// carried `data` for dead: [`SILENT_INTERVALS`] times the interval it names (kept within
-/// 100 ms to 10 min). `None` when `data` names no interval: the stream is not timed.
+/// 100 ms to 10 min). `None` when `data` names no interval: the frame sets no limit (the
+/// client keeps the one it had; before any, three of [`KEEP_ALIVE_MS`]).
 pub fn silence_limit_ms(data: &str) -> Option<u32> {
     #[derive(serde::Deserialize)]
     struct Frame {

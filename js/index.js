@@ -285,6 +285,10 @@ export class Scrollback {
       sb.#storage = await sb.#call('open', engineOptions, early?.url ?? null);
     } catch (err) {
       sb.close();
+      // The worker names the options it takes; the page takes two more.
+      if (err instanceof TypeError && /^options has no .*: it takes /.test(err.message)) {
+        throw new TypeError(`${err.message}, opening, onOpeningScreen`);
+      }
       throw err;
     }
     return sb;

@@ -133,7 +133,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   };
   typeError(r.badServer, /bad server URL "not a url"/, 'a server that is not a URL');
   typeError(r.ftpServer, /bad server URL .*http/, 'a server that is not http(s)');
-  typeError(r.misspelt, /"budget".*budgetBytes/, 'a misspelt option, with the ones there are');
+  typeError(r.misspelt, /"budget": it takes server, token, storage, budgetBytes, search, opening, onOpeningScreen$/, 'a misspelt option, with the ones there are');
   typeError(r.notData, /plain data/, 'a function in the options');
   typeError(r.postText, /message must be a string/, 'a message that is not a string');
   typeError(r.postId, /session id must be a string/, 'an id that is not a string');

@@ -105,8 +105,9 @@ pub struct Session<S: Store, T: Transport> {
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
     /// The retry schedule of the check, the opening window, the stream and a reopen. It starts
     /// again from its base only once a stream follows the file (a line, or a keep-alive after
-    /// its opening one), not when a request before it succeeds: a stream that keeps failing right after a good
-    /// catch-up is retried less and less often, as any other failure in a row.
+    /// its opening one), not when a request before it succeeds: a stream that keeps failing
+    /// right after a good catch-up is retried less and less often, as any other failure in a
+    /// row.
     backoff: RefCell<Backoff>,
     /// Reopened (the file found replaced) and no stream has followed the file since: the next
     /// reopen waits its backoff step, so answers that disagree do not reopen the session in a
@@ -974,8 +975,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
     }
 
-    /// The file was found replaced: [`Command::Reopen`]. Found so again before any stream was
-    /// heard from since the last reopen, the server's answers disagree (a proxy answering with
+    /// The file was found replaced: [`Command::Reopen`]. Found so again before any stream has
+    /// followed the file since the last reopen, the server's answers disagree (a proxy answering with
     /// an old window, a file replaced again and again): the reopen waits its backoff step, the
     /// banner saying so, rather than asking again at once, in a loop.
     async fn reopen(&self, inbox: &mut mpsc::UnboundedReceiver<Command>) -> Command {

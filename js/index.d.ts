@@ -380,8 +380,13 @@ export interface SearchOptions {
 }
 
 /** A piece of a search hit's snippet; `hit` pieces are the matched words. */
+/**
+ * A piece of a snippet. `text` is the transcript's own text, plain: show it as text (a text
+ * node, `textContent`), never as HTML, since a transcript may hold markup (`<img onerror>`).
+ */
 export interface SnippetPiece {
   text: string;
+  /** Whether it is a matched word (mark it). */
   hit: boolean;
 }
 
@@ -389,9 +394,15 @@ export interface SnippetPiece {
 export interface SearchHit {
   /** The session id. */
   session: string;
-  /** The seq of the row it is in (the row's first line). */
+  /**
+   * The seq of the line the match is in: a row's first line, or for a tool's result (or a
+   * command's later output) the line that brought it, which the display shows in the earlier
+   * row of its call. `openSession(session, { anchor: seq })` shows it either way; in the view's
+   * rows it is the last row whose seq is at most this one. A call and its result that both
+   * match are two hits.
+   */
   seq: number;
-  /** The row's timestamp (seconds since the epoch, as the server sent it). */
+  /** That line's timestamp (seconds since the epoch, as the server sent it). */
   ts: number;
   /** Relevance: BM25 with a recency tie-break; higher first. */
   score: number;

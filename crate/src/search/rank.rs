@@ -4,7 +4,7 @@
 use super::query::Query;
 use super::reader::Loaded;
 use super::segment::Post;
-use super::tokens::{follower_bit, words};
+use super::tokens::{combining, follower_bit, words};
 use crate::store::Store;
 use serde::Serialize;
 
@@ -279,6 +279,24 @@ fn has_phrases(text: &str, phrases: &[Vec<String>]) -> bool {
         .all(|p| terms.windows(p.len()).any(|w| w == p.as_slice()))
 }
 
+/// Whether a cut at byte `i` would part a character from what joins it: a combining mark, a
+/// joiner, a variation selector or an emoji modifier right after it, or a joiner right before.
+fn inside_cluster(text: &str, i: usize) -> bool {
+    let joins = |c: char| {
+        combining(c)
+            || matches!(c,
+                '\u{200d}'                      // zero-width joiner
+                | '\u{1ab0}'..='\u{1aff}'       // combining marks, extended
+                | '\u{1dc0}'..='\u{1dff}'       // and supplement
+                | '\u{20d0}'..='\u{20ff}'       // for symbols
+                | '\u{fe00}'..='\u{fe0f}'       // variation selectors
+                | '\u{fe20}'..='\u{fe2f}'       // half marks
+                | '\u{1f3fb}'..='\u{1f3ff}'     // skin tones
+                | '\u{e0020}'..='\u{e007f}') // tags (subdivision flags)
+    };
+    text[i..].chars().next().is_some_and(joins) || text[..i].ends_with('\u{200d}')
+}
+
 /// Bytes of context shown before the first match.
 const BEFORE: usize = 60;
 /// Bytes a snippet spans at most.
@@ -299,8 +317,25 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
         }
         i
     };
-    let start = floor(first.saturating_sub(BEFORE));
-    let end = floor((start + SPAN).min(text.len()));
+    // Each end at a word's edge, so that no word is cut in two (`…mily`), nor a letter from
+    // its accents or an emoji from what joins it (`…\u{301}ééé`, `…\u{200d}👧`).
+    let from = floor(first.saturating_sub(BEFORE));
+    let start = match from {
+        0 => 0,
+        _ => (ws.iter().map(|w| w.start))
+            .find(|&s| s >= from && s <= first && !inside_cluster(text, s))
+            .unwrap_or(first),
+    };
+    let to = floor((start + SPAN).min(text.len()));
+    let mut end = match to == text.len() {
+        true => to,
+        false => (ws.iter().rev().map(|w| w.end))
+            .find(|&e| e <= to && e > start && !inside_cluster(text, e))
+            .unwrap_or(to),
+    };
+    while end > start && inside_cluster(text, end) {
+        end = floor(end - 1);
+    }
     let mut out = Vec::new();
     let mut plain = String::new();
     if start > 0 {
@@ -348,4 +383,60 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The snippet's text as shown, the matched pieces in brackets.
+    fn shown(text: &str, query: &str) -> String {
+        (snippet(text, &Query::parse(query)).iter())
+            .map(|p| match p.hit {
+                true => format!("[{}]", p.text),
+                false => p.text.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_snippet_is_cut_between_words_never_inside_one_nor_a_cluster() {
+        let text = format!("{}target{}", "word ".repeat(30), " tail".repeat(60));
+        let s = shown(&text, "target");
+        assert!(s.starts_with("…word ") && s.ends_with(" tail…"), "{s}");
+        assert!(s.contains("[target]"), "{s}");
+
+        // A letter and its accents, an emoji and what joins it: never parted at either end.
+        for run in ["e\u{301}", "👨\u{200d}👩\u{200d}👧", "👍🏽", "x"] {
+            for pad in 0..4 {
+                let text = format!(
+                    "{}{} target {}",
+                    "a".repeat(pad),
+                    run.repeat(40),
+                    run.repeat(60)
+                );
+                let s = shown(&text, "target");
+                for piece in s.split(['…', '[', ']']).filter(|p| !p.is_empty()) {
+                    let (first, last) = (piece.chars().next(), piece.chars().next_back());
+                    let parted = |c: Option<char>| {
+                        c.is_some_and(|c| {
+                            combining(c) || matches!(c, '\u{200d}' | '\u{1f3fb}'..='\u{1f3ff}')
+                        })
+                    };
+                    assert!(!parted(first), "{run:?} pad {pad}: starts parted: {s:?}");
+                    assert!(
+                        last != Some('\u{200d}'),
+                        "{run:?} pad {pad}: ends on a joiner: {s:?}"
+                    );
+                }
+                assert!(s.contains("[target]"), "{s}");
+            }
+        }
+
+        // Short texts are whole, with no ellipsis.
+        assert_eq!(
+            shown("  say the target word", "target"),
+            "  say the [target] word"
+        );
+    }
 }

@@ -155,7 +155,7 @@ fn fold_alone(c: char, mut after: impl Iterator<Item = char> + Clone, out: &mut 
 /// stretches a word (`كِتَابٌ` and `كـتاب` are `كتاب`); Hebrew's points (niqqud and cantillation:
 /// `שָׁלוֹם` is `שלום`); or a sign of Thai, Lao, Khmer or Myanmar that is not a letter (tone
 /// marks, the silencers, Khmer's subscript sign, Myanmar's virama and tones).
-fn combining(c: char) -> bool {
+pub(super) fn combining(c: char) -> bool {
     // The first test alone answers for ASCII and Latin-1.
     c >= '\u{300}'
         && (matches!(c,

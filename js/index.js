@@ -460,7 +460,7 @@ export class Scrollback {
   async search(query, options) {
     if (typeof query !== 'string') throw new TypeError('search needs a query (a string)');
     const { limit = 20, sessions } = optional(options, 'search\'s options');
-    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number from 0');
+    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number, 0 or more');
     if (sessions !== undefined && !(Array.isArray(sessions) && sessions.every((s) => typeof s === 'string'))) {
       throw new TypeError('sessions must be an array of session ids');
     }
@@ -1034,7 +1034,7 @@ export class ChatWindow {
 
   /** The line at `index` was edited, inserted or deleted (lines after it may have moved). */
   markDirty(index) {
-    if (!Number.isInteger(index) || index < 0) throw new RangeError('markDirty takes a line index (a whole number from 0)');
+    if (!Number.isInteger(index) || index < 0) throw new RangeError('markDirty takes a line index (a whole number, 0 or more)');
     this.dirtyFromIndex = this.dirtyFromIndex === null ? index : Math.min(this.dirtyFromIndex, index);
   }
 

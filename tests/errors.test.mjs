@@ -148,7 +148,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.openOptions, /options must be an object/, 'openSession options that are a string');
   typeError(r.openMisspelt, /^openSession's options has no "onchange": it takes onChange, anchor$/, 'a misspelt openSession option');
   typeError(r.searchOptions, /options must be an object/, 'search options that are a string');
-  typeError(r.searchLimit, /from 0/, 'a negative limit');
+  typeError(r.searchLimit, /limit must be a whole number, 0 or more/, 'a negative limit');
   typeError(r.header, /header must be a string/, 'a chat header that is not a string');
   const invalid = (e, pattern, what) => {
     assert.deepEqual([e?.name, e?.kind], ['ChatError', 'invalidArgument'], `${what}: ${JSON.stringify(e)}`);

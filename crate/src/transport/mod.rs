@@ -218,7 +218,7 @@ impl Backoff {
     pub fn decide(&mut self, error: &TransportError) -> Retry {
         match Retry::classify(error) {
             Retry::After(_) => {
-                let step = self.next_delay();
+                let step = self.step();
                 match error {
                     TransportError::Http {
                         retry_after_ms: Some(ms),
@@ -231,12 +231,10 @@ impl Backoff {
         }
     }
 
-    /// The next delay of the schedule, for a wait that no error decides (a reopen in a row).
+    /// The next delay of the schedule (counted as a failure): what [`Backoff::decide`] waits
+    /// when the answer names no delay, and what a wait that no error decides takes (a reopen
+    /// in a row).
     pub fn step(&mut self) -> u32 {
-        self.next_delay()
-    }
-
-    fn next_delay(&mut self) -> u32 {
         let shift = self.failures.min(20);
         self.failures = self.failures.saturating_add(1);
         let d = (u64::from(self.base_ms) << shift).min(u64::from(self.max_ms));

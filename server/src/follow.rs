@@ -15,7 +15,7 @@
 //! did not) is the new content: a reset frame (`replaced`) and the new file's newest lines. A
 //! deleted file ends the stream. A torn last line waits for its newline, however long it grows.
 
-use crate::transcript::{reader, window_in, CatchUp, FileId, Reason, Tail};
+use crate::transcript::{open_regular, reader, window_in, CatchUp, FileId, Reason, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
@@ -306,7 +306,7 @@ pub fn catch_up(path: &Path, after: u64, at: Option<&str>) -> io::Result<Tail> {
 /// at `after`, see `scrollback_protocol::events_query`), a file whose line at `after` is another
 /// is a reset (`replaced`): it was replaced since the client checked its tail.
 pub fn catch_up_from_end(path: &Path, after: u64, at: Option<&str>) -> io::Result<(Tail, Vec<u8>)> {
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
     let id = FileId::of(&meta);
@@ -351,7 +351,7 @@ pub fn newest(path: &Path, reason: Reason) -> io::Result<Tail> {
 }
 
 fn newest_from_end(path: &Path, reason: Reason) -> io::Result<(Tail, Vec<u8>)> {
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
     let tail = Tail {
@@ -488,7 +488,7 @@ fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
         Ok((tail, bytes)) => Change::Reset(tail, bytes),
         Err(_) => Change::Gone,
     };
-    let Ok(mut file) = File::open(path) else {
+    let Ok(mut file) = open_regular(path) else {
         return Change::Gone;
     };
     let Ok(meta) = file.metadata() else {

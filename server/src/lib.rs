@@ -66,7 +66,7 @@ pub const TORN_WAIT: Duration = Duration::from_secs(2);
 /// Whether the file's last byte is a newline (or the file is empty): an append may go there.
 fn ends_complete(path: &std::path::Path) -> io::Result<bool> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
+    let mut file = transcript::open_regular(path)?;
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(true);

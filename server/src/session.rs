@@ -95,9 +95,17 @@ fn shorten(text: &str) -> String {
     cut
 }
 
+/// The most of `meta.json` read: a title is short, and a larger file is not a title's.
+const META_BYTES: u64 = 64 << 10;
+
 fn meta_title(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join(META)).ok()?;
-    let value: Value = serde_json::from_str(&text).ok()?;
+    let file = crate::transcript::open_regular(&dir.join(META)).ok()?;
+    let mut text = Vec::new();
+    file.take(META_BYTES + 1).read_to_end(&mut text).ok()?;
+    if text.len() as u64 > META_BYTES {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(&text).ok()?;
     let title = value.get("title")?.as_str()?;
     let title = shorten(title);
     (!title.is_empty()).then_some(title)
@@ -246,15 +254,12 @@ impl Summaries {
     ) -> io::Result<Option<(SessionSummary, Option<SystemTime>)>> {
         let dir = dir(data, id);
         let path = dir.join(TRANSCRIPT);
-        let mut file = match File::open(&path) {
+        let mut file = match crate::transcript::open_regular(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Ok(None);
-        }
         let (file_id, len, modified) = (FileId::of(&meta), meta.len(), meta.modified().ok());
         let meta_modified = std::fs::metadata(dir.join(META))
             .and_then(|m| m.modified())

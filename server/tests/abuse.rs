@@ -584,3 +584,47 @@ async fn answers_held_by_clients_that_do_not_read_stay_within_the_budget() {
     );
     assert_eq!(held().await["held"], 0, "sent and let go");
 }
+
+/// A FIFO where a transcript or its `meta.json` belongs (written by some other process's
+/// mistake) is no session and no title: opening one would block a thread until something
+/// writes to it, and the list, the catch-up and the pages of every session with it.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_fifo_in_place_of_a_transcript_or_its_meta_never_holds_a_request() {
+    let f = Fixture::new().await;
+    f.write("ok", &transcript(3));
+    f.write("titled", &transcript(2));
+    let fifo = |path: std::path::PathBuf| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    fifo(f.transcript_path("pipe"));
+    fifo(f.data().join("titled").join("meta.json"));
+    async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(DEADLINE, fut)
+            .await
+            .unwrap_or_else(|_| panic!("{what} hung on the FIFO"))
+    }
+    for _ in 0..3 {
+        let list = within("GET /sessions", f.get("/sessions")).await;
+        assert_eq!(list.status(), 200);
+        let list: Vec<Value> = list.json().await.unwrap();
+        let mut ids: Vec<&str> = list.iter().map(|s| s["id"].as_str().unwrap()).collect();
+        ids.sort();
+        assert_eq!(ids, ["ok", "titled"]);
+        let titled = list.iter().find(|s| s["id"] == "titled").unwrap();
+        assert_eq!(titled["seq"], 2, "the transcript is read without its meta");
+    }
+    let catch_up = within("/catchup", f.get("/sessions/titled/catchup?cursor=1")).await;
+    assert_eq!(catch_up.status(), 200);
+    for route in ["transcript", "catchup?cursor=1", "events"] {
+        let path = format!("/sessions/pipe/{route}");
+        let answer = within("a route", f.get(&path)).await;
+        assert_eq!(answer.status(), 404, "{route}");
+    }
+    assert_eq!(f.page("ok", "").await.len(), 3);
+}

@@ -14,6 +14,28 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 
+/// Opens `path` for reading when it is a regular file. Anything else under a session's name (a
+/// FIFO, a device, a folder) is `NotFound`, as if absent: opening a FIFO would block its thread
+/// until some process writes to it, so the file is opened without blocking (on Unix) and its
+/// type checked on the open file, not on the name (which could change in between).
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(file)
+}
+
 /// Which file a path named when it was read: a file replaced under the same name is another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileId {
@@ -47,7 +69,7 @@ struct Opened {
 }
 
 fn open(path: &Path) -> io::Result<Opened> {
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
     Ok(Opened { file, end })

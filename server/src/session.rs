@@ -4,7 +4,7 @@
 use crate::transcript::{reader, FileId};
 use scrollback_protocol::{EventKind, Line, SessionSummary};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
@@ -237,8 +237,8 @@ impl Summaries {
             }
         }
         found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-        let ids: Vec<String> = found.iter().map(|(_, s)| s.id.clone()).collect();
-        self.lock().retain(|id, _| ids.contains(id));
+        let ids: HashSet<&str> = found.iter().map(|(_, s)| s.id.as_str()).collect();
+        self.lock().retain(|id, _| ids.contains(id.as_str()));
         Ok(found.into_iter().map(|(_, s)| s).collect())
     }
 

@@ -765,6 +765,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         let Some(anchor) = anchor.filter(|a| *a >= 1) else {
             return Ok(());
         };
+        let epoch = self.epoch.get();
         loop {
             let Some(oldest) = self.view.borrow().oldest.filter(|o| *o > anchor) else {
                 return Ok(());
@@ -772,6 +773,10 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             let want = ((oldest - anchor) as usize).min(MAX_LIMIT);
             match self.older_page(Some(inbox), oldest, want, false).await? {
                 Ok(true) => {}
+                // The app's own older page was shown meanwhile (its scroll handler as the view
+                // first draws): go on from where it reached. A reload or a reset ends it.
+                Ok(false)
+                    if self.epoch.get() == epoch && self.view.borrow().oldest != Some(oldest) => {}
                 Ok(false) => return Ok(()),
                 Err(e) => {
                     // The restore is a convenience; the stream is not. Show and go on.

@@ -21,8 +21,10 @@ use scrollback::transport::{HttpTransport, Transport};
 use scrollback_server::spawn;
 use scrollback_server::transcript;
 use serde_json::{json, Value};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::task::LocalSet;
 
 use crate::support::{Recorded, Running, TestServer};
@@ -519,6 +521,54 @@ async fn an_older_page_dropped_half_way_leaves_the_next_one_free_to_load() {
                 "the next older page loads"
             );
             assert!(s.session.with_view(|v| v.oldest) < oldest);
+            s.close().await;
+        })
+        .await;
+}
+
+/// Opening at an anchor far back (a search hit) while the app pages back beside it (its scroll
+/// handler, as the view first draws): whichever shows the page both asked for first, the
+/// restore goes on from there and reaches the anchor.
+#[tokio::test]
+async fn an_anchor_restore_reaches_its_seq_while_the_app_pages_back_beside_it() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.base.long_session("far", 3000);
+            let anchor = 100;
+            let client = env.client(None).await;
+            // The restore's span back to the anchor (one request for all of it) is slow.
+            let gate = Rc::new(Notify::new());
+            let newest = env.base.lines("far").len() as u64;
+            let span = (newest - OPENING_WINDOW as u64 + 1 - anchor) as usize;
+            *client.transport().held.borrow_mut() = Some((
+                Box::new(move |q: &TranscriptQuery| q.limit == Some(span)),
+                gate.clone(),
+            ));
+            let s = Running::spawn(client.open_id("far", Some(anchor)).await.unwrap());
+            let asked = || {
+                let queries = client.transport().queries.borrow();
+                queries.iter().any(|q| q.contains(&format!("limit={span}")))
+            };
+            for _ in 0..2000 {
+                if asked() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert!(
+                asked(),
+                "the restore asks for the span: {:?}",
+                client.transport().queries.borrow()
+            );
+            // The app's older page answers first and is shown; then the restore's answer comes.
+            assert!(s.session.older().await.unwrap());
+            gate.notify_one();
+            s.wait("the anchor's row", |v| {
+                v.oldest.is_some_and(|o| o <= anchor)
+            })
+            .await;
+            assert_shows_server(&s.session, &env.base.lines("far"));
             s.close().await;
         })
         .await;

@@ -14,6 +14,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, LocalSet};
 
 /// How many times a wait polls, 5 ms apart, before it fails the test: 30 s, generous for a
@@ -88,7 +89,13 @@ pub struct Recorded {
     /// Run once, just before the next `/events` request is sent (what changes on the server
     /// between the check and the stream).
     pub before_events: RefCell<Option<Box<dyn FnOnce()>>>,
+    /// `/transcript` requests this matches are sent only once the gate is opened
+    /// (`Notify::notify_one`, which may come first): a slow answer, made to order.
+    pub held: RefCell<Option<Held>>,
 }
+
+/// A test's hold on some `/transcript` requests: which, and the gate that lets them go.
+pub type Held = (Box<dyn Fn(&TranscriptQuery) -> bool>, Rc<Notify>);
 
 impl Recorded {
     /// Records the queries of `inner`; sleeps as asked.
@@ -99,6 +106,7 @@ impl Recorded {
             sleeps: Rc::default(),
             fast_clock: false,
             before_events: RefCell::default(),
+            held: RefCell::default(),
         }
     }
 
@@ -123,6 +131,13 @@ impl Transport for Recorded {
     }
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page> {
         self.queries.borrow_mut().push(query.to_query_string());
+        let gate = match &*self.held.borrow() {
+            Some((holds, gate)) if holds(query) => Some(gate.clone()),
+            _ => None,
+        };
+        if let Some(gate) = gate {
+            gate.notified().await;
+        }
         self.inner.transcript(id, query).await
     }
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {

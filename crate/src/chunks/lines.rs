@@ -5,8 +5,8 @@
 //! noticed when a read reaches it: a line that does not parse, a seq outside the chunk's
 //! coverage or out of order, an oldest line that is not the chunk's first.
 
-use super::coverage::Chunk;
-use crate::protocol::{BackWalk, ForwardWalk, Line, Probed, Seek, SeqSeek, Step};
+use super::coverage::{Chunk, Kind};
+use crate::protocol::{last_seq, BackWalk, ForwardWalk, Line, Probed, Seek, SeqSeek, Step};
 use crate::store::{Store, StoreError};
 
 /// Bytes read from a chunk at a time when walking backwards.
@@ -93,6 +93,10 @@ pub struct BackLines {
     walk: BackWalk,
     /// The seq of the line returned last, to check the order.
     newer: Option<u64>,
+    /// Whether the walk starts at a closed chunk's end, so that its first line must reach the
+    /// chunk's `end` (a chunk that lost whole lines at its end still ends in a newline). The open
+    /// chunk's end is learned from its last line.
+    from_end: bool,
 }
 
 impl BackLines {
@@ -100,9 +104,10 @@ impl BackLines {
     pub fn new(path: String, chunk: Chunk, end: u64) -> Self {
         BackLines {
             path,
-            chunk,
             walk: BackWalk::new(0, end).with_blocks(BLOCK, BLOCK),
             newer: None,
+            from_end: end == chunk.len && chunk.kind != Kind::Open,
+            chunk,
         }
     }
 
@@ -134,6 +139,13 @@ impl BackLines {
                 "{}: seq {} out of order",
                 self.path,
                 line.seq()
+            )));
+        }
+        if self.newer.is_none() && self.from_end && last_seq(&line) + 1 != self.chunk.end {
+            return Err(Fail::Damaged(format!(
+                "{}: ends at seq {}, short of its end",
+                self.path,
+                last_seq(&line)
             )));
         }
         if found.offset == 0 && line.seq() != self.chunk.first {

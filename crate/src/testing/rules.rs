@@ -554,6 +554,21 @@ pub async fn damage_mid_file_purges_the_session<S: Store>(store: Arc<S>) {
         assert_eq!(s.newest(20).await, None, "{id}");
         assert_eq!(cache.session(id).unwrap().newest(20).await, None, "{id}");
     }
+    // A closed chunk that lost whole lines at its end (a write cut between two lines) still
+    // ends in a newline: its newest line falls short of the end its name claims, and the
+    // lines between would be skipped without a word.
+    let mut s = appended(&cache, "short", &t[100..]).await;
+    assert!(s.store_page(&t[..100], 101, false).await);
+    let kept: String = t[..98].iter().map(|l| format!("{}\n", l.raw())).collect();
+    let path = format!("{}/short/1-101.raw.jsonl", cache.dir());
+    store.write(&path, kept.as_bytes()).await.unwrap();
+    let mut s = cache.session("short").unwrap();
+    assert_eq!(
+        s.page(101, 30, false).await,
+        None,
+        "the read reached the damage"
+    );
+    assert_eq!(cache.session_size("short").await, 0, "purged");
 }
 
 /// What this code never writes purges the session on open: a coalesced newest chunk, two open

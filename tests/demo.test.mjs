@@ -667,3 +667,85 @@ test('a narrow window (a phone): the list above the session, nothing wider than 
   assert.equal(await state(page).then((s) => s.live), true, 'not reloaded');
   assert.deepEqual(w.errors(), []);
 });
+
+test('a phone (390×800, then 600×450): the list above the session, each scrolling in its own part; `long` opens at its newest rows and does not page through its history', async (t) => {
+  const w = await world(t);
+  const { page, requests } = w;
+  await page.setViewportSize({ width: 390, height: 800 });
+  // By its address: the session is drawn before the list comes and takes its room above it.
+  await w.goto('long');
+  const listed = (await (await fetch(`${w.server.url}/sessions`)).json()).length;
+  await page.waitForFunction((n) => document.querySelectorAll('#session-list li').length === n, listed, WAIT);
+  await live(page);
+  /** Where things are: the list, its first entry, the transcript's box, the message box. */
+  const layout = () => page.evaluate(() => {
+    const rect = (node) => { const r = node.getBoundingClientRect(); return { top: Math.round(r.top), bottom: Math.round(r.bottom), height: Math.round(r.height) }; };
+    const box = document.getElementById('transcript');
+    const last = document.querySelector('#rows > li:last-child');
+    return {
+      window: innerHeight, page: document.documentElement.scrollHeight, pageScroll: scrollY,
+      list: rect(document.querySelector('nav.sessions')), entry: rect(document.querySelector('#session-list li')),
+      box: rect(box), scroll: [box.scrollTop, box.scrollHeight, box.clientHeight],
+      message: rect(document.getElementById('message')), last: last && rect(last),
+      rows: document.querySelectorAll('#rows > li').length,
+      newest: window.scrollbackDemo?.view()?.state.rows.at(-1)?.seq ?? null, lastSeq: last ? Number(last.dataset.seq) : null,
+    };
+  });
+  // The transcript scrolls in its own box, at its newest row; the page does not scroll; the
+  // message box is on screen.
+  const settled = async (width, height) => {
+    await page.waitForFunction(() => {
+      const box = document.getElementById('transcript');
+      const last = document.querySelector('#rows > li:last-child')?.getBoundingClientRect();
+      const message = document.getElementById('message').getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      return last && box.scrollHeight - box.scrollTop - box.clientHeight < 40
+        && last.bottom <= b.bottom + 1 && last.bottom > b.top
+        && message.bottom <= innerHeight && document.documentElement.scrollHeight <= innerHeight
+        && document.getElementById('history-edge').textContent !== 'Loading older messages…';
+    }, null, WAIT).catch(async (e) => { throw new Error(`${width}×${height}: ${e.message}: ${JSON.stringify(await layout())}`); });
+    // It comes to rest: no page asked for over a few frames (a box whose top stays in sight
+    // asks for one each frame, through the whole history).
+    await until(() => page.evaluate(async () => {
+      const loading = () => document.getElementById('history-edge').textContent === 'Loading older messages…';
+      const n = document.querySelectorAll('#rows > li').length;
+      for (let i = 0; i < 3; i++) await new Promise(requestAnimationFrame);
+      return !loading() && document.querySelectorAll('#rows > li').length === n;
+    }), `${width}×${height}: no older page asked for`);
+    const l = await layout();
+    assert.equal(l.lastSeq, l.newest, `${width}×${height}: the newest row is the last drawn: ${JSON.stringify(l)}`);
+    assert.ok(l.scroll[1] - l.scroll[0] - l.scroll[2] < 40, `${width}×${height}: still at the newest row: ${JSON.stringify(l)}`);
+    assert.ok(l.list.height >= 80 && l.list.bottom <= l.box.top, `${width}×${height}: the list above the session: ${JSON.stringify(l)}`);
+    return l;
+  };
+  const phone = await settled(390, 800);
+  const older = requests.filter((r) => isPage(r) && r.url.searchParams.has('before'));
+  assert.ok(older.length <= 2, `a page or two of older rows, not the whole history: ${describe(older)}`);
+  assert.ok(phone.rows < 150, `${phone.rows} rows drawn`);
+  assert.ok(phone.scroll[1] > phone.scroll[2] * 2, `the transcript scrolls in its box: ${JSON.stringify(phone)}`);
+  assert.ok(phone.list.height >= 150, `the list has room: ${JSON.stringify(phone)}`);
+  assert.ok(phone.entry.top >= phone.list.top && phone.entry.bottom <= phone.list.bottom, `its first entry is in sight: ${JSON.stringify(phone)}`);
+  await page.screenshot({ path: path.join(OUT, 'phone.png') });
+  // The list scrolls in its part, and its entries open their session.
+  const other = await page.evaluate(() => {
+    const list = document.querySelector('nav.sessions');
+    list.scrollTop = list.scrollHeight;
+    return document.querySelector('#session-list li:last-child').dataset.id;
+  });
+  await page.waitForFunction(() => {
+    const list = document.querySelector('nav.sessions').getBoundingClientRect();
+    const entry = document.querySelector('#session-list li:last-child').getBoundingClientRect();
+    return entry.top >= list.top && entry.bottom <= list.bottom + 1 && scrollY === 0;
+  }, null, WAIT);
+  await page.click(`#session-list li[data-id="${other}"] a`);
+  await page.waitForFunction((id) => location.hash === `#/sessions/${id}`, other, WAIT);
+  await live(page);
+  await settled(390, 800);
+  await page.click('#session-list a[href="#/sessions/long"]');
+  await live(page);
+  // A phone on its side: still at the newest row, the message box on screen.
+  await page.setViewportSize({ width: 600, height: 450 });
+  await settled(600, 450);
+  assert.ok(requests.filter((r) => isPage(r) && r.url.searchParams.has('before')).length <= 3, describe(requests));
+  assert.deepEqual(w.errors(), []);
+});

@@ -161,9 +161,29 @@ function markHit(rows) {
   node?.classList.add('hit');
 }
 
+/** Whether the transcript is scrolled to its newest rows (kept for when its box resizes). */
+let stuckToBottom = true;
+let boxHeight = null; // the box's height the resize observer last saw
+/**
+ * Whether the transcript is at its newest rows. Once its box has resized and the observer has
+ * not yet seen it (the list above filled in, in the same frame), what the reader was at still
+ * holds: the observer brings the box back to it.
+ */
+function atBottomNow() {
+  const box = ui.transcript;
+  if (boxHeight === null || box.clientHeight === boxHeight) {
+    stuckToBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  }
+  return stuckToBottom;
+}
+function toBottom() {
+  ui.transcript.scrollTop = ui.transcript.scrollHeight;
+  stuckToBottom = true;
+}
+
 function renderRows(rows, change) {
   const box = ui.transcript;
-  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const atBottom = atBottomNow();
   const anchorSeq = atBottom ? null : topVisibleSeq();
   const anchorNode = anchorSeq === null ? null : rendered.get(anchorSeq);
   const anchorTop = anchorNode?.getBoundingClientRect().top;
@@ -177,10 +197,11 @@ function renderRows(rows, change) {
     rendered.get(target.seq)?.scrollIntoView({ block: anchorBlock });
     if (rows[0].seq <= pendingAnchor) pendingAnchor = null;
   } else if (atBottom) {
-    box.scrollTop = box.scrollHeight;
+    toBottom();
   } else if (anchorNode?.isConnected) {
     box.scrollTop += anchorNode.getBoundingClientRect().top - anchorTop;
   }
+  atBottomNow();
 }
 
 /** Draws the state; `change` (from onChange) says which rows to patch, else all are drawn. */
@@ -550,6 +571,12 @@ async function refreshCounters() {
 // ---- start ---------------------------------------------------------------------------------
 
 async function main() {
+  // The box resized (the list above it filled in a narrow window, the banner came, the window
+  // turned): a reader at the newest rows stays there, else the box's top row stays where it is.
+  new ResizeObserver(() => {
+    boxHeight = ui.transcript.clientHeight;
+    if (stuckToBottom) toBottom();
+  }).observe(ui.transcript);
   // A reload on a session draws its last screen before anything has started.
   if (routed() !== null) showSession(routed());
   try {
@@ -573,7 +600,7 @@ async function main() {
     return;
   }
   window.scrollbackDemo = { sb, view: () => view };
-  ui.transcript.addEventListener('scroll', () => maybeLoadOlder(), { passive: true });
+  ui.transcript.addEventListener('scroll', () => { atBottomNow(); maybeLoadOlder(); }, { passive: true });
   $('open-settings').addEventListener('click', showSettings);
   $('reload').addEventListener('click', reload);
   ui.composer.addEventListener('submit', async (e) => {

@@ -551,6 +551,9 @@ for (const [kind, length] of [['shorter', 20], ['longer', 150]]) {
       return s?.live && s.cursor === length && rows.length > 0
         && rows.every((li) => li.textContent === `You${kind} ${li.dataset.seq}`);
     }, { length, kind }, WAIT);
+    // The header names the new file's session (its first message), as the list does.
+    await page.waitForFunction((title) => document.getElementById('session-title').textContent === title
+      && document.querySelector('#session-list li[data-id="welcome"] .title')?.textContent === title, `${kind} 1`, WAIT);
     await scrollToStart(page);
     const shown = await texts(page);
     assert.deepEqual(shown, expected);
@@ -564,6 +567,38 @@ for (const [kind, length] of [['shorter', 20], ['longer', 150]]) {
     assert.deepEqual(w.errors(), []);
   });
 }
+
+test('the header follows the list: a session made while the page is open gets its title, and keeps up with a server restarted on other data', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  await w.goto('welcome');
+  await live(page);
+  const welcome = (await (await fetch(`${w.server.url}/sessions`)).json()).find((s) => s.id === 'welcome').title;
+  await page.waitForFunction((title) => document.getElementById('session-title').textContent === title, welcome, WAIT);
+  // A session made on the server after the page listed the sessions.
+  const made = 'A session made while the page was open';
+  const res = await fetch(`${w.server.url}/sessions/brandnew/transcript`, {
+    method: 'PUT', body: [line(1, { type: 'userMessage', text: made }), line(2, { type: 'assistantText', text: 'Hello.' })].join('\n'),
+  });
+  assert.ok(res.ok, `PUT: ${res.status}`);
+  assert.equal(await page.locator('#session-list li[data-id="brandnew"]').count(), 0, 'not listed yet');
+  await reopen(page, 'brandnew');
+  await live(page);
+  const header = () => page.textContent('#session-title');
+  await page.waitForFunction((title) => document.getElementById('session-title').textContent === title
+    && document.querySelector('#session-list li[data-id="brandnew"] .title')?.textContent === title, made, WAIT)
+    .catch(async (e) => { throw new Error(`${e.message}: the header says ${await header()}`); });
+  // The server restarted on other data: the open session's file is another one.
+  await w.stopServer();
+  const other = 'The same id, another conversation';
+  await fs.writeFile(w.server.transcriptPath('brandnew'), `${line(1, { type: 'userMessage', text: other })}\n`);
+  await w.restartServer();
+  await page.waitForFunction((other) => window.scrollbackDemo.view()?.state.live
+    && [...document.querySelectorAll('#rows > li .text')].map((n) => n.textContent).join() === other, other, WAIT);
+  await page.waitForFunction((title) => document.getElementById('session-title').textContent === title, other, WAIT)
+    .catch(async (e) => { throw new Error(`${e.message}: the header says ${await header()}`); });
+  assert.deepEqual(w.errors().filter((m) => !/ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(m.text)), []);
+});
 
 test('a transcript line with HTML in its text renders as text, and no script runs', async (t) => {
   const w = await world(t);

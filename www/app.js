@@ -234,6 +234,8 @@ function renderState(state, change) {
     : !state.ready ? (state.banner ? '' : 'Loading…')
       : state.moreHistory ? '' : 'Start of the conversation';
   followList(state);
+  // The file was replaced (the view started over): its title may be another; the list says.
+  if (change?.reset) refreshList();
   renderRows(state.rows ?? [], change);
   ui.pending.replaceChildren(
     ...(state.queued ?? []).map((q) => el('li', null, `waiting: ${q.text}`)),
@@ -282,7 +284,7 @@ function showSession(id, summary) {
   rendered.clear(); ui.rows.replaceChildren(); ui.pending.replaceChildren();
   olderRetryMs = 1000; olderNotBefore = 0; olderAgain = false;
   ui.empty.hidden = true; ui.session.hidden = false;
-  ui.title.textContent = summary?.title || id;
+  showTitle(id, summary);
   ui.meta.textContent = '';
   ui.banner.hidden = true;
   ui.composer.hidden = false;
@@ -364,6 +366,7 @@ let sessions = [];
 let listOffline = false; // the list shown is the cached one: the server could not be reached
 let listTimer = null;
 let listDrawn = null;    // the list as last drawn (JSON): one that did not change is not redrawn
+let listAsks = 0;        // refreshList calls made: only the newest one's answer is drawn
 const listedOnce = new Set(); // every session a list of this page had
 
 /** How often the list is asked again: soon while the server cannot be reached, else now and then. */
@@ -392,26 +395,39 @@ function followList(state) {
   if (sub) sub.textContent = entrySub(s);
 }
 
+/** The header's title: the session's entry in the list, else its id (a session the list has not named yet). */
+function showTitle(id, summary) {
+  ui.title.textContent = summary?.title || id;
+}
+
 function markCurrent() {
   for (const li of ui.list.children) li.classList.toggle('current', li.dataset.id === current);
 }
 
 async function refreshList() {
   clearTimeout(listTimer);
+  const asked = ++listAsks;
   try {
-    sessions = await sb.sessions();
+    const answer = await sb.sessions();
+    if (asked !== listAsks) return; // a newer ask is out: its answer is drawn
+    sessions = answer;
     for (const s of sessions) listedOnce.add(s.id);
     listOffline = sessions.some((s) => s.offline);
     ui.listStatus.textContent = listOffline
       ? 'Cannot reach the server: showing the cached sessions (not live).'
       : sessions.length ? '' : 'No sessions.';
   } catch (err) {
-    ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
+    if (asked === listAsks) ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
     return;
   } finally {
-    clearTimeout(listTimer);
-    listTimer = setTimeout(refreshList, listOffline ? LIST_OFFLINE_EVERY_MS : LIST_EVERY_MS);
+    if (asked === listAsks) {
+      clearTimeout(listTimer);
+      listTimer = setTimeout(refreshList, listOffline ? LIST_OFFLINE_EVERY_MS : LIST_EVERY_MS);
+    }
   }
+  // The header follows the open session's entry (its title once the list has it, a new one
+  // when its file was replaced).
+  if (current !== null) showTitle(current, sessions.find((s) => s.id === current));
   // The same list again (asked now and then): the links stay as they are, focus and all.
   const drawn = JSON.stringify(sessions);
   if (drawn === listDrawn) return;
@@ -463,7 +479,11 @@ function routed() {
 function route() {
   const at = routedAt();
   if (at === null) { closeSession(); return; }
-  openSession(at.id, sessions.find((s) => s.id === at.id), at.anchor);
+  const summary = sessions.find((s) => s.id === at.id);
+  openSession(at.id, summary, at.anchor);
+  // A session the list has not got (made since it was asked): the list is asked again, for its
+  // entry and its title. (The first list is still on its way when the page opens its address.)
+  if (!summary && listDrawn !== null) refreshList();
 }
 
 // ---- search: over every cached session, in the worker, offline -----------------------------
@@ -627,11 +647,8 @@ async function main() {
   window.addEventListener('hashchange', route);
   setInterval(refreshCounters, 500);
   // The session opens at once: its title is the id until the list (from the network) names it.
-  const listed = refreshList();
+  refreshList();
   route();
-  await listed;
-  const summary = sessions.find((s) => s.id === current);
-  if (summary?.title) ui.title.textContent = summary.title;
 }
 
 main();

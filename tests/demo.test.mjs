@@ -600,6 +600,37 @@ test('the header follows the list: a session made while the page is open gets it
   assert.deepEqual(w.errors().filter((m) => !/ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(m.text)), []);
 });
 
+test('an address with an anchor no line can have (0, too big a number) opens the session as usual, and drops the anchor', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  await w.goto('long');
+  await live(page);
+  /** The session is open as after a click on its entry: live, the message box, no banner, nothing marked, the newest row drawn last. */
+  const opened = (id) => page.waitForFunction((id) => {
+    const s = window.scrollbackDemo?.view()?.state;
+    const last = document.querySelector('#rows > li:last-child');
+    return location.hash === `#/sessions/${id}` && s?.id === id && s.ready && s.live
+      && !document.getElementById('composer').hidden && document.getElementById('banner').hidden
+      && document.querySelectorAll('#rows > li.hit').length === 0
+      && last && Number(last.dataset.seq) === s.rows.at(-1).seq;
+  }, id, WAIT).catch(async (e) => {
+    throw new Error(`${e.message}: ${JSON.stringify(await page.evaluate(() => ({
+      hash: location.hash, banner: document.getElementById('banner').textContent, composer: !document.getElementById('composer').hidden,
+      hits: [...document.querySelectorAll('#rows > li.hit')].map((li) => li.dataset.seq),
+    })))}`);
+  });
+  // Typed into the open page.
+  await page.evaluate(() => { location.hash = '#/sessions/welcome/at/0'; });
+  await opened('welcome');
+  // Kept in the address and reloaded: the last screen drawn first, then the live session.
+  await page.evaluate(() => { location.hash = '#/sessions/long/at/99999999999999999999'; });
+  await opened('long');
+  await page.evaluate(() => { location.hash = '#/sessions/long/at/99999999999999999999'; });
+  await page.reload();
+  await opened('long');
+  assert.deepEqual(w.errors(), []);
+});
+
 test('a transcript line with HTML in its text renders as text, and no script runs', async (t) => {
   const w = await world(t);
   const { page } = w;

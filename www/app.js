@@ -462,13 +462,22 @@ async function refreshList() {
 /** A session's address; with `seq`, the address of a search hit in it. */
 const sessionHash = (id, seq) => `#/sessions/${encodeURIComponent(id)}${seq == null ? '' : `/at/${seq}`}`;
 
-/** The session the address names and the search hit's seq in it, if any; or null. */
+/**
+ * The session the address names and the search hit's seq in it, if any; or null. A seq no line
+ * can have (0, or past what a number holds exactly) is no anchor: the address is the session's
+ * (and is rewritten so).
+ */
 function routedAt() {
   const m = location.hash.match(/^#\/sessions\/(.+?)(?:\/at\/(\d+))?$/);
   if (!m) return null;
-  try {
-    return { id: decodeURIComponent(m[1]), anchor: m[2] === undefined ? null : Number(m[2]) };
-  } catch { return null; }
+  let id;
+  try { id = decodeURIComponent(m[1]); } catch { return null; }
+  const seq = m[2] === undefined ? null : Number(m[2]);
+  if (seq !== null && !(Number.isSafeInteger(seq) && seq >= 1)) {
+    history.replaceState(history.state, '', sessionHash(id));
+    return { id, anchor: null };
+  }
+  return { id, anchor: seq };
 }
 
 /** The session the address names, or null. */

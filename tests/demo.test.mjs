@@ -631,6 +631,33 @@ test('an address with an anchor no line can have (0, too big a number) opens the
   assert.deepEqual(w.errors(), []);
 });
 
+test('a message sent while the transcript is scrolled back: the view goes to the newest rows, the message and its reply in sight', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  await w.goto('fix-build');
+  await live(page);
+  await scrollToStart(page);
+  assert.ok(await page.evaluate(() => {
+    const box = document.getElementById('transcript');
+    return box.scrollHeight - box.scrollTop - box.clientHeight > 400;
+  }), 'scrolled well above the newest rows');
+  const sent = 'sent from the top of the conversation';
+  await page.fill('#message', sent);
+  await page.press('#message', 'Enter');
+  // The message, then the reply after it, inside the transcript's box.
+  const inSight = (kind, after) => page.waitForFunction(({ kind, sent, after }) => {
+    const box = document.getElementById('transcript').getBoundingClientRect();
+    const rows = [...document.querySelectorAll(`#rows > li.${kind}`)];
+    const row = kind === 'user' ? rows.find((li) => li.querySelector('.text')?.textContent === sent)
+      : rows.find((li) => Number(li.dataset.seq) > after);
+    const r = row?.getBoundingClientRect();
+    return r && r.top >= box.top - 1 && r.top < box.bottom ? Number(row.dataset.seq) : false;
+  }, { kind, sent, after }, WAIT);
+  const userSeq = await (await inSight('user', 0)).jsonValue();
+  await inSight('assistant', userSeq);
+  assert.deepEqual(w.errors(), []);
+});
+
 test('a transcript line with HTML in its text renders as text, and no script runs', async (t) => {
   const w = await world(t);
   const { page } = w;

@@ -636,6 +636,10 @@ async function main() {
     e.preventDefault();
     const text = ui.message.value.trim();
     if (!text || !current) return;
+    // What is sent, and the reply, show at the bottom: the reader is taken there (from a
+    // search hit, or rows scrolled back to), and the rows that come keep it there.
+    pendingAnchor = null;
+    toBottom();
     try {
       await sb.postMessage(current, text);
       ui.message.value = '';

@@ -27,11 +27,11 @@ function isApi(url) {
  * with the demo page, every session API request the browser sends, and the console of the page
  * and of its worker.
  */
-async function world(t, { args = [] } = {}) {
+async function world(t, { args = [], locale } = {}) {
   const data = await shared.copy();
   let server = await startServer({ data, args });
   const port = server.port;
-  const context = await shared.browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const context = await shared.browser.newContext({ viewport: { width: 1200, height: 800 }, locale });
   const requests = [];
   context.on('request', (r) => {
     const url = new URL(r.url());
@@ -655,6 +655,36 @@ test('a message sent while the transcript is scrolled back: the view goes to the
   }, { kind, sent, after }, WAIT);
   const userSeq = await (await inSight('user', 0)).jsonValue();
   await inSight('assistant', userSeq);
+  assert.deepEqual(w.errors(), []);
+});
+
+test('token counts are grouped the same in any language (a de-DE browser); a model name with no break in it wraps in its list entry', async (t) => {
+  const w = await world(t, { locale: 'de-DE' });
+  const { page } = w;
+  const model = `model-${'x'.repeat(150)}`;
+  const lines = [
+    line(1, { type: 'userMessage', text: 'A session with a long model name' }),
+    line(2, { type: 'settings', model }),
+    line(3, { type: 'usageDelta', context: 1234567 }),
+  ];
+  const res = await fetch(`${w.server.url}/sessions/longmodel/transcript`, { method: 'PUT', body: lines.join('\n') });
+  assert.ok(res.ok, `PUT: ${res.status}`);
+  await w.goto('longmodel');
+  await live(page);
+  await page.waitForFunction(() => document.getElementById('session-meta').textContent.includes('tokens')
+    && [...document.querySelectorAll('#rows > li .text')].some((n) => n.textContent.startsWith('context:')), null, WAIT);
+  assert.match(await page.textContent('#session-meta'), / · 1,234,567 tokens$/);
+  assert.ok((await page.$$eval('#rows > li .text', (n) => n.map((x) => x.textContent))).includes('context: 1,234,567 tokens'));
+  // The entry's second line stays inside the entry, left of its ✕.
+  await page.waitForFunction(() => document.querySelector('#session-list li[data-id="longmodel"]'), null, WAIT);
+  const entry = await page.evaluate(() => {
+    const li = document.querySelector('#session-list li[data-id="longmodel"]');
+    const sub = li.querySelector('.sub');
+    return { sub: sub.getBoundingClientRect().right, scroll: sub.scrollWidth, width: sub.clientWidth,
+      del: li.querySelector('.delete').getBoundingClientRect().left, page: document.documentElement.scrollWidth };
+  });
+  assert.ok(entry.scroll <= entry.width && entry.sub <= entry.del + 1, `the model name wraps: ${JSON.stringify(entry)}`);
+  assert.ok(entry.page <= 1200, `nothing wider than the window (the header's model too): ${JSON.stringify(entry)}`);
   assert.deepEqual(w.errors(), []);
 });
 

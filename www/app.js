@@ -32,6 +32,16 @@ export function formatBytes(n) {
   return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
+/**
+ * A count with its thousands grouped (151,665): the same in every browser (WebKitGTK's
+ * toLocaleString() groups nothing) and whatever the browser's language.
+ */
+export function formatCount(n) {
+  const x = Number(n);
+  if (!Number.isFinite(x)) return String(n);
+  return String(Math.trunc(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
 const short = (value, max = 600) => {
   const s = typeof value === 'string' ? value : JSON.stringify(value, null, 1);
   return s.length > max ? `${s.slice(0, max)}…` : s;
@@ -58,7 +68,7 @@ function renderRow(row) {
       if (row.output) li.append(el('pre', 'output', short(row.output)));
       break;
     case 'status': note(`status: ${row.status}`); break;
-    case 'usage': note(`context: ${Number(row.context).toLocaleString()} tokens`); break;
+    case 'usage': note(`context: ${formatCount(row.context)} tokens`); break;
     case 'settings': note(['settings', row.model && `model ${row.model}`, row.permissionMode && `mode ${row.permissionMode}`].filter(Boolean).join(' · ')); break;
     case 'queued': note(`queued: ${row.text}`); break;
     case 'compacting': note(row.active ? 'compacting context…' : 'compaction done'); break;
@@ -208,7 +218,7 @@ function renderRows(rows, change) {
 function renderState(state, change) {
   if (reloading) return;
   ui.meta.textContent = state.error ? '' : [state.status, state.model, state.permissionMode,
-    state.contextTokens != null ? `${Number(state.contextTokens).toLocaleString()} tokens` : null]
+    state.contextTokens != null ? `${formatCount(state.contextTokens)} tokens` : null]
     .filter(Boolean).join(' · ');
   // Nothing to write to when the session is not there.
   ui.composer.hidden = !!state.error;

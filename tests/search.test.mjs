@@ -7,6 +7,8 @@
 // indexed, the index removed, a search refused; search on again rebuilds it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { pageAt, sharedServer } from './lib/setup.mjs';
 
 const shared = sharedServer();
@@ -150,6 +152,51 @@ for (const [storage, session] of [['opfs', 'fix-build'], ['indexeddb', 'unicode'
     assert.equal(foundLast.hits.length, 1, `found within ${Math.round(foundLast.ms)} ms: ${JSON.stringify(foundLast.hits)}`);
     assert.equal(foundLast.hits[0].session, session);
     await b.close();
+  });
+}
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`${storage}: a session deleted while another tab writes it and this one searches is gone from search at once`, async (t) => {
+    const url = `${shared.server.url}/pkg/index.js`;
+    const session = `deleted-${storage}`;
+    const data = shared.server.dataDir;
+    await fs.mkdir(path.join(data, session), { recursive: true });
+    await fs.copyFile(path.join(data, 'welcome', 'transcript.jsonl'), path.join(data, session, 'transcript.jsonl'));
+    const word = `marmalade${storage}`;
+    const { context, page: a } = await pageAt(t, shared.browser, url);
+    // Tab A shows the session (its writer: on OPFS it holds the chunks' handles, so a remove
+    // from another tab waits for them) and caches a message with the word.
+    await a.evaluate(async ({ storage, session, word }) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      const view = await sb.openSession(session);
+      while (!view.state.live) await sleep(20);
+      await sb.postMessage(session, `who likes ${word}?`);
+      while (!view.state.rows.some((r) => r.kind === 'user' && r.text.includes(word))) await sleep(20);
+      window.view = view;
+    }, { storage, session, word });
+    // Tab C searches every 100 ms, and deletes the session while its searches go on.
+    const c = await context.newPage();
+    await c.goto(url);
+    const after = await c.evaluate(async ({ storage, session, word }) => {
+      const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      while (!(await sb.search(word)).length) await sleep(50);
+      const searching = setInterval(() => { sb.search(word); }, 100);
+      await sleep(300);
+      await sb.deleteSession(session);
+      const hits = [];
+      for (const wait of [0, 500, 1500]) {
+        await sleep(wait);
+        hits.push((await sb.search(word)).map((h) => h.session));
+      }
+      clearInterval(searching);
+      return hits;
+    }, { storage, session, word });
+    assert.deepEqual(after, [[], [], []], 'the deleted session is found no more');
+    await c.close();
   });
 }
 

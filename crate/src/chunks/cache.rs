@@ -408,7 +408,13 @@ impl<S: Store> Cache<S> {
         self.live.removed(key);
         self.remove_search_pack().await;
         match self.store.remove(&format!("{}/{key}", self.dir)).await {
-            Ok(()) => true,
+            Ok(()) => {
+                // Told again once it is gone: a query that ran while the remove waited (OPFS
+                // waits for another tab's handles to close) read the blob back into memory,
+                // and would have kept answering with it until the next full recheck.
+                self.live.changed(key);
+                true
+            }
             Err(e) => {
                 log::info!("scrollback: could not delete a cached session: {e}");
                 false

@@ -8,6 +8,8 @@
 // call never throws at the caller).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { pageAt, sharedServer } from './lib/setup.mjs';
 
 const shared = sharedServer();
@@ -210,4 +212,38 @@ test('a chat store closes once its worker is gone; bad arguments reject rather t
   assert.equal(out.searchLimit, 'rejected: TypeError');
   assert.equal(out.searchNull, true, 'search(query, null) is search(query)');
   assert.deepEqual(seen.errors, []);
+});
+
+test('indexeddb: the database deleted while a reply streams is no uncaught error, and the view streams on', async (t) => {
+  const session = 'wiped-idb';
+  const data = shared.server.dataDir;
+  await fs.mkdir(path.join(data, session), { recursive: true });
+  await fs.copyFile(path.join(data, 'welcome', 'transcript.jsonl'), path.join(data, session, 'transcript.jsonl'));
+  const { page: p, seen } = await page(t);
+  const out = await p.evaluate(async (session) => {
+    const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server: location.origin, storage: 'indexeddb' });
+    const view = await sb.openSession(session);
+    while (!view.state.live) await sleep(20);
+    const rows = view.state.rows.length;
+    await sb.postMessage(session, 'a question asked while the store goes');
+    // The reply has started streaming into its row.
+    while (!view.state.rows.slice(rows).some((r) => r.kind === 'assistant')) await sleep(10);
+    const deleted = await new Promise((resolve) => {
+      const r = indexedDB.deleteDatabase('scrollback');
+      r.onsuccess = () => resolve('deleted');
+      r.onerror = () => resolve('failed');
+    });
+    while (view.state.status !== 'idle') await sleep(20);
+    // A moment for what the worker does after the reply (its buffered writes' commits).
+    const cursor = view.state.cursor;
+    await sb.postMessage(session, 'and one after');
+    while (!(view.state.cursor > cursor && view.state.status === 'idle')) await sleep(20);
+    const { live, error } = view.state;
+    await sb.close();
+    return { deleted, live, error };
+  }, session);
+  assert.deepEqual(out, { deleted: 'deleted', live: true, error: null });
+  assert.deepEqual(seen.errors, [], 'nothing uncaught in the page or its worker');
 });

@@ -402,6 +402,11 @@ impl Inner {
     }
 }
 
+thread_local! {
+    /// Does nothing with a rejection (see [`Tx::new`]).
+    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+}
+
 /// A transaction, its two object stores, and its outcome (listened for from the start).
 #[derive(Debug)]
 struct Tx {
@@ -435,6 +440,11 @@ impl Tx {
             });
             t.set_oncomplete(Some(done.unchecked_ref()));
             t.set_onabort(Some(done.unchecked_ref()));
+        });
+        // Handled, whether or not anything waits for it: a transaction nobody awaits that is
+        // aborted (its database deleted under it) is not an uncaught error in the worker.
+        IGNORE.with(|ignore| {
+            let _ = outcome.catch(ignore);
         });
         let meta = tx.object_store(META).map_err(|e| js_error(path, &e))?;
         let seg = tx.object_store(SEG).map_err(|e| js_error(path, &e))?;

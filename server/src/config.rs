@@ -68,10 +68,16 @@ pub struct Config {
     /// The most transcript `PUT`s received at once; one more gets 503 with `Retry-After`.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_puts: usize,
-    /// Megabytes (MiB) the pages and catch-ups being sent may hold at once; one more gets 503
-    /// with `Retry-After` (one larger than the whole budget is sent when nothing else is).
+    /// Megabytes (MiB) the pages, catch-ups and event streams' queues being sent may hold at
+    /// once; one more answer gets 503 with `Retry-After`, a stream whose new lines do not fit
+    /// ends (one larger than the whole budget is sent when nothing else is).
     #[arg(long, value_name = "MB", default_value_t = 256)]
     pub answer_budget_mb: u64,
+    /// Milliseconds an answer may hold its share of `--answer-budget-mb` before its connection
+    /// may be closed to make room for another that cannot have its own (the oldest first): a
+    /// client that reads slowly cannot keep every other answer refused.
+    #[arg(long, value_name = "MS", default_value_t = crate::answers::GRACE_MS)]
+    pub answer_grace_ms: u64,
     /// Milliseconds between the deltas of a sandbox reply.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub pace_ms: u64,
@@ -110,6 +116,7 @@ impl Config {
             keep_alive_ms: scrollback_protocol::KEEP_ALIVE_MS,
             max_puts: 4,
             answer_budget_mb: 256,
+            answer_grace_ms: crate::answers::GRACE_MS,
             pace_ms: 30,
         }
     }

@@ -14,7 +14,14 @@
 //! bytes before the end read so far changed, or its modification time changed while its length
 //! did not) is the new content: a reset frame (`replaced`) and the new file's newest lines. A
 //! deleted file ends the stream. A torn last line waits for its newline, however long it grows.
+//!
+//! What a stream has queued for its client (the catch-up, a reset's window, the lines a look
+//! read) counts against the answer budget ([`crate::answers`]) until the client's connection has
+//! taken it all; a catch-up is built in a build turn, as is any look that reads more than
+//! [`STEP_BYTES`] or resets. A stream whose new lines the budget cannot hold ends: its client
+//! reconnects through its catch-up, which waits (503) until there is room.
 
+use crate::answers::Share;
 use crate::transcript::{open_regular, reader, window_in, CatchUp, FileId, Reason, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
@@ -450,6 +457,8 @@ struct Follow {
     /// More new lines may be waiting (the last read stopped at [`STEP_BYTES`]).
     more: bool,
     pending: VecDeque<Event>,
+    /// The budget `pending` holds, let go when the client's connection has taken it all.
+    share: Share,
     shutdown: watch::Receiver<bool>,
     changes: watch::Receiver<u64>,
     watched_folder: Arc<Watched>,
@@ -469,6 +478,9 @@ impl Drop for OpenStream {
 
 enum Change {
     Same(Seen),
+    /// A look without a build turn that would read much (a reset, a long line, a backlog):
+    /// asked again in a turn.
+    Heavy,
     Grew(Vec<Line>, u64, Seen, bool),
     Reset(Tail, Vec<u8>),
     Gone,
@@ -483,10 +495,17 @@ fn tail_bytes(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
 }
 
 /// What happened to the file since the last look (blocking: run off the async threads).
-fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
-    let reset = |reason| match newest_from_end(path, reason) {
-        Ok((tail, bytes)) => Change::Reset(tail, bytes),
-        Err(_) => Change::Gone,
+/// Without a build turn (`turn` false), a look that would reset or read more than
+/// [`STEP_BYTES`] reads nothing and is [`Change::Heavy`].
+fn look(path: &Path, id: FileId, end: u64, seen: Seen, turn: bool) -> Change {
+    let reset = |reason| {
+        if !turn {
+            return Change::Heavy;
+        }
+        match newest_from_end(path, reason) {
+            Ok((tail, bytes)) => Change::Reset(tail, bytes),
+            Err(_) => Change::Gone,
+        }
     };
     let Ok(mut file) = open_regular(path) else {
         return Change::Gone;
@@ -535,6 +554,9 @@ fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
         }
         Err(_) => return reset(Reason::Replaced),
     };
+    if !turn && complete - end > STEP_BYTES {
+        return Change::Heavy;
+    }
     match behind(&mut file, end, complete) {
         Ok(false) => {}
         Ok(true) => return reset(Reason::Behind),
@@ -580,12 +602,18 @@ fn look(path: &Path, id: FileId, end: u64, seen: Seen) -> Change {
     )
 }
 
+/// What an event holds beyond its line's text (its `id:`, `data:` and newlines), about.
+const EVENT_OVERHEAD: u64 = 32;
+
 impl Follow {
-    fn queue(&mut self, catch_up: CatchUp) {
+    /// Queues the events of `catch_up`; the bytes they hold (about).
+    fn queue(&mut self, catch_up: CatchUp) -> u64 {
+        let mut bytes = 0;
         let lines = match catch_up {
             CatchUp::Lines(lines) => lines,
             CatchUp::Reset(reason, lines) => {
                 self.pending.push_back(reset_event(reason, &lines));
+                bytes += 2 * EVENT_OVERHEAD;
                 // After a reset the client holds only the window: seqs start over from it.
                 self.last_seq = 0;
                 lines
@@ -594,9 +622,11 @@ impl Follow {
         for line in &lines {
             if line.seq() > self.last_seq {
                 self.pending.push_back(line_event(line));
+                bytes += line.raw().len() as u64 + EVENT_OVERHEAD;
                 self.last_seq = line.seq();
             }
         }
+        bytes
     }
 
     async fn next(mut self) -> Option<(Event, Follow)> {
@@ -604,6 +634,8 @@ impl Follow {
             if let Some(event) = self.pending.pop_front() {
                 return Some((event, self));
             }
+            // Polled again after the last event was taken: the connection has them all.
+            self.share.release();
             if !self.more {
                 tokio::select! {
                     changed = self.changes.changed() => changed.ok()?,
@@ -613,50 +645,70 @@ impl Follow {
             if let Some(shared) = self.watched_folder.shared.upgrade() {
                 shared.looks.fetch_add(1, Ordering::Relaxed);
             }
-            let (path, id, end, seen) = (self.path.clone(), self.id, self.end, self.seen.clone());
-            let watched = self.watched_folder.clone();
-            let change = tokio::task::spawn_blocking(move || {
-                watched.follow_folder();
-                look(&path, id, end, seen)
-            })
-            .await
-            .ok()?;
+            let answers = self.share.answers();
+            let mut turn = None;
+            let change = loop {
+                let (path, id, end, seen) =
+                    (self.path.clone(), self.id, self.end, self.seen.clone());
+                let watched = self.watched_folder.clone();
+                let in_turn = turn.is_some();
+                let change = tokio::task::spawn_blocking(move || {
+                    watched.follow_folder();
+                    look(&path, id, end, seen, in_turn)
+                })
+                .await
+                .ok()?;
+                match change {
+                    Change::Heavy => turn = Some(answers.build().await),
+                    change => break change,
+                }
+            };
             self.more = false;
-            match change {
-                Change::Same(seen) => self.seen = seen,
-                Change::Gone => return None,
+            let queued = match change {
+                Change::Same(seen) => {
+                    self.seen = seen;
+                    0
+                }
+                Change::Gone | Change::Heavy => return None,
                 Change::Grew(lines, end, seen, more) => {
                     self.end = end;
                     self.seen = seen;
                     self.more = more;
-                    self.queue(CatchUp::Lines(lines));
+                    self.queue(CatchUp::Lines(lines))
                 }
                 Change::Reset(tail, bytes) => self.restart(tail, bytes),
+            };
+            // No room for them: the stream ends rather than hold more than the budget.
+            if queued > 0 && !self.share.grow(queued).await {
+                return None;
             }
+            drop(turn);
         }
     }
 
-    fn restart(&mut self, tail: Tail, bytes: Vec<u8>) {
+    fn restart(&mut self, tail: Tail, bytes: Vec<u8>) -> u64 {
         self.id = tail.file;
         self.end = tail.end;
         self.seen = Seen {
             tail: Some(bytes),
             ..Seen::default()
         };
-        self.queue(tail.catch_up);
+        self.queue(tail.catch_up)
     }
 }
 
 /// The event stream for a client that holds everything up to `after`, starting with `tail` and
 /// the bytes before its end (from [`catch_up_from_end`], read after `watched` was taken so no
-/// change falls between them).
-pub fn events(
+/// change falls between them). Its queue is held against the answer budget through `share`:
+/// `None` when the catch-up cannot be (the answer is a 503 to retry).
+pub async fn events(
     path: PathBuf,
     after: u64,
     (tail, end_bytes): (Tail, Vec<u8>),
     watched: Arc<Watched>,
     shutdown: watch::Receiver<bool>,
-) -> impl Stream<Item = Result<Event, Infallible>> {
+    share: Share,
+) -> Option<impl Stream<Item = Result<Event, Infallible>>> {
     let shared = watched.shared.clone();
     if let Some(s) = shared.upgrade() {
         s.streams.fetch_add(1, Ordering::Relaxed);
@@ -675,13 +727,17 @@ pub fn events(
         last_seq: after,
         more: false,
         pending: VecDeque::new(),
+        share,
         shutdown,
         changes,
         watched_folder: watched,
         _open: OpenStream(shared),
     };
-    follow.queue(tail.catch_up);
-    stream::unfold(follow, Follow::next).map(Ok)
+    let queued = follow.queue(tail.catch_up);
+    if queued > 0 && !follow.share.grow(queued).await {
+        return None;
+    }
+    Some(stream::unfold(follow, Follow::next).map(Ok))
 }
 
 /// The keep-alive frame (`event: keepalive`, `data: {"every":MS}`): what an `/events` response

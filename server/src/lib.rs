@@ -193,7 +193,10 @@ pub async fn spawn(config: Config) -> io::Result<Server> {
     tokio::spawn(memory::release().run(on_shutdown.clone()));
     let app = Arc::new(App {
         puts: Arc::new(Semaphore::new(config.max_puts.max(1))),
-        answers: answers::Answers::new(config.answer_budget_mb.saturating_mul(1 << 20)),
+        answers: answers::Answers::with_grace(
+            config.answer_budget_mb.saturating_mul(1 << 20),
+            Duration::from_millis(config.answer_grace_ms),
+        ),
         config,
         stats: Arc::default(),
         summaries: Default::default(),

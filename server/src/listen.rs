@@ -3,9 +3,11 @@
 //! (the oldest connection with no request in progress, such as a half-sent head or an idle
 //! keep-alive, is closed for it). A connection whose client has read nothing of what it was
 //! sent for the stall timeout is closed, with what was queued for it (a stream's catch-up, a
-//! file). When a request ends, [`crate::memory::Release`] is told, to hand what it freed back
-//! to the system.
+//! file). Each request carries its connection's [`Closer`], with which the answer budget closes
+//! a connection that held its share past the grace to make room (see [`crate::answers`]). When
+//! a request ends, [`crate::memory::Release`] is told, to hand what it freed back to the system.
 
+use crate::answers::Closer;
 use crate::memory;
 use axum::body::{Body, Bytes};
 use axum::Router;
@@ -241,11 +243,15 @@ pub async fn serve(
         };
         let (key, busy, close, blocked) = conns.add();
         let router = router.clone();
+        let closer = Closer(close.clone());
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             let guard = Busy::new(busy.clone());
             let router = router.clone();
+            let closer = closer.clone();
             async move {
-                let req = req.map(|body| Body::new(TimeoutBody::new(timeouts.body, body)));
+                let mut req = req.map(|body| Body::new(TimeoutBody::new(timeouts.body, body)));
+                // The answer budget closes the connection to make room (see `answers`).
+                req.extensions_mut().insert(closer);
                 let response = router.oneshot(req).await?;
                 Ok::<_, Infallible>(response.map(|body| {
                     Body::new(Guarded {

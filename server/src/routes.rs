@@ -1,5 +1,6 @@
 //! The HTTP routes (README "The server's routes") and static files.
 
+use crate::answers::Closer;
 use crate::error::{error, ApiError};
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
@@ -10,7 +11,7 @@ use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use axum::{middleware, Json, Router};
+use axum::{middleware, Extension, Json, Router};
 use scrollback_protocol::{catch_up_json, page_json, CatchUpQuery, Line, TranscriptQuery};
 use serde_json::json;
 use std::io;
@@ -64,10 +65,14 @@ async fn list(State(app): State<Arc<App>>) -> Reply {
     Ok(Json(sessions).into_response())
 }
 
+/// The connection's close handle (see [`crate::answers`]): `None` outside `listen::serve`.
+type Close = Option<Extension<Closer>>;
+
 async fn window(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
+    close: Close,
 ) -> Reply {
     let id = session_id(id)?;
     let query = TranscriptQuery::parse(query.as_deref().unwrap_or(""))
@@ -76,8 +81,11 @@ async fn window(
     let turn = app.answers.build().await;
     let lines = blocking(move || transcript::window(&path, &query)).await?;
     let body = page_json(&lines);
-    drop((lines, turn));
-    app.answers.send(body)
+    drop(lines);
+    // The turn is kept while the answer waits for room: the bodies waiting are a few too.
+    let sent = app.answers.send(body, close.map(|c| c.0)).await;
+    drop(turn);
+    sent
 }
 
 /// `GET /sessions/{id}/catchup?cursor=N&limit=W`: the reopen's check and catch-up in one
@@ -86,6 +94,7 @@ async fn catch_up(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
+    close: Close,
 ) -> Reply {
     let id = session_id(id)?;
     let query = CatchUpQuery::parse(query.as_deref().unwrap_or(""))
@@ -103,8 +112,9 @@ async fn catch_up(
         Ok(catch_up_json(state, &summary, &lines))
     })
     .await?;
+    let sent = app.answers.send(body, close.map(|c| c.0)).await;
     drop(turn);
-    app.answers.send(body)
+    sent
 }
 
 async fn events(
@@ -112,6 +122,7 @@ async fn events(
     id: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
+    close: Close,
 ) -> Reply {
     let id = session_id(id)?;
     let raw = query.as_deref().unwrap_or("");
@@ -133,8 +144,14 @@ async fn events(
     // Watched before the catch-up is read, so no change falls between them.
     let watched = app.watchers.watch(&path);
     let p = path.clone();
+    // Built in its turn, as a page is, and held against the budget until it is sent: a 503 to
+    // retry when it cannot be.
+    let turn = app.answers.build().await;
     let tail = blocking(move || follow::catch_up_from_end(&p, after, at.as_deref())).await?;
-    let stream = follow::events(path, after, tail, watched, app.shutdown.clone());
+    let share = app.answers.share(close.map(|c| c.0));
+    let stream = follow::events(path, after, tail, watched, app.shutdown.clone(), share).await;
+    drop(turn);
+    let stream = stream.ok_or_else(crate::answers::busy)?;
     Ok(follow::response(stream, app.config.keep_alive_ms).into_response())
 }
 

@@ -628,3 +628,124 @@ async fn a_fifo_in_place_of_a_transcript_or_its_meta_never_holds_a_request() {
     }
     assert_eq!(f.page("ok", "").await.len(), 3);
 }
+
+/// A session whose one line is 12 MB, followed from its start by clients that never read: the
+/// catch-up each stream queues counts against the answer budget like a page, so past it the
+/// next stream is a 503 to retry, not 12 MB more; a small catch-up still fits, and what a
+/// client held is let go when it goes.
+#[tokio::test]
+async fn event_streams_hold_their_catch_up_against_the_budget() {
+    let f = Fixture::with(|c| c.answer_budget_mb = 16).await;
+    let big = line(
+        1,
+        json!({"type": "toolResult", "output": "y".repeat(12 << 20)}),
+    );
+    f.write("big", &big);
+    f.write("small", &transcript(10));
+    let stalled = ask_and_never_read(&f, "/sessions/big/events?after=0").await;
+    stats_until(&f, |s| s["answers"]["held"].as_u64() > Some(12 << 20)).await;
+
+    let busy = f.get("/sessions/big/events?after=0").await;
+    assert_eq!(busy.status(), 503);
+    assert_eq!(busy.headers()["retry-after"], "1");
+    let mut small = f.events("small", "after=0").await;
+    assert_eq!(small.take(10).await.last().unwrap().id, "10");
+
+    drop(stalled);
+    stats_until(&f, |s| s["answers"]["held"] == 0).await;
+    let mut whole = f.events("big", "after=0").await;
+    assert_eq!(whole.next().await.data, big.trim_end());
+}
+
+/// A stream caught up and live, while another client holds most of the budget: a long line
+/// appended that the budget cannot hold ends the stream (its client reconnects through its
+/// catch-up) rather than queue it beyond the budget.
+#[tokio::test]
+async fn a_stream_whose_new_lines_the_budget_cannot_hold_ends() {
+    let f = Fixture::with(|c| c.answer_budget_mb = 16).await;
+    f.write(
+        "big",
+        &line(
+            1,
+            json!({"type": "toolResult", "output": "y".repeat(12 << 20)}),
+        ),
+    );
+    f.write("s", &transcript(10));
+    let mut sse = f.events("s", "after=10").await;
+    let stalled = ask_and_never_read(&f, "/sessions/big/transcript").await;
+    stats_until(&f, |s| s["answers"]["held"].as_u64() > Some(12 << 20)).await;
+    let long = json!({"type": "toolResult", "output": "z".repeat(6 << 20)});
+    f.append("s", &line(11, long));
+    assert!(
+        sse.ended().await,
+        "the stream queued a line past the budget"
+    );
+    let answers = f.get("/stats").await.json::<Value>().await.unwrap()["answers"].clone();
+    assert_eq!(answers["refused"], 1, "{answers}");
+    assert!(answers["held"].as_u64() < Some(16 << 20), "{answers}");
+    drop(stalled);
+}
+
+/// A client that reads, but slowly (a kilobyte every 20 ms), is never stalled; once it has
+/// held its share past the grace, an answer the budget cannot otherwise hold closes its
+/// connection to make room, and is sent.
+#[tokio::test]
+async fn a_slow_reader_past_the_grace_is_closed_to_make_room() {
+    let f = Fixture::with(|c| {
+        c.answer_budget_mb = 16;
+        c.answer_grace_ms = 300;
+    })
+    .await;
+    f.write(
+        "big",
+        &line(
+            1,
+            json!({"type": "toolResult", "output": "y".repeat(12 << 20)}),
+        ),
+    );
+    let mut slow = ask_and_never_read(&f, "/sessions/big/transcript").await;
+    let (done, mut told) = tokio::sync::watch::channel(false);
+    let reader = tokio::spawn(async move {
+        let mut buf = [0u8; 1024];
+        let mut got = 0;
+        while !*told.borrow_and_update() {
+            match slow.read(&mut buf).await {
+                Ok(0) | Err(_) => return got,
+                Ok(n) => got += n,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                _ = told.changed() => {}
+            }
+        }
+        // Then what the server had sent before it closed, at once: the end comes (no 12 MB).
+        let mut rest = Vec::new();
+        let _ = slow.read_to_end(&mut rest).await;
+        got + rest.len()
+    });
+    stats_until(&f, |s| s["answers"]["held"].as_u64() > Some(12 << 20)).await;
+    // Refused while the slow reader is within its grace; then it makes room.
+    let end = tokio::time::Instant::now() + DEADLINE;
+    let page = loop {
+        let page = f.get("/sessions/big/transcript").await;
+        if page.status() == 200 {
+            break page;
+        }
+        assert_eq!(page.status(), 503);
+        assert!(tokio::time::Instant::now() < end, "never made room");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let lines: Vec<Value> = page.json().await.unwrap();
+    assert_eq!(
+        lines[0]["event"]["output"].as_str().map(str::len),
+        Some(12 << 20)
+    );
+    done.send(true).unwrap();
+    let got = tokio::time::timeout(DEADLINE, reader)
+        .await
+        .expect("the slow reader's connection is closed")
+        .unwrap();
+    assert!(got < 12 << 20, "it had read {got} bytes");
+    let stats: Value = f.get("/stats").await.json().await.unwrap();
+    assert_eq!(stats["answers"]["evicted"], 1, "{stats}");
+}

@@ -50,7 +50,9 @@ pub struct Config {
     /// Milliseconds a client has to send a request's head before the connection is closed.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub header_timeout_ms: u64,
-    /// Milliseconds a request body may pause between two pieces before the request fails.
+    /// Milliseconds a request body may pause between two pieces before the request fails; past
+    /// this long, a body must also have averaged `listen::MIN_BODY_BYTES_PER_SEC` (8 KiB/s)
+    /// since, or it fails.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub body_timeout_ms: u64,
     /// Milliseconds a client may leave unread what it was sent (its receive window full)

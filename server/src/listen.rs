@@ -1,7 +1,8 @@
 //! Accepting connections: a cap on open connections derived from the process's descriptor
-//! limit, timeouts on reading request heads and on pauses within bodies, and room for a new client when the cap is reached
-//! (the oldest connection with no request in progress, such as a half-sent head or an idle
-//! keep-alive, is closed for it). A connection whose client has read nothing of what it was
+//! limit, timeouts on reading request heads and on pauses within bodies (and a minimum average
+//! rate for bodies, [`MIN_BODY_BYTES_PER_SEC`]), and room for a new client when the cap is
+//! reached (the oldest connection with no request in progress, such as a half-sent head or an
+//! idle keep-alive, is closed for it). A connection whose client has read nothing of what it was
 //! sent for the stall timeout is closed, with what was queued for it (a stream's catch-up, a
 //! file). Each request carries its connection's [`Closer`], with which the answer budget closes
 //! a connection that held its share past the grace to make room (see [`crate::answers`]). When
@@ -249,7 +250,12 @@ pub async fn serve(
             let router = router.clone();
             let closer = closer.clone();
             async move {
-                let mut req = req.map(|body| Body::new(TimeoutBody::new(timeouts.body, body)));
+                let mut req = req.map(|body| {
+                    Body::new(Paced::new(
+                        TimeoutBody::new(timeouts.body, body),
+                        timeouts.body,
+                    ))
+                });
                 // The answer budget closes the connection to make room (see `answers`).
                 req.extensions_mut().insert(closer);
                 let response = router.oneshot(req).await?;
@@ -345,6 +351,71 @@ impl AsyncWrite for Watched {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// The slowest a request body may arrive on average, after its first `--body-timeout-ms`:
+/// 8 KiB/s (a 512 MiB transcript in under 18 hours; any working uplink is far faster). The
+/// body timeout alone restarts with every piece, so a body trickling a byte at a time held its
+/// request (and a `PUT` slot) indefinitely.
+pub const MIN_BODY_BYTES_PER_SEC: u64 = 8 << 10;
+
+/// A request body that fails when, past its grace (the body timeout, from its first poll), it
+/// has come at less than [`MIN_BODY_BYTES_PER_SEC`] on average since then.
+struct Paced<B> {
+    inner: Pin<Box<B>>,
+    grace: Duration,
+    start: Option<Instant>,
+    received: u64,
+}
+
+impl<B> Paced<B> {
+    fn new(inner: B, grace: Duration) -> Paced<B> {
+        Paced {
+            inner: Box::pin(inner),
+            grace,
+            start: None,
+            received: 0,
+        }
+    }
+}
+
+impl<B> http_body::Body for Paced<B>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
+        let start = *self.start.get_or_insert_with(Instant::now);
+        let polled = self.inner.as_mut().poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(data) = frame.data_ref() {
+                self.received += data.len() as u64;
+            }
+            let late = start.elapsed().saturating_sub(self.grace);
+            let due = late.as_millis() as u64 * MIN_BODY_BYTES_PER_SEC / 1000;
+            if self.received < due && !self.inner.is_end_stream() {
+                return Poll::Ready(Some(Err(format!(
+                    "the body came slower than {MIN_BODY_BYTES_PER_SEC} bytes a second"
+                )
+                .into())));
+            }
+        }
+        polled.map(|f| f.map(|r| r.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 

@@ -749,3 +749,59 @@ async fn a_slow_reader_past_the_grace_is_closed_to_make_room() {
     let stats: Value = f.get("/stats").await.json().await.unwrap();
     assert_eq!(stats["answers"]["evicted"], 1, "{stats}");
 }
+
+/// A `PUT` whose body trickles in (a byte every 50 ms: never a pause as long as the body
+/// timeout) fails once it averages less than the minimum rate past its first timeout, and
+/// lets go of its slot: the next `PUT` is received.
+#[tokio::test]
+async fn a_trickling_put_body_fails_and_frees_its_slot() {
+    let f = Fixture::with(|c| {
+        c.max_puts = 1;
+        c.body_timeout_ms = 300;
+    })
+    .await;
+    let body = transcript(50);
+    let slow = TcpStream::connect(f.server.addr()).await.unwrap();
+    let (mut answer, mut slow) = slow.into_split();
+    let head = format!(
+        "PUT /sessions/slow/transcript HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+        f.server.addr(),
+        body.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let trickle = body.clone();
+    let trickler = tokio::spawn(async move {
+        for byte in trickle.as_bytes() {
+            if slow.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        let _ = answer.read_to_end(&mut got).await;
+        String::from_utf8_lossy(&got).into_owned()
+    });
+    let end = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let put = f.put("/sessions/fast/transcript", transcript(3)).await;
+        if put.status() == 201 {
+            break;
+        }
+        assert_eq!(put.status(), 503);
+        assert!(
+            tokio::time::Instant::now() < end,
+            "the trickling PUT kept its slot"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let answer = tokio::time::timeout(DEADLINE, reader)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("slower than"), "{answer}");
+    assert!(!f.transcript_path("slow").exists());
+    trickler.abort();
+}

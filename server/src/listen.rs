@@ -16,7 +16,7 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
@@ -27,7 +27,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutBody;
 
@@ -78,6 +78,8 @@ pub struct Connections {
     max: usize,
     /// Connections closed because their client stopped reading.
     stalled: AtomicU64,
+    /// Connections answered 503 at once: the cap was full of requests in progress.
+    refused: AtomicU64,
 }
 
 struct Conn {
@@ -101,6 +103,7 @@ impl Connections {
             next: AtomicU64::new(0),
             max: max.max(1),
             stalled: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         }
     }
 
@@ -108,13 +111,14 @@ impl Connections {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `{"open": n, "max": n, "stalled": n}` (`stalled`: closed so far because their client
-    /// stopped reading).
+    /// `{"open": n, "max": n, "stalled": n, "refused": n}` (`stalled`: closed so far because
+    /// their client stopped reading; `refused`: answered 503 at once, every connection busy).
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "open": self.lock().len(),
             "max": self.max,
             "stalled": self.stalled.load(Ordering::Relaxed),
+            "refused": self.refused.load(Ordering::Relaxed),
         })
     }
 
@@ -230,63 +234,124 @@ pub async fn serve(
             },
             _ = async { let _ = stop.wait_for(|s| *s).await; } => break,
         };
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                conns.evict_idle();
-                let wait = slots.clone().acquire_owned();
-                match tokio::time::timeout(Duration::from_secs(5), wait).await {
-                    Ok(Ok(permit)) => permit,
-                    // Every connection is busy with a request: this one is refused.
-                    _ => continue,
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            // Full. The newcomer waits for room in its own task, never in the accept loop's
+            // (every later client would wait behind it): for the slot of the idle connection
+            // closed for it, or, when every connection is busy with a request, not at all.
+            let evicted = conns.evict_idle();
+            let (slots, conns, router) = (slots.clone(), conns.clone(), router.clone());
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let room = tokio::time::timeout(ROOM_WAIT, slots.acquire_owned());
+                match evicted {
+                    true => match room.await {
+                        Ok(Ok(permit)) => {
+                            connection(stream, permit, &conns, &router, timeouts, watcher)
+                        }
+                        _ => refuse(stream, &conns).await,
+                    },
+                    false => refuse(stream, &conns).await,
                 }
-            }
+            });
+            continue;
         };
-        let (key, busy, close, blocked) = conns.add();
-        let router = router.clone();
-        let closer = Closer(close.clone());
-        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            let guard = Busy::new(busy.clone());
-            let router = router.clone();
-            let closer = closer.clone();
-            async move {
-                let mut req = req.map(|body| {
-                    Body::new(Paced::new(
-                        TimeoutBody::new(timeouts.body, body),
-                        timeouts.body,
-                    ))
-                });
-                // The answer budget closes the connection to make room (see `answers`).
-                req.extensions_mut().insert(closer);
-                let response = router.oneshot(req).await?;
-                Ok::<_, Infallible>(response.map(|body| {
-                    Body::new(Guarded {
-                        inner: body,
-                        _busy: guard,
-                    })
-                }))
-            }
-        });
-        let mut builder = http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(timeouts.header);
-        let stream = Watched { stream, blocked };
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-        let conns = conns.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = conn => {}
-                _ = close.notified() => {}
-            }
-            conns.lock().remove(&key);
-            drop(permit);
-        });
+        connection(
+            stream,
+            permit,
+            &conns,
+            &router,
+            timeouts,
+            graceful.watcher(),
+        );
     }
     drop(listener);
     sweeper.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
     Ok(())
+}
+
+/// How long a newcomer waits for the slot of the idle connection closed for it.
+const ROOM_WAIT: Duration = Duration::from_secs(1);
+
+/// Serves one connection, holding its slot (`permit`) until it closes.
+fn connection(
+    stream: TcpStream,
+    permit: OwnedSemaphorePermit,
+    conns: &Arc<Connections>,
+    router: &Router,
+    timeouts: Timeouts,
+    watcher: Watcher,
+) {
+    let (key, busy, close, blocked) = conns.add();
+    let router = router.clone();
+    let closer = Closer(close.clone());
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let guard = Busy::new(busy.clone());
+        let router = router.clone();
+        let closer = closer.clone();
+        async move {
+            let mut req = req.map(|body| {
+                Body::new(Paced::new(
+                    TimeoutBody::new(timeouts.body, body),
+                    timeouts.body,
+                ))
+            });
+            // The answer budget closes the connection to make room (see `answers`).
+            req.extensions_mut().insert(closer);
+            let response = router.oneshot(req).await?;
+            Ok::<_, Infallible>(response.map(|body| {
+                Body::new(Guarded {
+                    inner: body,
+                    _busy: guard,
+                })
+            }))
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeouts.header);
+    let stream = Watched { stream, blocked };
+    let conn = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
+    let conns = conns.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = conn => {}
+            _ = close.notified() => {}
+        }
+        conns.lock().remove(&key);
+        drop(permit);
+    });
+}
+
+/// Answers 503 with `Retry-After` on a connection there is no room for, and closes it, all
+/// within a second: the answer follows the request's head (a client takes no answer before its
+/// request), and what the client sends after it is read and dropped (a close with unread bytes
+/// would reset the answer away).
+async fn refuse(mut stream: TcpStream, conns: &Connections) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    conns.refused.fetch_add(1, Ordering::Relaxed);
+    const BODY: &str = r#"{"error":"the server holds as many connections as it can; try again"}"#;
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let mut head = Vec::new();
+        let mut piece = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 << 10 {
+            match stream.read(&mut piece).await? {
+                0 => break,
+                n => head.extend_from_slice(&piece[..n]),
+            }
+        }
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        while stream.read(&mut piece).await? > 0 {}
+        io::Result::Ok(())
+    })
+    .await;
 }
 
 /// A connection's socket that notes since when a write has been waiting for the client to

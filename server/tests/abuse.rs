@@ -805,3 +805,37 @@ async fn a_trickling_put_body_fails_and_frees_its_slot() {
     assert!(!f.transcript_path("slow").exists());
     trickler.abort();
 }
+
+/// At the connection cap with every connection busy with a request (two live streams), a new
+/// client is answered 503 with `Retry-After` at once, and so is the next: none waits in line
+/// behind another (the wait for room was the accept loop's, five seconds each).
+#[tokio::test]
+async fn at_a_cap_full_of_busy_connections_newcomers_get_503_at_once() {
+    let f = Fixture::with(|c| c.max_connections = Some(2)).await;
+    f.write("s", &transcript(10));
+    let _streams = [
+        f.events("s", "after=10").await,
+        f.events("s", "after=10").await,
+    ];
+    let started = tokio::time::Instant::now();
+    let asks = (0..3).map(|_| async {
+        let fresh = reqwest::Client::builder().no_gzip().build().unwrap();
+        let answer = tokio::time::timeout(DEADLINE, fresh.get(f.url("/sessions")).send())
+            .await
+            .expect("an answer")
+            .expect("an answer, not a dropped connection");
+        (
+            answer.status(),
+            answer.headers().get("retry-after").cloned(),
+        )
+    });
+    for (status, retry) in futures_util::future::join_all(asks).await {
+        assert_eq!(status, 503);
+        assert_eq!(retry.unwrap(), "1");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "newcomers waited {:?}",
+        started.elapsed()
+    );
+}

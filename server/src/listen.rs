@@ -78,7 +78,8 @@ pub struct Connections {
     max: usize,
     /// Connections closed because their client stopped reading.
     stalled: AtomicU64,
-    /// Connections answered 503 at once: the cap was full of requests in progress.
+    /// Connections answered 503 at once (the cap was full of requests in progress), or closed
+    /// unanswered past [`NEWCOMERS`] such at once.
     refused: AtomicU64,
 }
 
@@ -112,7 +113,8 @@ impl Connections {
     }
 
     /// `{"open": n, "max": n, "stalled": n, "refused": n}` (`stalled`: closed so far because
-    /// their client stopped reading; `refused`: answered 503 at once, every connection busy).
+    /// their client stopped reading; `refused`: answered 503 at once, every connection busy, or
+    /// closed unanswered in a flood of them).
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "open": self.lock().len(),
@@ -211,6 +213,7 @@ pub async fn serve(
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(conns.max));
+    let newcomers = Arc::new(Semaphore::new(NEWCOMERS));
     let sweeper = {
         let conns = conns.clone();
         tokio::spawn(async move {
@@ -238,10 +241,17 @@ pub async fn serve(
             // Full. The newcomer waits for room in its own task, never in the accept loop's
             // (every later client would wait behind it): for the slot of the idle connection
             // closed for it, or, when every connection is busy with a request, not at all.
+            // Past `NEWCOMERS` of them at once (a flood), one more is closed unanswered: each
+            // holds a descriptor, which the files being served need.
+            let Ok(turn) = newcomers.clone().try_acquire_owned() else {
+                conns.refused.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
             let evicted = conns.evict_idle();
             let (slots, conns, router) = (slots.clone(), conns.clone(), router.clone());
             let watcher = graceful.watcher();
             tokio::spawn(async move {
+                let _turn = turn;
                 let room = tokio::time::timeout(ROOM_WAIT, slots.acquire_owned());
                 match evicted {
                     true => match room.await {
@@ -269,6 +279,9 @@ pub async fn serve(
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
     Ok(())
 }
+
+/// The most newcomers past the cap waiting for room or being refused at once.
+const NEWCOMERS: usize = 64;
 
 /// How long a newcomer waits for the slot of the idle connection closed for it.
 const ROOM_WAIT: Duration = Duration::from_secs(1);

@@ -252,8 +252,15 @@ fn queries_parse_validate_and_name_the_bad_parameter() {
         ("before=10&after=10", "after"),
         ("coalesce=maybe", "coalesce"),
         ("limit=1&limit=2", "limit"),
+        ("before=+7", "before"),
+        ("bytes= 9", "bytes"),
     ] {
         let err = TranscriptQuery::parse(query).unwrap_err();
+        assert_eq!(err.param, param, "{query}: {err}");
+    }
+    // The reopen's check reads its numbers by the same rule.
+    for (query, param) in [("cursor=+7", "cursor"), ("cursor=7&limit=+1", "limit")] {
+        let err = scrollback::protocol::CatchUpQuery::parse(query).unwrap_err();
         assert_eq!(err.param, param, "{query}: {err}");
     }
 }

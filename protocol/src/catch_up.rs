@@ -75,13 +75,7 @@ impl CatchUpQuery {
             if slot.is_some() {
                 return Err(bad(param, "given twice".into()));
             }
-            let n: u64 = value
-                .parse()
-                .map_err(|_| bad(param, format!("must be a whole number, got {value:?}")))?;
-            if n < 1 || n > max {
-                return Err(bad(param, format!("must be from 1 to {max}, got {n}")));
-            }
-            *slot = Some(n);
+            *slot = Some(crate::query::number(param, value, 1, max)?);
         }
         Ok(CatchUpQuery {
             cursor: cursor.ok_or_else(|| bad("cursor", "is required".into()))?,

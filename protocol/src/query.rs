@@ -38,10 +38,20 @@ fn bad(param: &'static str, reason: impl Into<String>) -> QueryError {
     }
 }
 
-fn number(param: &'static str, value: &str, min: u64, max: u64) -> Result<u64, QueryError> {
+/// `value` as a whole number from `min` to `max`: digits only (Rust's parse also takes a
+/// leading `+`, which no client of this protocol writes).
+pub(crate) fn number(
+    param: &'static str,
+    value: &str,
+    min: u64,
+    max: u64,
+) -> Result<u64, QueryError> {
+    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
     let n: u64 = value
         .parse()
-        .map_err(|_| bad(param, format!("must be a whole number, got {value:?}")))?;
+        .ok()
+        .filter(|_| digits)
+        .ok_or_else(|| bad(param, format!("must be a whole number, got {value:?}")))?;
     if n < min || n > max {
         return Err(bad(param, format!("must be from {min} to {max}, got {n}")));
     }

@@ -11,7 +11,7 @@
 //! from which the client pages the gap.
 //!
 //! A file replaced under the same name (another inode), cut shorter, or rewritten in place (the
-//! [`TAIL_CHECK`] bytes before the end read so far changed, or its modification time changed
+//! last 256 bytes (`TAIL_CHECK`) before the end read so far changed, or its modification time changed
 //! while its length did not; an edit further back that comes with an append is not seen) is the
 //! new content: a reset frame (`replaced`) and the new file's newest lines. A
 //! deleted file ends the stream. A torn last line waits for its newline, however long it grows.

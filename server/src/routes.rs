@@ -5,8 +5,7 @@ use crate::error::{error, ApiError};
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::DefaultBodyLimit;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -155,20 +154,56 @@ async fn events(
     Ok(follow::response(stream, app.config.keep_alive_ms).into_response())
 }
 
+/// The body's length as its `Content-Length` declares it, if it does.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// A message's body, at most [`MAX_POST_BYTES`]. A longer one is read to its end (up to
+/// [`DRAIN_POST_BYTES`]) before it is refused with 413: a connection closed on a body still
+/// being sent is reset, and a browser (WebKitGTK, for 2.5 MB) then reports a network error
+/// instead of the answer.
+async fn message_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("bad body: a message is at most {MAX_POST_BYTES} bytes"),
+        )
+    };
+    if declared_length(headers).is_some_and(|n| n > DRAIN_POST_BYTES as u64) {
+        return Err(too_large());
+    }
+    let mut kept = Vec::new();
+    let mut received = 0usize;
+    let mut stream = body.into_data_stream();
+    use futures_util::StreamExt;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad(format!("bad body: {e}")))?;
+        received += chunk.len();
+        if received > DRAIN_POST_BYTES {
+            return Err(too_large());
+        }
+        if received <= MAX_POST_BYTES {
+            kept.extend_from_slice(&chunk);
+        }
+    }
+    if received > MAX_POST_BYTES {
+        return Err(too_large());
+    }
+    Ok(Bytes::from(kept))
+}
+
 async fn message(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Reply {
     let id = session_id(id)?;
-    let body = body.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("bad body: a message is at most {MAX_POST_BYTES} bytes"),
-        ),
-        status => ApiError(status, format!("bad body: {}", e.body_text())),
-    })?;
+    let body = message_body(&headers, body).await?;
     // A cross-site form can post `text/plain` without asking; JSON needs a CORS preflight.
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -294,11 +329,7 @@ async fn replace(
         )
     };
     // Decided from the declared length, before a byte of the body is read.
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_PUT_BYTES as u64) {
+    if declared_length(&headers).is_some_and(|n| n > MAX_PUT_BYTES as u64) {
         return Err(too_large());
     }
     let Ok(_slot) = app.puts.clone().try_acquire_owned() else {
@@ -426,6 +457,10 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
 /// The most bytes a posted message's body may hold.
 pub const MAX_POST_BYTES: usize = 2 << 20;
 
+/// The most bytes of a too-long message read (and dropped) before it is refused, so that its
+/// client is there to read the 413; past it the connection is closed.
+pub const DRAIN_POST_BYTES: usize = 16 << 20;
+
 /// A route asked with a method it does not take: the JSON error every other refusal is.
 async fn method_not_allowed(req: Request) -> Response {
     error(
@@ -442,10 +477,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/sessions/{id}/transcript", get(window).put(replace))
         .route("/sessions/{id}/events", get(events))
         .route("/sessions/{id}/catchup", get(catch_up))
-        .route(
-            "/sessions/{id}/messages",
-            post(message).layer(DefaultBodyLimit::max(MAX_POST_BYTES)),
-        )
+        .route("/sessions/{id}/messages", post(message))
         .route("/sessions/{id}", delete(remove))
         .route("/stats", get(stats_route))
         .method_not_allowed_fallback(method_not_allowed)

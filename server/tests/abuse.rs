@@ -839,3 +839,33 @@ async fn at_a_cap_full_of_busy_connections_newcomers_get_503_at_once() {
         started.elapsed()
     );
 }
+
+/// A message past the limit, sent whole as a browser sends it, gets its 413 to read: the body
+/// is read to its end (up to a bound) before the answer, not cut off with a reset that a
+/// browser reports as a network error (WebKitGTK did, for 2.5 MB).
+#[tokio::test]
+async fn a_message_past_the_limit_is_read_to_its_end_and_answered_413() {
+    let f = Fixture::new().await;
+    f.write("s", &transcript(3));
+    let text = "x".repeat(scrollback_server::routes::MAX_POST_BYTES + (12 << 20));
+    let body = json!({ "text": text }).to_string();
+    let head = format!(
+        "POST /sessions/s/messages HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        f.server.addr(),
+        body.len()
+    );
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(body.as_bytes())
+        .await
+        .expect("the whole body is taken");
+    let answer = read_until_closed(&mut conn).await.expect("an answer");
+    assert!(
+        answer.starts_with("HTTP/1.1 413"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(answer.contains("at most 2097152 bytes"), "{answer}");
+    assert_eq!(f.page("s", "").await.len(), 3, "nothing was written");
+}

@@ -15,7 +15,9 @@
 //!   closes). An answer that would pass the budget is refused with 503 and `Retry-After` (the
 //!   client retries: a 5xx is retried after the server's delay); a stream that cannot have
 //!   budget for new lines ends (its client reconnects, through its catch-up). A body larger
-//!   than the whole budget is sent when nothing else is held.
+//!   than the whole budget is sent when nothing else is held;
+//! - the line a transcript `PUT` is receiving, held whole to be checked (twice its length: the
+//!   parse is a second copy), counts too, and a `PUT` whose line cannot is a 503 to retry.
 //!
 //! A client that reads slowly, but reads, is never stalled (`--stall-timeout-ms` catches only
 //! no progress at all), so it could hold its share for as long as it likes while every other
@@ -239,6 +241,9 @@ impl Share {
     /// had when nothing else is held).
     pub fn try_grow(&mut self, bytes: u64) -> bool {
         let mine = self.permit.as_ref().map_or(0, |p| p.num_permits() as u64);
+        if mine >= u64::from(self.inner.units) {
+            return true; // it holds the whole budget already
+        }
         let units = bytes
             .div_ceil(UNIT)
             .clamp(1, u64::from(self.inner.units).saturating_sub(mine).max(1));
@@ -290,6 +295,11 @@ impl Share {
                 h.units.store(0, Ordering::Release);
             }
         }
+    }
+
+    /// The bytes it holds (in whole units).
+    pub fn held(&self) -> u64 {
+        self.permit.as_ref().map_or(0, |p| p.num_permits() as u64) * UNIT
     }
 
     /// Whether it holds nothing.

@@ -350,6 +350,7 @@ async fn replace(
     let mut file = blocking(move || std::fs::File::create(t)).await?;
     let mut temp = TempFile(Some(tmp.clone()));
     let mut check = TranscriptCheck::default();
+    let mut share = app.answers.share(None);
     let mut received = 0usize;
     let mut buffer = Vec::new();
     let mut stream = body.into_data_stream();
@@ -361,6 +362,18 @@ async fn replace(
             return Err(too_large());
         }
         check.feed(&chunk)?;
+        // The line being received is held whole to be checked (and parsed, a second copy):
+        // it counts against the answer budget, so that a few PUTs of huge lines cannot hold
+        // more than the budget between them.
+        let holding = 2 * check.partial.len() as u64;
+        if holding == 0 {
+            share.release();
+        } else if holding > share.held() && !share.grow(holding - share.held()).await {
+            return Err(ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is holding as much as it can at once; try again".into(),
+            ));
+        }
         buffer.extend_from_slice(&chunk);
         if buffer.len() >= PUT_WRITE_BYTES {
             file = write_temp(file, std::mem::take(&mut buffer)).await?;

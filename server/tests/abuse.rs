@@ -869,3 +869,49 @@ async fn a_message_past_the_limit_is_read_to_its_end_and_answered_413() {
     assert!(answer.contains("at most 2097152 bytes"), "{answer}");
     assert_eq!(f.page("s", "").await.len(), 3, "nothing was written");
 }
+
+/// The line a `PUT` is receiving is held whole to be checked: it counts against the answer
+/// budget, so two PUTs of huge lines cannot hold more than the budget between them; the second
+/// is a 503 to retry, and goes through once the first is done.
+#[tokio::test]
+async fn a_put_holding_a_long_line_counts_against_the_budget() {
+    let f = Fixture::with(|c| c.answer_budget_mb = 4).await;
+    let long_line = |seq: u64, bytes: usize| {
+        line(
+            seq,
+            json!({"type": "toolResult", "output": "y".repeat(bytes)}),
+        )
+    };
+    // A PUT whose 1.5 MB first line is mostly sent: it holds it (and its parse), 2.8 MB.
+    let first = long_line(1, 3 << 19) + &line(2, json!({"type": "status", "status": "idle"}));
+    let (head_part, rest) = first.split_at(1400 << 10);
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    let head = format!(
+        "PUT /sessions/a/transcript HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        f.server.addr(),
+        first.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(head_part.as_bytes()).await.unwrap();
+    stats_until(&f, |s| s["answers"]["held"].as_u64() >= Some(2 << 20)).await;
+
+    // Another line of 1.5 MB would pass the 4 MB budget beside it: refused, to retry.
+    let second = long_line(1, 3 << 19);
+    let busy = f.put("/sessions/b/transcript", second.clone()).await;
+    assert_eq!(busy.status(), 503);
+    let (_, message) = f.error(busy).await;
+    assert!(message.contains("try again"), "{message}");
+
+    // The first one done, the budget is let go, and the second goes through.
+    conn.write_all(rest.as_bytes()).await.unwrap();
+    let answer = read_until_closed(&mut conn).await.expect("an answer");
+    assert!(
+        answer.starts_with("HTTP/1.1 201"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    stats_until(&f, |s| s["answers"]["held"] == 0).await;
+    let done = f.put("/sessions/b/transcript", second).await;
+    assert_eq!(done.status(), 201);
+    assert_eq!(f.page("a", "").await.len(), 2);
+}

@@ -63,10 +63,18 @@ export async function checkChunks(server, chunks, id) {
     const first = Number(m[1]);
     const last = JSON.parse(lines.at(-1));
     const end = m[2] === 'open' ? (last.folded?.through ?? last.seq) + 1 : Number(m[2]);
-    const q = new URLSearchParams({ before: end, after: first - 1, limit: 10000, coalesce: m[3] === 'rows' });
-    const answer = await (await fetch(`${server.url}/sessions/${id}/transcript?${q}`)).text();
-    // The server's page as the lines it is made of (each line's own text, byte for byte).
-    const expected = JSON.parse(answer).map((l) => JSON.stringify(l));
+    // The server's lines in [first, end) as the lines they are made of (each line's own text,
+    // byte for byte): a raw chunk may hold more lines than a page (10,000), so it is asked in
+    // pages, newest first; a rows chunk is one page of rows.
+    const rows = m[3] === 'rows';
+    let expected = [];
+    for (let before = end; ;) {
+      const q = new URLSearchParams({ before, after: first - 1, limit: 10000, coalesce: rows });
+      const page = JSON.parse(await (await fetch(`${server.url}/sessions/${id}/transcript?${q}`)).text());
+      expected = page.map((l) => JSON.stringify(l)).concat(expected);
+      if (rows || page.length === 0 || page[0].seq <= first) break;
+      before = page[0].seq;
+    }
     assert.deepEqual(lines.map((l) => JSON.stringify(JSON.parse(l))), expected, `${name} is the server's [${first}, ${end})`);
     assert.equal(JSON.parse(lines[0]).seq, first, `${name} starts at its first seq`);
     spans.push([first, end, name]);

@@ -177,23 +177,48 @@ async fn message_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError
         return Err(too_large());
     }
     let mut kept = Vec::new();
-    let mut received = 0usize;
-    let mut stream = body.into_data_stream();
-    use futures_util::StreamExt;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| ApiError::bad(format!("bad body: {e}")))?;
-        received += chunk.len();
-        if received > DRAIN_POST_BYTES {
-            return Err(too_large());
-        }
-        if received <= MAX_POST_BYTES {
+    let mut body = Capped::new(body, DRAIN_POST_BYTES);
+    while let Some(chunk) = body.next(too_large).await? {
+        if body.received <= MAX_POST_BYTES {
             kept.extend_from_slice(&chunk);
         }
     }
-    if received > MAX_POST_BYTES {
+    if body.received > MAX_POST_BYTES {
         return Err(too_large());
     }
     Ok(Bytes::from(kept))
+}
+
+/// A request body's pieces, refused once they pass `max` bytes.
+struct Capped {
+    stream: axum::body::BodyDataStream,
+    received: usize,
+    max: usize,
+}
+
+impl Capped {
+    fn new(body: Body, max: usize) -> Capped {
+        Capped {
+            stream: body.into_data_stream(),
+            received: 0,
+            max,
+        }
+    }
+
+    /// The next piece (`None` at the end); `too_large()` once the body passes the cap, and a
+    /// 400 when it breaks off.
+    async fn next(&mut self, too_large: impl Fn() -> ApiError) -> Result<Option<Bytes>, ApiError> {
+        use futures_util::StreamExt;
+        let Some(chunk) = self.stream.next().await else {
+            return Ok(None);
+        };
+        let chunk = chunk.map_err(|e| ApiError::bad(format!("bad body: {e}")))?;
+        self.received += chunk.len();
+        if self.received > self.max {
+            return Err(too_large());
+        }
+        Ok(Some(chunk))
+    }
 }
 
 async fn message(
@@ -351,16 +376,9 @@ async fn replace(
     let mut temp = TempFile(Some(tmp.clone()));
     let mut check = TranscriptCheck::default();
     let mut share = app.answers.share(None);
-    let mut received = 0usize;
     let mut buffer = Vec::new();
-    let mut stream = body.into_data_stream();
-    use futures_util::StreamExt;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| ApiError::bad(format!("bad body: {e}")))?;
-        received += chunk.len();
-        if received > MAX_PUT_BYTES {
-            return Err(too_large());
-        }
+    let mut body = Capped::new(body, MAX_PUT_BYTES);
+    while let Some(chunk) = body.next(too_large).await? {
         check.feed(&chunk)?;
         // The line being received is held whole to be checked (and parsed, a second copy):
         // it counts against the answer budget, so that a few PUTs of huge lines cannot hold

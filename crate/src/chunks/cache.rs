@@ -357,8 +357,10 @@ impl<S: Store> Cache<S> {
         self.live.removed_all();
         let _ = self.store.remove(&self.list).await;
         self.remove_search_pack().await;
-        if let Err(e) = self.store.remove(&self.dir).await {
-            log::info!("scrollback: could not purge the cache: {e}");
+        match self.store.remove(&self.dir).await {
+            // Told again once it is gone, as for one session (see `remove`).
+            Ok(()) => self.live.relist(),
+            Err(e) => log::info!("scrollback: could not purge the cache: {e}"),
         }
     }
 

@@ -17,7 +17,8 @@
 //!   budget for new lines ends (its client reconnects, through its catch-up). A body larger
 //!   than the whole budget is sent when nothing else is held;
 //! - the line a transcript `PUT` is receiving, held whole to be checked (twice its length: the
-//!   parse is a second copy), counts too, and a `PUT` whose line cannot is a 503 to retry.
+//!   parse is a second copy), counts too: a `PUT` whose line cannot is a 503 to retry, and one
+//!   holding it past the grace is closed to make room like an answer.
 //!
 //! A client that reads slowly, but reads, is never stalled (`--stall-timeout-ms` catches only
 //! no progress at all), so it could hold its share for as long as it likes while every other

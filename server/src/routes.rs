@@ -344,6 +344,7 @@ async fn replace(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
+    close: Close,
     body: Body,
 ) -> Reply {
     let id = session_id(id)?;
@@ -375,7 +376,9 @@ async fn replace(
     let mut file = blocking(move || std::fs::File::create(t)).await?;
     let mut temp = TempFile(Some(tmp.clone()));
     let mut check = TranscriptCheck::default();
-    let mut share = app.answers.share(None);
+    // Closed to make room past the grace, as an answer's is: a line trickling in for hours
+    // must not hold the budget that pages need.
+    let mut share = app.answers.share(close.map(|c| c.0));
     let mut buffer = Vec::new();
     let mut body = Capped::new(body, MAX_PUT_BYTES);
     while let Some(chunk) = body.next(too_large).await? {

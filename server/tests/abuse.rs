@@ -915,3 +915,41 @@ async fn a_put_holding_a_long_line_counts_against_the_budget() {
     assert_eq!(done.status(), 201);
     assert_eq!(f.page("a", "").await.len(), 2);
 }
+
+/// A PUT whose long line has held its share past the grace is closed to make room for a page,
+/// as a slow reader's answer is: a line trickling in cannot keep pages refused.
+#[tokio::test]
+async fn a_put_holding_its_line_past_the_grace_makes_room_for_a_page() {
+    let f = Fixture::with(|c| {
+        c.answer_budget_mb = 4;
+        c.answer_grace_ms = 300;
+    })
+    .await;
+    let output = "y".repeat(3 << 19);
+    f.write(
+        "big",
+        &line(1, json!({"type": "toolResult", "output": output})),
+    );
+    let first = line(1, json!({"type": "toolResult", "output": output}));
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    let head = format!(
+        "PUT /sessions/a/transcript HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+        f.server.addr(),
+        first.len() + 1
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(&first.as_bytes()[..1400 << 10])
+        .await
+        .unwrap();
+    stats_until(&f, |s| s["answers"]["held"].as_u64() >= Some(2 << 20)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await; // past the grace
+    let page = f.get("/sessions/big/transcript").await;
+    assert_eq!(page.status(), 200, "the page made room");
+    assert_eq!(page.json::<Vec<Value>>().await.unwrap().len(), 1);
+    let closed = read_until_closed(&mut conn).await;
+    assert!(closed.is_some(), "the PUT's connection was closed");
+    assert!(
+        !f.transcript_path("a").exists(),
+        "nothing of it was written"
+    );
+}

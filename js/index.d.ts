@@ -304,6 +304,13 @@ export interface SessionState {
    * tabs show the same rows read-only and take over when the writer's tab closes.
    */
   writer: boolean;
+  /**
+   * Why this tab stopped keeping the session's rows in the cache, or null while it keeps them:
+   * a write (or a read) of the storage failed, e.g. `"storage quota exceeded"`. The rows are
+   * still shown and followed live, but the next open fetches what was not kept. `reload()`
+   * throws the session's cache away and tries again. Null for a reader (`writer` false).
+   */
+  storageError: string | null;
   /** This session's own counts since it was opened. */
   counters: SessionCounters;
 }

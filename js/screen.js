@@ -78,6 +78,7 @@ export function lastScreen(server, id) {
     banner: null,
     error: null,
     writer: false,
+    storageError: null,
     counters: { requests: 0, bytes: 0, localPages: 0, probesPassed: 0, probesFailed: 0, events: 0, caughtUp: 0, resets: 0 },
   };
 }

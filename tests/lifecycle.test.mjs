@@ -2,7 +2,8 @@
 // the real server: `close()` while a session is still opening ends the worker cleanly (not by
 // its time limit) and leaves the session free for the next open; an `onChange` or
 // `onOpeningScreen` that throws is reported as an uncaught error would be and stops nothing
-// else, and one whose screen is folded after `close()` is not called; a reopen's small module
+// else, and one whose screen is folded after `close()` is not called; a full quota is said in the
+// view (`storageError`) while the rows go on; a reopen's small module
 // warms up (holding the page's thread) only after the frame that draws the last screen; a chat
 // store's `close()` resolves once its worker is gone; bad arguments reject (a promise-returning
 // call never throws at the caller).
@@ -246,4 +247,48 @@ test('indexeddb: the database deleted while a reply streams is no uncaught error
   }, session);
   assert.deepEqual(out, { deleted: 'deleted', live: true, error: null });
   assert.deepEqual(seen.errors, [], 'nothing uncaught in the page or its worker');
+});
+
+// OPFS only: Chromium's IndexedDB does not hold to a quota set through the DevTools protocol
+// (its writes went on at a quota of 1,000 bytes); the wasm store suite checks IndexedDB's quota
+// failures through its write limit, and server/tests/engine/storage.rs the view's report.
+test('opfs: a full quota is said in the view, the rows go on; a reload once there is room keeps them again', async (t) => {
+  const { context, page: p } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const cdp = await context.newCDPSession(p);
+  const origin = shared.server.url;
+  const quota = (quotaSize) => cdp.send('Storage.overrideQuotaForOrigin', quotaSize == null ? { origin } : { origin, quotaSize });
+  t.after(() => quota(null).catch(() => {}));
+  const errors = [];
+  p.on('pageerror', (e) => errors.push(e.message));
+  await p.evaluate(async (storage) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    window.sb = await Scrollback.open({ server: location.origin, storage });
+    window.view = await window.sb.openSession('long');
+    while (!(view.state.live && view.state.verified)) await new Promise((r) => setTimeout(r, 20));
+  }, 'opfs');
+  // No room left beyond what the origin uses now.
+  await quota(await p.evaluate(async () => (await navigator.storage.estimate()).usage));
+  const full = await p.evaluate(async () => {
+    const rows = view.state.rows.length;
+    for (let i = 0; i < 5 && !view.state.storageError; i++) await view.loadOlder();
+    return { before: rows, after: view.state.rows.length, error: view.state.storageError, live: view.state.live };
+  });
+  assert.ok(full.after > full.before, `older pages are shown: ${full.before} -> ${full.after}`);
+  assert.match(full.error ?? '', /quota/i, 'the view says the rows are not kept');
+  assert.equal(full.live, true, 'still following the session');
+
+  await quota(null);
+  const again = await p.evaluate(async () => {
+    await view.reload();
+    // The error clears once the reload's purge has removed the chunks; then the cold open.
+    const ok = () => view.state.storageError === null && view.state.live && view.state.verified;
+    while (!ok() || !(await view.cachedSize())) await new Promise((r) => setTimeout(r, 20));
+    const kept = await view.cachedSize();
+    await view.loadOlder();
+    return { error: view.state.storageError, kept, more: await view.cachedSize() };
+  });
+  assert.equal(again.error, null, 'storing again after the reload');
+  assert.ok(again.kept > 0 && again.more > again.kept, `the window and the next page are kept: ${again.kept} -> ${again.more}`);
+  await p.evaluate(() => sb.close());
+  assert.deepEqual(errors, []);
 });

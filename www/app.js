@@ -218,7 +218,9 @@ function renderRows(rows, change) {
 function renderState(state, change) {
   if (reloading) return;
   ui.meta.textContent = state.error ? '' : [state.status, state.model, state.permissionMode,
-    state.contextTokens != null ? `${formatCount(state.contextTokens)} tokens` : null]
+    state.contextTokens != null ? `${formatCount(state.contextTokens)} tokens` : null,
+    // Shown and followed, but not kept for the next visit (the storage is full or failing).
+    state.storageError ? `not saved in this browser (${state.storageError})` : null]
     .filter(Boolean).join(' · ');
   // Nothing to write to when the session is not there.
   ui.composer.hidden = !!state.error;

@@ -135,6 +135,8 @@ struct Io<S> {
     id: String,
     dir: String,
     writing: bool,
+    /// Why writing stopped, when a write or a read failed ([`SessionCache::write_error`]).
+    failed: Option<StoreError>,
     /// Another tab holds the writer role: read only, and leave every repair to it.
     reader: bool,
     /// A reader purged its cache (its view's Reload, or damage it read): it cannot remove the
@@ -169,6 +171,7 @@ impl<S: Store> SessionCache<S> {
                 id,
                 dir,
                 writing: true,
+                failed: None,
                 reader: false,
                 blind: false,
                 hint: None,
@@ -201,6 +204,14 @@ impl<S: Store> SessionCache<S> {
         self.io.writing
     }
 
+    /// Why this instance stopped writing, when a write or a read of the store failed (a full
+    /// quota, a store that went away): the lines it is given are no longer kept. Cleared when
+    /// a purge removes the session's chunks (the layout is known again: none) and when the
+    /// instance is made a reader or the writer again ([`SessionCache::set_reader`]).
+    pub fn write_error(&self) -> Option<&StoreError> {
+        self.io.failed.as_ref()
+    }
+
     /// The writer role for this session across tabs and workers ([`Store::writer`], keyed by
     /// the session's folder): `None` at once when another holds it.
     pub async fn try_writer(&self) -> Option<WriterRole> {
@@ -224,6 +235,7 @@ impl<S: Store> SessionCache<S> {
     pub fn set_reader(&mut self, reader: bool) {
         self.io.reader = reader;
         self.io.writing = !reader;
+        self.io.failed = None;
         self.state = None;
         self.io.hint = None;
         self.io.held.take();
@@ -414,6 +426,7 @@ impl<S: Store> Io<S> {
     fn stop_writing(&mut self, e: &StoreError) {
         if self.writing {
             self.writing = false;
+            self.failed = Some(e.clone());
             log::warn!(
                 "scrollback: the cache of session {:?} stopped writing: {e}",
                 self.id
@@ -660,8 +673,13 @@ impl<'a, S: Store> Opened<'a, S> {
             self.io.blind = true;
             return;
         }
-        if let Err(e) = self.io.store.remove(&self.io.dir).await {
-            self.io.stop_writing(&e);
+        match self.io.store.remove(&self.io.dir).await {
+            // Nothing is left whose layout is unknown: a writer that had stopped writes again.
+            Ok(()) => {
+                self.io.writing = true;
+                self.io.failed = None;
+            }
+            Err(e) => self.io.stop_writing(&e),
         }
     }
 

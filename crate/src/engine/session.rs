@@ -10,13 +10,14 @@ use crate::transport::{
     Backoff, CatchUp, EventStream, Page, ResetReason, Retry, StreamItem, Transport, TransportError,
     TransportResult,
 };
-use async_lock::Mutex;
+use async_lock::{Mutex, MutexGuard};
 use futures::channel::mpsc;
 use futures::future::{join, select, Either, LocalBoxFuture};
 use futures::{FutureExt, StreamExt};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::pin;
 use std::rc::Rc;
 
@@ -202,7 +203,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// The cache's size for this session, in bytes (what a reload would discard).
     pub async fn cached_size(&self) -> u64 {
-        self.cache.lock().await.size().await
+        self.cache().await.size().await
     }
 
     // ---- reporting -------------------------------------------------------------------------
@@ -211,6 +212,14 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         f(&mut self.view.borrow_mut());
         if let Some(listener) = self.listener.borrow_mut().as_mut() {
             listener(&self.view.borrow(), change);
+        }
+    }
+
+    /// The session's cache, locked until the guard is dropped.
+    async fn cache(&self) -> Cached<'_, S, T> {
+        Cached {
+            cache: self.cache.lock().await,
+            session: self,
         }
     }
 
@@ -313,7 +322,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     async fn purge(&self) {
         self.purges.set(self.purges.get() + 1);
         self.ahead.borrow_mut().clear();
-        self.cache.lock().await.purge().await;
+        self.cache().await.purge().await;
     }
 
     // ---- the running session ---------------------------------------------------------------
@@ -389,7 +398,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Takes the writer role if nobody holds it; else opens as a reader (shows the same rows,
     /// never writes) and waits for the role beside every network wait.
     async fn claim(&self) {
-        let mut cache = self.cache.lock().await;
+        let mut cache = self.cache().await;
         match cache.try_writer().await {
             Some(role) => {
                 cache.set_reader(false);
@@ -419,7 +428,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     async fn give_up_role(&self) {
         self.waiting.borrow_mut().take();
         if self.writes() {
-            let mut cache = self.cache.lock().await;
+            let mut cache = self.cache().await;
             cache.hand_over().await;
             cache.set_reader(true);
         }
@@ -440,7 +449,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         anchor: Option<u64>,
     ) -> Result<Start, Command> {
         let tail = {
-            let mut cache = self.cache.lock().await;
+            let mut cache = self.cache().await;
             cache.set_reader(false);
             cache.open().await;
             cache.cursor().await
@@ -586,7 +595,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         inbox: &mut mpsc::UnboundedReceiver<Command>,
         anchor: Option<u64>,
     ) -> Result<Start, Command> {
-        let mut cache = self.cache.lock().await;
+        let mut cache = self.cache().await;
         cache.open_untouched().await;
         let query = (cache.cursor().await)
             .map(|tail| CatchUpQuery::new(tail.seq(), self.config.opening_window));
@@ -632,7 +641,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         .await;
         let newest = newest?;
         // Recorded for the budget (and the search index checked) once the screen is up to date.
-        self.cache.lock().await.touch().await;
+        self.cache().await.touch().await;
         if self.writes() {
             self.server
                 .enforce_budget(self.config.budget_bytes, &self.id)
@@ -701,7 +710,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         self.view.borrow_mut().counters.caught_up += after.len() as u64;
         self.show_newer(&after);
         self.apply_summary();
-        self.cache.lock().await.append_all(&after).await;
+        self.cache().await.append_all(&after).await;
         Ok(Some(after.last().cloned().unwrap_or(tail)))
     }
 
@@ -751,7 +760,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 v.more_history = false;
             }
         });
-        self.cache.lock().await.append_all(&page.lines).await;
+        self.cache().await.append_all(&page.lines).await;
         Ok(page.lines.last().cloned())
     }
 
@@ -807,7 +816,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             // Read ahead already: no wait for the lock a read-ahead of later pages holds.
             (Some(page), None)
         } else {
-            let mut cache = self.cache.lock().await;
+            let mut cache = self.cache().await;
             // Asked again under the lock: a read-ahead in flight holds it until its page is kept.
             if let Some(page) = ahead() {
                 (Some(page), None)
@@ -859,8 +868,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             break page;
         };
         if self.purges.get() == purges {
-            self.cache
-                .lock()
+            self.cache()
                 .await
                 .store_page(&page.lines, before, rows)
                 .await;
@@ -913,7 +921,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 return;
             };
             let (epoch, purges) = (self.epoch.get(), self.purges.get());
-            let mut cache = self.cache.lock().await;
+            let mut cache = self.cache().await;
             let Some(page) = cache.page(before, limit, true).await else {
                 return;
             };
@@ -1124,7 +1132,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                 }
                                 // A reader's cache appends nothing; a line the cache already
                                 // covers is not appended again.
-                                self.cache.lock().await.append(&line).await;
+                                self.cache().await.append(&line).await;
                                 cursor = line.seq();
                                 if line.seq() <= self.view.borrow().cursor {
                                     newest = Some(line);
@@ -1154,6 +1162,39 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             if let Err(command) = self.retry(inbox, &error).await {
                 return command;
             }
+        }
+    }
+}
+
+/// The session's cache, locked ([`Session::cache`]). Let go, it tells the view whether the
+/// cache still keeps what is shown ([`View::storage_error`]): every write and read goes
+/// through it, so a failure is reported wherever it happens.
+struct Cached<'a, S: Store + 'static, T: Transport> {
+    cache: MutexGuard<'a, SessionCache<S>>,
+    session: &'a Session<S, T>,
+}
+
+impl<S: Store + 'static, T: Transport> Deref for Cached<'_, S, T> {
+    type Target = SessionCache<S>;
+    fn deref(&self) -> &SessionCache<S> {
+        &self.cache
+    }
+}
+
+impl<S: Store + 'static, T: Transport> DerefMut for Cached<'_, S, T> {
+    fn deref_mut(&mut self) -> &mut SessionCache<S> {
+        &mut self.cache
+    }
+}
+
+impl<S: Store + 'static, T: Transport> Drop for Cached<'_, S, T> {
+    fn drop(&mut self) {
+        let error = self.cache.write_error().map(ToString::to_string);
+        let session = self.session;
+        // Unchanged, or the view is borrowed meanwhile (told at the next release).
+        let changed = (session.view.try_borrow_mut()).is_ok_and(|v| v.storage_error != error);
+        if changed {
+            session.update(Change::State, |v| v.storage_error = error);
         }
     }
 }

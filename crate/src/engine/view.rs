@@ -69,6 +69,12 @@ pub struct View {
     /// Whether this open writes the cache: one writer per session across tabs; the others
     /// show the same rows read-only and take over when the writer goes away.
     pub writer: bool,
+    /// Why this open stopped keeping what it shows in the cache, when a write (or a read) of
+    /// the store failed: a full quota, a store that went away. The rows are still shown and
+    /// followed, but not kept for the next open. `None` while the cache keeps them (and for a
+    /// reader, which keeps nothing); a reload, which throws the session's cache away, tries
+    /// again.
+    pub storage_error: Option<String>,
     /// Requests, bytes and cache hits so far.
     pub counters: Counters,
 }
@@ -89,6 +95,7 @@ impl View {
             live: false,
             error: None,
             writer: false,
+            storage_error: None,
             counters: Counters::default(),
         }
     }
@@ -180,6 +187,8 @@ pub struct Fields<'a> {
     pub error: &'a Option<SessionError>,
     /// [`View::writer`].
     pub writer: bool,
+    /// [`View::storage_error`].
+    pub storage_error: &'a Option<String>,
     /// [`View::counters`].
     pub counters: Counters,
 }
@@ -270,6 +279,7 @@ impl View {
             live: self.live,
             error: &self.error,
             writer: self.writer,
+            storage_error: &self.storage_error,
             counters: self.counters,
         }
     }

@@ -3,7 +3,7 @@
 use super::{line, seqs, stamp_after, transcript, LimitWrites};
 use crate::chunks::{Cache, KeyError, SessionCache};
 use crate::protocol::{coalesce, joins, Line, RowWalk};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use std::sync::Arc;
 
 async fn cache<S: Store>(store: &Arc<S>, test: &str) -> Cache<S> {
@@ -834,6 +834,11 @@ pub async fn a_full_quota_stops_writing_and_loses_nothing_shown<S: LimitWrites>(
         s.append(line).await;
     }
     assert!(!s.is_writing(), "a write failed and writing stopped");
+    assert_eq!(
+        s.write_error(),
+        Some(&StoreError::QuotaExceeded),
+        "and says why"
+    );
     let cursor = s.cursor().await.unwrap().seq();
     assert!(
         (151..200).contains(&cursor),
@@ -855,6 +860,15 @@ pub async fn a_full_quota_stops_writing_and_loses_nothing_shown<S: LimitWrites>(
         fresh.store_page(&coalesce(&t[..100]), 101, true).await,
         "a new one writes"
     );
+    // A purge (the view's Reload) removes what this instance no longer knew: it writes again.
+    s.purge().await;
+    assert_eq!(s.write_error(), None);
+    for line in &t[190..] {
+        s.append(line).await;
+    }
+    assert!(s.is_writing());
+    let again = cache.session("s").unwrap().newest(100).await.unwrap();
+    assert_eq!(seqs(&again), (191..=200).collect::<Vec<_>>());
 }
 
 /// A page that does not fit the quota is not stored, and stops the session's writing; the

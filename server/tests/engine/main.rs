@@ -10,5 +10,6 @@ mod http;
 mod model;
 mod search;
 mod silence;
+mod storage;
 mod support;
 mod tabs;

@@ -183,7 +183,10 @@ fn read_into<F: Read + Seek>(
         }
         at = next;
     }
-    let (mut status, mut settings, mut newest) = (None, None, None);
+    // A settings line may name one field: the newest line naming the model and the newest
+    // naming the mode are looked for apart (the client's fold keeps each one the same way).
+    let (mut status, mut settings, mut newest) = (None, Vec::new(), None);
+    let (mut model, mut mode) = (false, false);
     let mut lines = reader::BackLines::bounded(file, from, end, SUMMARY_LINE_BYTES);
     while let Some(found) = lines.next_found()? {
         if found.skipped > 0 {
@@ -198,17 +201,25 @@ fn read_into<F: Read + Seek>(
         newest.get_or_insert(line.seq());
         match line.kind() {
             EventKind::Status if status.is_none() => status = Some(line),
-            EventKind::Settings if settings.is_none() => settings = Some(line),
+            EventKind::Settings => {
+                let names = |k: &str| line.event().get(k).is_some_and(Value::is_string);
+                let (m, p) = (names("model"), names("permissionMode"));
+                if (m && !model) || (p && !mode) {
+                    (model, mode) = (model || m, mode || p);
+                    settings.push(line);
+                }
+            }
             _ => {}
         }
-        if status.is_some() && settings.is_some() {
+        if status.is_some() && model && mode {
             break;
         }
     }
     if let Some(seq) = newest {
         summary.seq = seq;
     }
-    for line in settings.iter().chain(status.iter()) {
+    // Oldest first, so that the newest line naming a field gives it.
+    for line in settings.iter().rev().chain(status.iter()) {
         apply_fields(summary, line);
     }
     Ok(())
@@ -373,6 +384,29 @@ mod tests {
         std::io::Write::write_all(&mut file, format!("{}\n", line(4, "idle")).as_bytes()).unwrap();
         drop(file);
         assert_eq!(seq_status(&summaries), (4, "idle".to_string()));
+        std::fs::remove_dir_all(&data).unwrap();
+    }
+
+    #[test]
+    fn a_settings_line_naming_one_field_keeps_the_other_from_an_older_line() {
+        let data = std::env::temp_dir().join(format!("scrollback-settings-{}", std::process::id()));
+        std::fs::create_dir_all(data.join("s")).unwrap();
+        let line = |seq: u64, event: &str| format!(r#"{{"seq":{seq},"ts":1,"event":{event}}}"#);
+        let lines = [
+            line(
+                1,
+                r#"{"type":"settings","model":"m1","permissionMode":"plan"}"#,
+            ),
+            line(2, r#"{"type":"userMessage","text":"hi"}"#),
+            line(3, r#"{"type":"settings","model":"m2"}"#),
+            line(4, r#"{"type":"status","status":"idle"}"#),
+        ];
+        std::fs::write(transcript_path(&data, "s"), lines.join("\n") + "\n").unwrap();
+        let (summary, _) = Summaries::default().summary(&data, "s").unwrap().unwrap();
+        assert_eq!(
+            (summary.model.as_str(), summary.permission_mode.as_str()),
+            ("m2", "plan")
+        );
         std::fs::remove_dir_all(&data).unwrap();
     }
 

@@ -3,7 +3,7 @@
 use super::view::{Change, Counters, SessionError, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
-use crate::fold::Transcript;
+use crate::fold::{SessionState, Transcript};
 use crate::protocol::{CatchUpQuery, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::{Store, WriterRole};
 use crate::transport::{
@@ -265,13 +265,20 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         });
     }
 
-    /// Drops everything shown (the fold clears queued and waiting items with its rows).
+    /// Drops everything shown. `ready`: a reset, the newest window follows, and the state
+    /// forgets what the gap may have resolved ([`SessionState::clear_pending`]); otherwise the
+    /// session opens again from nothing (a replaced file, a reload) and so does its state.
     fn clear(&self, ready: bool) {
         self.epoch.set(self.epoch.get() + 1);
         self.ahead.borrow_mut().clear();
         self.update(Change::Cleared, |v| {
             v.transcript.clear();
-            v.state.clear_pending();
+            match ready {
+                // The newest window follows: what the gap may have resolved is forgotten.
+                true => v.state.clear_pending(),
+                // The session opens again from nothing (a replaced file, a reload).
+                false => v.state = SessionState::new(),
+            }
             v.verified &= ready;
             v.oldest = None;
             v.cursor = 0;
@@ -281,13 +288,16 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         });
     }
 
-    /// Status, model and permission mode from the summary: the newer measurement than a
-    /// replayed cache (seed 000, decision 7).
+    /// Status, model and permission mode from the summary, unless the lines shown are newer
+    /// ([`View::apply_summary`]).
     fn apply_summary(&self) {
         let Some(summary) = self.summary.borrow().clone() else {
             return; // nothing newer than the lines themselves is known yet
         };
-        self.update(Change::State, |v| v.state.apply_summary(&summary));
+        let taken = self.view.borrow_mut().apply_summary(&summary);
+        if taken {
+            self.update(Change::State, |_| {});
+        }
     }
 
     /// Takes the session's summary from a list fetched while it is open (an app that opened it

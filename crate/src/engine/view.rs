@@ -1,7 +1,7 @@
 //! What a UI renders of one session, and how it learns that it changed.
 
 use crate::fold::{Row, SessionState, Transcript};
-use crate::protocol::{CatchUpAnswer, Line};
+use crate::protocol::{CatchUpAnswer, Line, SessionSummary};
 use serde::{Deserialize, Serialize};
 
 /// What the engine has done on the wire and on disk for one session, since it was created.
@@ -257,11 +257,22 @@ impl View {
             view.more_history = screen.more_history;
         }
         view.push_newer(&after);
-        if summary.id == view.id {
-            view.state.apply_summary(&summary);
-        }
+        view.apply_summary(&summary);
         view.ready = true;
         Some(view)
+    }
+
+    /// Takes status, model and permission mode from the session's summary, the newer
+    /// measurement than a replayed cache (seed 000, decision 7), when it is this session's and
+    /// measured at least the lines shown (its seq at or past the cursor). An older one (the list
+    /// remembered before the cache's newest lines, a list answered before the newest lines
+    /// streamed) changes nothing: the lines shown are newer. Whether it was taken.
+    pub(crate) fn apply_summary(&mut self, summary: &SessionSummary) -> bool {
+        let newer = summary.id == self.id && summary.seq >= self.cursor;
+        if newer {
+            self.state.apply_summary(summary);
+        }
+        newer
     }
 
     /// Every field but the rows.

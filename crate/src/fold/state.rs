@@ -142,11 +142,12 @@ impl SessionState {
         }
     }
 
-    /// Forgets queued messages and waiting commands: what a reset must do, because the events
-    /// that resolved them may be in the gap it skipped.
+    /// Forgets queued messages, waiting commands and a running compaction: what a reset must
+    /// do, because the events that resolved them may be in the gap it skipped.
     pub fn clear_pending(&mut self) {
         self.queued.clear();
         self.waiting_commands.clear();
+        self.compacting_since = None;
     }
 
     /// Takes status, model and permission mode from the session list's entry, the newer

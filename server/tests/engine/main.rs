@@ -11,5 +11,6 @@ mod model;
 mod search;
 mod silence;
 mod storage;
+mod summary;
 mod support;
 mod tabs;

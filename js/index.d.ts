@@ -557,7 +557,10 @@ export interface ChatTail {
 export interface ChatChunk {
   /** The lines just before the cursor asked with, oldest first. */
   lines: string[];
-  /** Where `lines` start: the window's cursor once they are prepended. */
+  /**
+   * Where `lines` start: the window's cursor once they are prepended ({@link ChatWindow.prepended}
+   * moves it past the window's own saves that landed since it was read).
+   */
   cursor: Cursor;
   hasMoreBefore: boolean;
 }
@@ -695,7 +698,12 @@ export declare class ChatWindow {
   markDirty(index: number): void;
   /** The header changed. */
   markHeaderDirty(): void;
-  /** Older lines were put in front of the window. */
+  /**
+   * Older lines (a page from `before`, read with the window's cursor) were put in front of the
+   * window. A page put in front while a save is on its way, or read before a save and put in
+   * front after it landed, is kept: the save counts its lines as saved, and the window's cursor
+   * is the save's, starting at the page.
+   */
   prepended(chunk: ChatChunk): void;
   /** The write that brings the file to `lines` (the whole window now). */
   plan(lines: string[]): ChatWritePlan;
@@ -703,7 +711,8 @@ export declare class ChatWindow {
   saved(cursor: Cursor, lines: string[], replaced?: boolean): void;
   /**
    * Plans, performs and records the write; resolves to the plan performed. Saves called while
-   * one is on its way run one after the other, each planned from what the one before left.
+   * one is on its way run one after the other, each planned from what the one before left
+   * (pages put in front after the call included: they are on disk already).
    */
   save(chats: ChatWriter, name: string, header: string, lines: string[], options?: WriteOptions): Promise<ChatWritePlan>;
 }

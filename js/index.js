@@ -1044,16 +1044,47 @@ export class ChatWindow {
   }
 
   /**
-   * Older lines were put in front of the window (a page from `before`): indexes shift by their
-   * count, and the window starts at the page's cursor.
+   * Older lines were put in front of the window (a page from `before`, read with the window's
+   * cursor): indexes shift by their count, and the window starts at the page's cursor. A page
+   * may come back while a save of this window is on its way, or after it landed (read with the
+   * cursor the save replaced): it is kept either way, and the save, once landed, counts its lines
+   * as saved and moves the window's start to them (a write keeps every byte before its window,
+   * moved only by a new header's length).
    * @param {import('./index.js').ChatChunk} chunk
    */
   prepended(chunk) {
     const n = chunk.lines.length;
     this.savedMessageCount += n;
     if (this.dirtyFromIndex !== null) this.dirtyFromIndex += n;
-    this.cursor = chunk.cursor;
+    const cursor = this.#rebase(chunk);
+    const writing = this.#writing;
+    if (writing && !writing.front && n > 0 && this.cursor?.offset === writing.from.offset) {
+      // The page just in front of the window being written (it ends where the write starts).
+      writing.front = { offset: cursor.offset, lines: chunk.lines };
+    }
+    this.cursor = cursor;
     this.hasMoreBefore = chunk.hasMoreBefore;
+    this.#prependedCount += n;
+    // Saves called before this and not started yet: their lines have none of these.
+    if (this.#waiting > 0) this.#prepends.push({ count: this.#prependedCount, lines: chunk.lines });
+  }
+
+  /**
+   * A page's cursor in terms of the window's file as it is now: as it is when it was read with
+   * the window's current signature; its offset moved by each of this window's own writes since,
+   * when it was read before them; as it is otherwise (not read from this window: the next read
+   * or write with it says it is stale).
+   */
+  #rebase(chunk) {
+    const { cursor } = chunk;
+    const now = this.cursor;
+    if (now === null || sameFile(cursor, now)) return cursor;
+    const writes = this.#writes;
+    const from = writes.findIndex((w) => sameFile(cursor, w.from));
+    if (from < 0 || !sameFile(writes[writes.length - 1].to, now)) return cursor;
+    let offset = cursor.offset;
+    for (const w of writes.slice(from)) offset += shiftOf(w, { offset, lines: chunk.lines });
+    return { ...now, offset };
   }
 
   /**
@@ -1102,7 +1133,8 @@ export class ChatWindow {
    * performed (`kind: 'none'` wrote nothing). A refused write (a `ChatError`) changes nothing,
    * here or on disk. Saves called while one is on its way run one after the other, each
    * planned from what the one before left (an autosave per keystroke needs no queue of its
-   * own); an edit marked meanwhile is saved by the next one.
+   * own); an edit marked meanwhile is saved by the next one. A page put in front meanwhile
+   * ({@link ChatWindow#prepended}) is kept, whether the save lands or is refused.
    * @param {import('./index.js').ChatWriter} chats `Chats`, or anything with its `patch` and `replace`
    * @param {string} name
    * @param {string} header
@@ -1115,25 +1147,51 @@ export class ChatWindow {
     // it, then plans from what it left (the file changed by it: planned at once, this one
     // would be refused as stale, by this window's own write).
     // The marks too: they describe these lines. An edit marked after the call is the next
-    // save's.
-    const snapshot = Array.isArray(lines) ? [...lines] : lines;
-    const marked = { dirty: this.dirtyFromIndex, header: this.headerDirty };
+    // save's. Pages put in front after the call are put in front of these lines when it runs.
+    const call = {
+      lines: Array.isArray(lines) ? [...lines] : lines,
+      dirty: this.dirtyFromIndex,
+      header: this.headerDirty,
+      prepended: this.#prependedCount,
+    };
     this.dirtyFromIndex = null;
     this.headerDirty = false;
-    const run = this.#saving.catch(() => {}).then(() => this.#save(chats, name, header, snapshot, options, marked));
+    this.#waiting++;
+    const run = this.#saving.catch(() => {}).then(() => this.#save(chats, name, header, options, call));
     this.#saving = run;
     return run;
   }
 
   /** The saves of this window, one after the other: the last one asked. */
   #saving = Promise.resolve();
+  /** Saves called and not started yet. */
+  #waiting = 0;
+  /** How many lines were put in front of the window, ever (a save counts the ones after its call). */
+  #prependedCount = 0;
+  /** The pages put in front while a save was waiting (`count`: `#prependedCount` after it). */
+  #prepends = [];
+  /** The patch on its way: the cursor it was planned from, the first page put in front meanwhile. */
+  #writing = null;
+  /**
+   * This window's last patches (a few, one after the other), oldest first: the cursor each was
+   * planned from (`from`) and the one it landed with (`to`), for pages read before them.
+   */
+  #writes = [];
 
-  async #save(chats, name, header, lines, options, marked) {
+  async #save(chats, name, header, options, call) {
+    // The pages put in front since the call, oldest first, before the lines of the call.
+    const moved = this.#prependedCount - call.prepended;
+    let lines = call.lines;
+    if (moved > 0 && Array.isArray(lines)) {
+      const pages = this.#prepends.filter((p) => p.count > call.prepended).reverse();
+      lines = [...pages.flatMap((p) => p.lines), ...lines];
+    }
+    if (--this.#waiting === 0) this.#prepends = [];
     let plan;
     try {
-      plan = this.#plan(lines, marked.dirty, marked.header);
+      plan = this.#plan(lines, call.dirty === null ? null : call.dirty + moved, call.header);
     } catch (err) {
-      this.#unsaved(marked);
+      this.#unsaved(call);
       throw err;
     }
     if (plan.kind === 'none') {
@@ -1141,25 +1199,76 @@ export class ChatWindow {
       // `lines` already (say, a line inserted and deleted again).
       return plan;
     }
+    const from = this.cursor;
+    const before = this.#prependedCount;
+    if (plan.kind === 'patch') this.#writing = { from, front: null };
     try {
       if (plan.kind === 'replace') {
         this.cursor = await chats.replace(name, header, lines, { ...plan.options, ...options });
         this.hasMoreBefore = false;
+        this.#writes = [];
+        this.savedMessageCount = lines.length;
+        // Lines put in front meanwhile are not in the file the full save made.
+        if (this.#prependedCount > before) this.dirtyFromIndex = 0;
       } else {
-        this.cursor = await chats.patch(name, this.cursor, header, plan.op, { ...plan.options, ...options });
+        const to = await chats.patch(name, from, header, plan.op, { ...plan.options, ...options });
+        this.#landed(from, to, plan.op);
+        this.savedMessageCount = lines.length + (this.#prependedCount - before);
       }
-      this.savedMessageCount = lines.length;
     } catch (err) {
-      this.#unsaved(marked);
+      this.#unsaved(call);
       throw err;
+    } finally {
+      this.#writing = null;
     }
     return plan;
   }
 
-  /** A save was refused, nothing written: the marks it took are still to be saved. */
-  #unsaved(marked) {
-    const dirty = [marked.dirty, this.dirtyFromIndex].filter((i) => i !== null);
-    this.dirtyFromIndex = dirty.length ? Math.min(...dirty) : null;
-    this.headerDirty ||= marked.header;
+  /**
+   * A patch planned from the cursor `from` landed with the cursor `to`: the window's cursor is
+   * `to`, moved back to the pages put in front meanwhile if any (they were on disk before the
+   * window, where the write kept them).
+   */
+  #landed(from, to, op) {
+    // `open`: the window was empty at the end of the file and lines were written: if the file's
+    // last line had no newline, the write put one in first, and the window moved one byte more
+    // than the lines in front of it (see shiftOf).
+    const write = { from, to, open: from.offset === from.size && (op.append ?? op.lines).length > 0 };
+    const last = this.#writes[this.#writes.length - 1];
+    this.#writes = [...(last && sameFile(last.to, from) ? this.#writes.slice(-7) : []), write];
+    // A page not read from this window was put in front: its cursor is kept, and the next read
+    // or write with it says it is stale.
+    if (!sameFile(this.cursor, from)) return;
+    const front = this.#writing.front;
+    this.cursor = front ? { ...to, offset: this.cursor.offset + shiftOf(write, front) } : to;
   }
+
+  /**
+   * A save was refused, nothing written: the marks it took are still to be saved (moved by the
+   * lines put in front since it was called).
+   */
+  #unsaved(call) {
+    const moved = this.#prependedCount - call.prepended;
+    const dirty = [call.dirty === null ? null : call.dirty + moved, this.dirtyFromIndex].filter((i) => i !== null);
+    this.dirtyFromIndex = dirty.length ? Math.min(...dirty) : null;
+    this.headerDirty ||= call.header;
+  }
+}
+
+/** Whether two cursors are of the same version of the file (size and modification stamp). */
+function sameFile(a, b) {
+  return a.size === b.size && a.modifiedMillis === b.modifiedMillis;
+}
+
+/**
+ * How far a window's write moved the bytes before the window (a new header's length), seen
+ * from `page` (`offset`, `lines`), the lines just in front of the window: the window's own move,
+ * less the newline the write put in after them when they were the file's last line without one.
+ */
+function shiftOf(write, page) {
+  const moved = write.to.offset - write.from.offset;
+  if (!write.open) return moved;
+  const encoder = new TextEncoder();
+  const bytes = page.lines.reduce((n, line) => n + encoder.encode(line).length + 1, 0);
+  return write.from.offset - page.offset === bytes - 1 ? moved - 1 : moved;
 }

@@ -554,3 +554,183 @@ each(`chats are listed by name and deleted with their backups`, async (storage) 
   assert.deepEqual(out.restarted, ['{"m":5}']);
   assert.equal(out.badName, 'invalidArgument');
 });
+
+// "Show more" and a send racing: the user asks for older messages, then sends one, and the page
+// comes back while the save is on its way (or after it landed, read against the cursor the save
+// made stale). Before, the save, once landed, set the window's cursor and saved count from what
+// it had planned: the page was forgotten, and the next save appended lines already on disk
+// again (the baseline check passed: the file did hold that many lines after the old offset),
+// so the file ended `… L9 N1 L9 N1 N2` while the app showed `… L9 N1 N2`. A page read before a
+// save and put in front after it kept its cursor, stale by then: the next "show more" was
+// refused. Writes held by a writer that answers only when the test lets it make the race
+// deterministic; after each case the whole file must be what the app holds, once.
+each(`ChatWindow: older pages put in front while a save is on its way are kept, once`, async (storage) => {
+  await freshPage();
+  const out = await browser.run(async ({ storage }) => {
+    const { Scrollback, ChatWindow } = await import('/pkg/index.js');
+    const chats = await Scrollback.chats({ storage });
+    const L = (i) => JSON.stringify({ mes: typeof i === 'number' ? `L${i}` : i });
+    const head = (name, pad = '') => JSON.stringify({ chat_metadata: { integrity: name }, pad });
+    /** A writer whose patch is held until `release()`: `started` settles once it is under way. */
+    const held = ({ fail = false } = {}) => {
+      let release, issued;
+      const gate = new Promise((r) => { release = r; });
+      const started = new Promise((r) => { issued = r; });
+      const writer = {
+        async patch(name, cursor, header, op, options) {
+          if (fail) {
+            // A real refusal (nothing written), answered once the test lets it.
+            const refused = chats.patch(name, cursor, header, op, { ...options, expectedWindowLineCount: 999 })
+              .then(() => null, (e) => e);
+            issued();
+            await gate;
+            throw await refused;
+          }
+          const c = await chats.patch(name, cursor, header, op, options); // on disk already
+          issued();
+          await gate;
+          return c;
+        },
+        replace: (...args) => chats.replace(...args),
+      };
+      return { writer, started, release };
+    };
+    /** The file read back whole, by a tail and by pages before the window's cursor. */
+    const readBack = async (name, w, messages) => {
+      const whole = await chats.tail(name, { maxLines: 100000 });
+      const win = await chats.tail(name, { maxLines: messages.length });
+      let older = [];
+      let cursor = w.cursor;
+      let more = w.hasMoreBefore;
+      try {
+        while (more) {
+          const page = await chats.before(name, cursor, 3);
+          older = [...page.lines, ...older];
+          ({ cursor, hasMoreBefore: more } = page);
+        }
+      } catch (e) {
+        older = `${e.name} ${e.kind}`;
+      }
+      return {
+        file: whole.lines, header: whole.header, older, windowOnDisk: win.lines, messages,
+        cursorIsTheFiles: JSON.stringify(win.cursor) === JSON.stringify(w.cursor),
+        saved: w.savedMessageCount, dirty: w.dirtyFromIndex,
+      };
+    };
+    const start = async (name) => {
+      await chats.replace(name, head(name), Array.from({ length: 10 }, (_, i) => L(i)));
+      const tail = await chats.tail(name, { maxLines: 2 });
+      return { w: ChatWindow.fromTail(tail), messages: [...tail.lines] };
+    };
+    const caught = (p) => p.then((plan) => plan.kind, (e) => `${e.name} ${e.kind}`);
+    const r = {};
+
+    // The audit's case: the page was asked for before the send, and comes back while the
+    // save (a new header too: a longer one, so the write moves every byte) is on its way.
+    {
+      const name = 'race page during save';
+      let { w, messages } = await start(name);
+      const page = await chats.before(name, w.cursor, 2);
+      const hold = held();
+      messages.push(L('N1'));
+      w.markHeaderDirty();
+      const saving = w.save(hold.writer, name, head(name, 'a longer header'), messages);
+      await hold.started;
+      messages = [...page.lines, ...messages];
+      w.prepended(page);
+      hold.release();
+      const first = await caught(saving);
+      messages.push(L('N2'));
+      const second = await caught(w.save(chats, name, head(name, 'a longer header'), messages));
+      const afterSecond = (await chats.tail(name, { maxLines: 100000 })).lines;
+      // The next "show more" reads with the window's cursor: current, the pages in front.
+      const next = await chats.before(name, w.cursor, 2).catch((e) => ({ error: `${e.name} ${e.kind}` }));
+      if (next.lines) {
+        messages = [...next.lines, ...messages];
+        w.prepended(next);
+        messages[1] = L('E5');
+        w.markDirty(1);
+      }
+      const third = await caught(w.save(chats, name, head(name, 'a longer header'), messages));
+      r.duringSave = { plans: [first, second, third], afterSecond, next: next.error ?? next.lines, ...await readBack(name, w, messages) };
+    }
+
+    // A save that fails while two pages are put in front, with a save called before them
+    // waiting behind it (its lines have none of the pages) and an edit marked meanwhile.
+    {
+      const name = 'race failed save';
+      let { w, messages } = await start(name);
+      const hold = held({ fail: true });
+      messages.push(L('N1'));
+      const failing = w.save(hold.writer, name, head(name), messages);
+      messages.push(L('N2'));
+      const waiting = w.save(chats, name, head(name), messages);
+      await hold.started;
+      for (let i = 0; i < 2; i++) {
+        const page = await chats.before(name, w.cursor, 2);
+        messages = [...page.lines, ...messages];
+        w.prepended(page);
+      }
+      messages[1] = L('E5');
+      w.markDirty(1);
+      hold.release();
+      const plans = [await caught(failing), await caught(waiting)];
+      // The waiting save wrote its lines, after the pages (on disk already); not the edit yet.
+      const afterWaiting = (await chats.tail(name, { maxLines: 100000 })).lines;
+      plans.push(await caught(w.save(chats, name, head(name), messages)));
+      r.failedSave = { plans, afterWaiting, ...await readBack(name, w, messages) };
+    }
+
+    // The page read before the save comes back after it landed: its cursor is of the file
+    // before the save (stale), the lines in front of the window the same.
+    {
+      const name = 'race page after save';
+      let { w, messages } = await start(name);
+      const page = await chats.before(name, w.cursor, 2);
+      messages.push(L('N1'));
+      w.markHeaderDirty();
+      const first = await caught(w.save(chats, name, head(name, 'longer'), messages));
+      messages = [...page.lines, ...messages];
+      w.prepended(page);
+      const next = await chats.before(name, w.cursor, 2).catch((e) => ({ error: `${e.name} ${e.kind}` }));
+      if (next.lines) {
+        messages = [...next.lines, ...messages];
+        w.prepended(next);
+      }
+      messages.push(L('N2'));
+      const second = await caught(w.save(chats, name, head(name, 'longer'), messages));
+      r.afterSave = { plans: [first, second], next: next.error ?? next.lines, ...await readBack(name, w, messages) };
+    }
+    await chats.close();
+    return r;
+  }, { storage });
+  assert.deepEqual(await pageErrors(), []);
+  const L = (...is) => is.map((i) => JSON.stringify({ mes: typeof i === 'number' ? `L${i}` : i }));
+  const expect = (c, what, { plans, older, next }) => {
+    assert.deepEqual(c.file, [...older, ...c.messages], `${what}: the file is the lines before the window, then the app's, once`);
+    assert.equal(new Set(c.file).size, c.file.length, `${what}: no line twice`);
+    assert.deepEqual(c.plans, plans, `${what}: the saves`);
+    if (next) assert.deepEqual(c.next, next, `${what}: the next "show more" reads the lines in front`);
+    assert.deepEqual(c.older, older, `${what}: the pages before the window's cursor`);
+    assert.deepEqual(c.windowOnDisk, c.messages, `${what}: the window on disk`);
+    assert.ok(c.cursorIsTheFiles, `${what}: the window's cursor is the file's`);
+    assert.equal(c.saved, c.messages.length, `${what}: saved count`);
+    assert.equal(c.dirty, null, `${what}: nothing left to save`);
+  };
+  assert.deepEqual(out.duringSave.afterSecond, L(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'N1', 'N2'),
+    'the second save wrote only what was not on disk');
+  expect(out.duringSave, 'a page put in front during a save', {
+    plans: ['patch', 'patch', 'patch'], next: L(4, 5), older: L(0, 1, 2, 3),
+  });
+  assert.deepEqual(out.duringSave.messages, L(4, 'E5', 6, 7, 8, 9, 'N1', 'N2'));
+  assert.deepEqual(out.failedSave.afterWaiting, L(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'N1', 'N2'),
+    'the save waiting behind the failed one wrote its lines after the pages, nothing lost');
+  expect(out.failedSave, 'two pages put in front during a failed save', {
+    plans: ['ChatError windowBaselineMismatch', 'patch', 'patch'], older: L(0, 1, 2, 3),
+  });
+  assert.deepEqual(out.failedSave.messages, L(4, 'E5', 6, 7, 8, 9, 'N1', 'N2'));
+  expect(out.afterSave, 'a page read before a save, put in front after it', {
+    plans: ['patch', 'patch'], next: L(4, 5), older: L(0, 1, 2, 3),
+  });
+  assert.deepEqual(out.afterSave.messages, L(4, 5, 6, 7, 8, 9, 'N1', 'N2'));
+});

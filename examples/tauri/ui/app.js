@@ -75,7 +75,10 @@ async function openNotes() {
   drawNotes();
 }
 
-/** Older notes in front of the window (the app's "show more"). */
+/**
+ * Older notes in front of the window (the app's "show more"). A note added meanwhile may be
+ * saving while the page is read: the window keeps the page once that save lands.
+ */
 app.showOlder = async () => {
   const chunk = await invoke('chat_before', { name: NOTES, cursor: app.window.cursor });
   app.lines = [...chunk.lines, ...app.lines];

@@ -323,17 +323,22 @@ fn a_page_seam_in_the_middle_of_a_run_welds() {
 }
 
 #[test]
-fn a_seam_where_the_raw_deltas_do_not_join_stays_a_seam() {
-    // "ab" then "a" is not a clean append ("a" is a prefix of "ab"): two rows. Folded, the
-    // newer row reads "ac", which *would* be a clean append of "ab"; the fold marker makes the
-    // rule compare the deltas at the seam, as it would on the raw lines.
+fn a_seam_where_the_raw_deltas_do_not_join_stays_a_seam_of_the_wire() {
+    // "ab" then "a" is not a clean append ("a" is a prefix of "ab"): two rows on the wire (the
+    // server does not fold them, pages count them apart). Folded, the newer row reads "ac",
+    // which *would* be a clean append of "ab"; the fold marker makes the rule compare the
+    // deltas at the seam, as it would on the raw lines.
     let lines = [delta(1, "ab"), delta(2, "a"), delta(3, "c")];
-    let want = raw_rows(&lines);
-    assert_eq!(want.len(), 2);
+    let mut walk = RowWalk::new(usize::MAX);
+    assert!(lines.iter().rev().all(|l| walk.take(l)));
+    assert_eq!(walk.rows(), 2);
     let newer = coalesce(&lines[1..]);
     assert_eq!(newer.len(), 1);
     assert_eq!(newer[0].text(), Some("ac"));
     assert!(!joins(&lines[0], &newer[0]));
+    // On screen it is one message all the same, from raw lines or from pages.
+    let want = raw_rows(&lines);
+    assert_eq!(texts(&want), ["abac"]);
     let mut t = Transcript::from_lines(&newer).unwrap();
     t.push_older(&lines[..1]).unwrap();
     assert_eq!(rows(&t), want);
@@ -346,6 +351,43 @@ fn a_seam_where_the_raw_deltas_do_not_join_stays_a_seam() {
     let mut t = Transcript::from_lines(&older).unwrap();
     t.push_newer(&lines[2]).unwrap();
     assert_eq!(rows(&t), raw_rows(&lines));
+}
+
+/// The assistant rows' texts.
+fn texts(rows: &[Row]) -> Vec<String> {
+    let text = |r: &Row| match r {
+        Row::Assistant { text, .. } => Some(text.clone()),
+        _ => None,
+    };
+    rows.iter().filter_map(text).collect()
+}
+
+#[test]
+fn a_message_streamed_in_repeated_or_overlapping_deltas_is_one_row() {
+    // Token shapes a model streams: a repeated letter, a newline twice, a dot three times, an
+    // overlap at the seam, empty deltas. The wire folds none of these seams; the screen shows
+    // each message whole, as a client that concatenates deltas does.
+    let shapes: [&[&str]; 7] = [
+        &["He", "l", "l", "o"],
+        &["It costs $", "1", "0", "0", "."],
+        &["First paragraph.", "\n", "\n", "Second."],
+        &["Wait", ".", ".", "."],
+        &["def f():\n", "    ", " ", "return 1"],
+        &["Mississi", "ippi"],
+        &["", "Hello", "", " world"],
+    ];
+    for deltas in shapes {
+        let lines: Vec<Line> = (1..).zip(deltas).map(|(seq, t)| delta(seq, t)).collect();
+        let rows = raw_rows(&lines);
+        assert_eq!(texts(&rows), [deltas.concat()], "{deltas:?}");
+        assert_eq!(rows.len(), 1, "{deltas:?}");
+        // From pages cut anywhere, coalesced or not: the same row.
+        for cut in 1..lines.len() {
+            let mut t = Transcript::from_lines(&coalesce(&lines[cut..])).unwrap();
+            t.push_older(&coalesce(&lines[..cut])).unwrap();
+            assert_eq!(self::rows(&t), rows, "{deltas:?} cut at {cut}");
+        }
+    }
 }
 
 #[test]

@@ -133,6 +133,19 @@ async fn finds_what_was_said<S: Store>(store: Arc<S>) {
         seqs(&other().await.search("wombat words", 10, None).await),
         one(11)
     );
+    // A reply with a delta repeated at a seam (not a clean append: the wire folds it as two
+    // rows) is one message, and one text to search.
+    for (seq, text) in [
+        (14, "Down the Missi"),
+        (15, "s"),
+        (16, "s"),
+        (17, "ippi river"),
+    ] {
+        session.append(&delta(seq, text, "m3")).await;
+    }
+    session.append(&user(18, "ok")).await;
+    let river = cache.search(r#""mississippi river""#, 10, None).await;
+    assert_eq!(seqs(&river), one(14));
 }
 
 /// Chinese, Japanese, Korean and Thai do not put spaces between words: a word in the middle of

@@ -1,9 +1,11 @@
 //! The row rule: which adjacent lines make one row.
 //!
 //! There is one rule and this is it. The server uses it to coalesce a page
-//! ([`coalesce`], [`RowWalk`]), the client uses it to count rows over raw cached lines
-//! ([`RowWalk`]), and the display fold uses it to decide what it may fold. design.md (cache decision 5) warns that a
-//! client's copy of the server's rule drifts; here there is no copy.
+//! ([`coalesce`], [`RowWalk`]), and the client uses it to count rows over raw cached lines
+//! ([`RowWalk`]). The display fold and the search index join more: every delta of a message
+//! ([`continues`], of which [`joins`] is the clean-append part), since a message drawn from raw
+//! deltas and one drawn from coalesced lines concatenate to the same text. design.md (cache
+//! decision 5) warns that a client's copy of the server's rule drifts; here there is no copy.
 //!
 //! The rule is a predicate over two adjacent lines ([`joins`]), so it gives the same answer
 //! whichever way a page is walked and wherever a page starts: a run cut by `after` or `limit`
@@ -87,32 +89,47 @@ fn same_message(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
             .all(|(k, v)| b.get(k) == Some(v))
 }
 
-/// Whether `newer` continues the row that `older` (the line just before it) is in.
+/// Whether `newer` continues the assistant message that `older` (the line just before it) is
+/// in: both `assistantText`, every field other than `text` equal (the same message), and
+/// `newer` starting at the seq right after the last one `older` covers. Such deltas are one
+/// message to a client that concatenates them (the desktop's semantics, seed 001): the client's
+/// display fold and search index take them as one row, their texts concatenated. The wire's row
+/// rule is narrower ([`joins`]): it folds only where every client renders the same.
+///
+/// Adjacency: a transcript's seqs have no holes, so the next delta of a message is the seq
+/// right after the last one the older line covers. Anything else is a gap, a repeat, or another
+/// file or session (two transcripts both numbered from 1): never one message. Either line may
+/// be a coalesced one ([`coalesce`]): its [`FOLDED`] field gives its last seq.
+pub fn continues(older: &Line, newer: &Line) -> bool {
+    ends(older, newer).is_some()
+}
+
+/// The two lines' spans when `newer` continues `older`'s message ([`continues`]).
+fn ends<'a>(older: &'a Line, newer: &'a Line) -> Option<(Span<'a>, Span<'a>)> {
+    let (a, b) = (span(older)?, span(newer)?);
+    if a.through.checked_add(1) != Some(newer.seq()) {
+        return None;
+    }
+    let same = match (older.around_text(), newer.around_text()) {
+        // Byte for byte the same around the text: the same in every other field.
+        (Some(x), Some(y)) if x == y => true,
+        _ => same_message(older.event(), newer.event()),
+    };
+    same.then_some((a, b))
+}
+
+/// Whether `newer` continues the row that `older` (the line just before it) is in: the row
+/// rule, which the server coalesces pages by and rows are counted by.
 ///
 /// Only streamed assistant text joins, and only when it is provably the same message rendered
-/// the same way folded or not (design.md, fold rules F1-F3): both are `assistantText`, every field other than
-/// `text` is equal (the same message), `newer` starts at the seq right after the last one
-/// `older` covers, and `newer`'s first delta is a *clean append* ([`clean_append`]) of `older`'s
-/// last delta. Any other event, and any unknown type, ends a run.
+/// the same way folded or not (design.md, fold rules F1-F3): `newer` continues `older`'s
+/// message ([`continues`]) and `newer`'s first delta is a *clean append* ([`clean_append`]) of
+/// `older`'s last delta. Any other event, and any unknown type, ends a run.
 ///
 /// Either line may be a coalesced one ([`coalesce`]): its [`FOLDED`] field gives its last seq
 /// and its end texts, so the answer is the one the raw deltas at the seam give.
 pub fn joins(older: &Line, newer: &Line) -> bool {
-    let (Some(a), Some(b)) = (span(older), span(newer)) else {
-        return false;
-    };
-    // Adjacency: a transcript's seqs have no holes, so the next delta of a run is the seq right
-    // after the last one the older line covers. Anything else is a gap, a repeat, or another
-    // file or session (two transcripts both numbered from 1): never one row.
-    if a.through.checked_add(1) != Some(newer.seq()) {
-        return false;
-    }
-    clean_append(a.last, b.first)
-        && match (older.around_text(), newer.around_text()) {
-            // Byte for byte the same around the text: the same in every other field.
-            (Some(x), Some(y)) if x == y => true,
-            _ => same_message(older.event(), newer.event()),
-        }
+    ends(older, newer).is_some_and(|(a, b)| clean_append(a.last, b.first))
 }
 
 /// The clean-append predicate (design.md, fold rule F1): `next` appended to `prev` renders the same whether a client

@@ -3,7 +3,7 @@
 use super::coverage::{self, Chunk, Kind};
 use super::lines::{seek, BackLines, Fail, ReadAt, BLOCK};
 use super::names::{chunk_name, parse_chunk_name, TOUCH};
-use crate::protocol::{joins, last_seq, EventKind, Line, RowWalk};
+use crate::protocol::{continues, last_seq, EventKind, Line, RowWalk};
 use crate::search::writer::{IndexWriter, INDEX};
 use crate::store::{Store, StoreError, WriterRole};
 use std::cell::RefCell;
@@ -544,7 +544,7 @@ impl<'a, S: Store> Opened<'a, S> {
 
     /// The cached rows that a page just stored continues, for the search index (see
     /// [`IndexWriter::push_page`]): the row ending right below its first line and the lines
-    /// from right above its last line, each when the page's edge line joins it (a reply the
+    /// from right above its last line, each when the page's edge line continues it (a reply the
     /// page's edge cut); empty when none, or when the index is not written.
     async fn seams(&mut self, lines: &[Line]) -> (Vec<Line>, Vec<Line>) {
         let (Some((_, through)), Some(first), Some(last)) =
@@ -552,18 +552,18 @@ impl<'a, S: Store> Opened<'a, S> {
         else {
             return Default::default();
         };
-        // Only a reply's delta joins (no read for a page that neither starts nor ends in one).
+        // Only a reply's delta continues (no read for a page that neither starts nor ends in one).
         let reply = |l: &Line| l.kind() == EventKind::AssistantText;
         let mut head = match reply(first) {
             true => self.page(first.seq(), 1, true).await.map(|p| p.lines),
             false => None,
         };
-        head.take_if(|row| !row.last().is_some_and(|l| joins(l, first)));
+        head.take_if(|row| !row.last().is_some_and(|l| continues(l, first)));
         let mut tail = match reply(last) {
             true => Some(self.row_from(last_seq(last) + 1, through).await),
             false => None,
         };
-        tail.take_if(|row| !row.first().is_some_and(|l| joins(last, l)));
+        tail.take_if(|row| !row.first().is_some_and(|l| continues(last, l)));
         (head.unwrap_or_default(), tail.unwrap_or_default())
     }
 
@@ -578,7 +578,10 @@ impl<'a, S: Store> Opened<'a, S> {
             if lines.first().is_none_or(|l| l.seq() != seq) {
                 break;
             }
-            let joined = 1 + lines.windows(2).take_while(|w| joins(&w[0], &w[1])).count();
+            let joined = 1 + lines
+                .windows(2)
+                .take_while(|w| continues(&w[0], &w[1]))
+                .count();
             if joined < lines.len() || upto == stop {
                 lines.truncate(joined);
                 return lines;

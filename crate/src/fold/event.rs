@@ -182,7 +182,8 @@ impl Event {
                 }
             }
             // Read leniently: any `assistantText` with a string `text` is text, because that is
-            // what the row rule joins (a `messageId` of another type is just not shown).
+            // what a message's deltas are joined by (a `messageId` of another type is just not
+            // shown).
             EventKind::AssistantText => Event::AssistantText {
                 text: line.text().ok_or("`text` is not a string")?.to_owned(),
                 message_id: line.message_id().map(str::to_owned),

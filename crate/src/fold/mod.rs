@@ -2,9 +2,10 @@
 //!
 //! - [`Transcript`]: the rows of a contiguous stretch of transcript, grown by streaming at the
 //!   newest end and by history pages at the oldest; a delta run cut by a page seam welds back
-//!   into one row. What may fold is decided by the protocol's row rule
-//!   ([`crate::protocol::joins`]), the same one the server coalesces pages with and the client
-//!   counts rows with, so rows drawn from coalesced pages equal rows drawn from raw events.
+//!   into one row. Every delta of a message is one row, its texts concatenated
+//!   ([`crate::protocol::continues`]: the protocol's row rule without its clean-append test, so
+//!   repeated or overlapping deltas are one message too), so rows drawn from coalesced pages
+//!   equal rows drawn from raw events.
 //! - [`Row`]: one row (a user message, an assistant message built from its deltas, a tool call
 //!   with its result, a command with its state, status, usage, settings, queued, compacting,
 //!   error, unknown and malformed events). Serializable, camelCase, tagged by `kind`.

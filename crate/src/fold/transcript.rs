@@ -1,7 +1,7 @@
 //! The rows of one contiguous stretch of a transcript, grown at both ends.
 
 use super::row::{Row, ToolOutput};
-use crate::protocol::{joins, last_seq, EventKind, Line};
+use crate::protocol::{continues, last_seq, EventKind, Line};
 use std::collections::{HashMap, VecDeque};
 
 /// Why a line or page was not taken. The transcript is left as it was.
@@ -53,8 +53,10 @@ pub enum Change {
 /// yet loaded attach to them).
 ///
 /// The rows are a function of the lines alone: whatever pages and pushes bring the same lines
-/// (raw or coalesced by [`crate::protocol::coalesce`]) gives the same rows. What joins is the
-/// protocol's row rule ([`joins`]); what attaches is this module's display choice:
+/// (raw or coalesced by [`crate::protocol::coalesce`]) gives the same rows. Every delta of a
+/// message joins its row ([`continues`]: the protocol's row rule, [`crate::protocol::joins`],
+/// without its clean-append test, since concatenated texts are the same however the server
+/// folded them); what attaches is this module's display choice:
 ///
 /// - a `toolResult` attaches to the latest earlier `toolCall` with its id that has no result
 ///   yet; without one it is a [`Row::ToolResult`] until its call is loaded;
@@ -69,7 +71,7 @@ pub struct Transcript {
     /// The seqs the lines held cover: the oldest line's seq, the newest line's last seq.
     span: Option<(u64, u64)>,
     /// The oldest and newest lines held, when they are streamed text: the row rule is asked
-    /// about them at the seams (it joins nothing else, so other lines are not kept).
+    /// about them at the seams (nothing else joins, so other lines are not kept).
     oldest_text: Option<Line>,
     newest_text: Option<Line>,
     /// Tool calls without a result, by id, oldest first (row seqs).
@@ -102,7 +104,7 @@ impl Transcript {
 
     /// A transcript that continues rows folded earlier (a screen saved by the page): `rows`, in
     /// seq order, as this fold made them, and `tail`, the newest line they cover, as the
-    /// server sent it (the row rule asks it whether the next delta joins the last row). Newer
+    /// server sent it (it says whether the next delta joins the last row). Newer
     /// lines then fold onto it as they would onto the transcript that made the rows.
     ///
     /// Only for growing newer: the first row's line is not known, so an older page would not
@@ -199,7 +201,7 @@ impl Transcript {
         }
         let through = last_seq(line);
         if let Some(newest) = &self.newest_text {
-            if joins(newest, line) {
+            if continues(newest, line) {
                 if let (Some(Row::Assistant { text, last_seq, .. }), Some(delta)) =
                     (self.rows.back_mut(), line.text())
                 {
@@ -289,9 +291,9 @@ impl Transcript {
 
     /// Puts `older` (whose lines all come before ours) in front, welding at the seam.
     fn prepend(&mut self, mut older: Transcript) {
-        // A delta run cut by the seam: the row rule on the two lines that meet there.
+        // A message cut by the seam: the two lines that meet there.
         if let (Some(a), Some(b)) = (&older.newest_text, &self.oldest_text) {
-            if joins(a, b) {
+            if continues(a, b) {
                 if let (
                     Some(Row::Assistant { text, last_seq, .. }),
                     Some(Row::Assistant {

@@ -1,8 +1,8 @@
 //! Documents: the searchable text of each row, folded from lines with the display fold's rule.
 //!
 //! A document is one row's text at the row's seq: a user message, an assistant message (its
-//! deltas joined by the protocol's row rule, [`joins`], the rule [`crate::fold::Transcript`]
-//! folds with, so a phrase split across deltas is one text), a tool call (name and input), a
+//! deltas joined as [`crate::fold::Transcript`] joins them, [`continues`], so a phrase split
+//! across deltas is one text), a tool call (name and input), a
 //! tool result, a command event (command line and output), a queued message, an error. Status,
 //! usage, settings, compaction and unknown events hold nothing to search.
 //!
@@ -10,7 +10,7 @@
 //! attaches them to an earlier row; the search opens the session at the line that says it).
 
 use crate::fold::Event;
-use crate::protocol::{joins, last_seq, EventKind, Line};
+use crate::protocol::{continues, last_seq, EventKind, Line};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -251,7 +251,7 @@ impl Folder {
         }
         let through = last_seq(line) + 1;
         if let (Some(doc), Some(prev)) = (&mut self.open, prev) {
-            if joins(prev, line) {
+            if continues(prev, line) {
                 if doc.text.len() < MAX_TEXT {
                     doc.text.push_str(line.text().unwrap_or_default());
                     cap(&mut doc.text);

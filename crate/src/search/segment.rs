@@ -53,14 +53,16 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI8`: Hangul written decomposed composed into its syllables (`tokens::hangul`), `ß` folded to
-/// `ss`. An older segment does not read, so it is removed and built again (a server's pack too: its
-/// segment is one): `SBI7` kept its jamo a word each, as `SBI6` did half-width katakana and kana's
-/// sound marks written apart (now composed: `tokens::voiced`), `SBI5` kept Arabic and Hebrew vowel
-/// marks in its words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar as one word, as `SBI3` did
-/// Chinese, Japanese and Korean characters and emoji; `SBI2` wrote each term whole with its
-/// postings' start (about twice the bytes; `SBI3` front-codes the dictionary).
-const MAGIC: &[u8; 4] = b"SBI8";
+/// `SBI9`: an assistant message is one document however its deltas overlap
+/// ([`crate::protocol::continues`]). An older segment does not read, so it is removed and built
+/// again (a server's pack too: its segment is one): `SBI8` cut a message where a delta repeated
+/// or overlapped the one before it (the wire's row rule); `SBI7` kept decomposed Hangul's jamo a
+/// word each and `ß` unfolded, as `SBI6` did half-width katakana and kana's sound marks written
+/// apart (now composed: `tokens::voiced`), `SBI5` kept Arabic and Hebrew vowel marks in its
+/// words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar as one word, as `SBI3` did Chinese,
+/// Japanese and Korean characters and emoji; `SBI2` wrote each term whole with its postings'
+/// start (about twice the bytes; `SBI3` front-codes the dictionary).
+const MAGIC: &[u8; 4] = b"SBI9";
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.

@@ -15,7 +15,8 @@ type ChatLock = async_lock::Mutex<()>;
 /// How many bytes a copy moves per storage call (header rewrites, backups).
 const COPY_BLOCK: usize = 1 << 20;
 
-/// The chats kept in one store, with one write lock per chat.
+/// The chats kept in one store, with one write lock per chat (per name without case: two
+/// spellings may be one file).
 ///
 /// Hold one `Chats` per store for the life of the app (in a Tauri app, in managed state), so
 /// that every operation on a chat, from any command, is serialized on that chat's lock.
@@ -50,13 +51,16 @@ impl<S: Store> Chats<S> {
             return Err(bad_path(path));
         }
         let lock = {
+            // Keyed without case: on a file system that ignores it (macOS's and Windows', where a
+            // Tauri app runs), `Notes` and `notes` are one file, and must be one lock.
+            let key = path.to_lowercase();
             let mut locks = self.locks.lock().unwrap();
-            match locks.get(path).and_then(Weak::upgrade) {
+            match locks.get(&key).and_then(Weak::upgrade) {
                 Some(lock) => lock,
                 None => {
                     locks.retain(|_, l| l.strong_count() > 0);
                     let lock = Arc::new(ChatLock::new(()));
-                    locks.insert(path.to_string(), Arc::downgrade(&lock));
+                    locks.insert(key, Arc::downgrade(&lock));
                     lock
                 }
             }
@@ -643,4 +647,20 @@ async fn copy<S: Store>(store: &S, src: &str, from: u64, to: u64, dst: &str) -> 
         pos += block.len() as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    #[test]
+    fn spellings_that_differ_in_case_share_one_lock() {
+        let chats = Chats::new(MemoryStore::new());
+        let a = chats.chat("chats/Notes.jsonl").unwrap();
+        let b = chats.chat("chats/notes.jsonl").unwrap();
+        let c = chats.chat("chats/other.jsonl").unwrap();
+        assert!(Arc::ptr_eq(&a.lock, &b.lock));
+        assert!(!Arc::ptr_eq(&a.lock, &c.lock));
+    }
 }

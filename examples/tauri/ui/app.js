@@ -62,7 +62,10 @@ function drawNotes() {
   $('notes').replaceChildren(...app.lines.map((line, i) => {
     const div = document.createElement('div');
     div.className = 'row';
-    div.textContent = `${i}: ${JSON.parse(line).mes}`;
+    // A line is the file's, as another program may have written it: blank, or not ours.
+    let text;
+    try { text = JSON.parse(line)?.mes ?? line; } catch { text = line; }
+    div.textContent = `${i}: ${text}`;
     return div;
   }));
 }

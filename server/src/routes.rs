@@ -277,8 +277,8 @@ impl TranscriptCheck {
         self.lines += 1;
         let i = self.lines;
         let raw = std::str::from_utf8(raw).map_err(|_| ApiError::bad("bad body: not UTF-8"))?;
-        let line =
-            Line::parse(raw).map_err(|e| ApiError::bad(format!("bad body: line {i}: {e}")))?;
+        let line = transcript::reader::file_line(raw)
+            .map_err(|e| ApiError::bad(format!("bad body: line {i}: {e}")))?;
         if line.seq() != self.seq + 1 {
             return Err(ApiError::bad(format!(
                 "bad body: line {i} has seq {}, expected {}",

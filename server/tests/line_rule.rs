@@ -1,6 +1,7 @@
 //! One definition of a valid line (issue row 7): a raw CR inside a line (JSON whitespace) is
 //! refused by PUT with a clear 400, and a file holding one (written by another process) has that
-//! line skipped by both routes alike, so `/events` never splits it into two `data:` fields.
+//! line skipped by both routes alike, so `/events` never splits it into two `data:` fields. So is
+//! a line whose `folded` field (what coalesced pages carry) would claim the lines after it.
 
 mod server_support;
 
@@ -66,4 +67,43 @@ async fn both_routes_skip_a_line_with_a_raw_cr_alike() {
         })
         .collect();
     assert_eq!(got, [1, 3]);
+}
+
+/// An agent's `assistantText` that carries a `folded` field of its own, claiming the lines
+/// after it (only a coalesced page's lines have one).
+fn with_a_folded_field() -> String {
+    let folded = json!({"through": 3, "first": "a", "last": "b"});
+    format!(
+        "{}{}{}",
+        line(
+            1,
+            json!({"type": "assistantText", "text": "ab", "folded": folded})
+        ),
+        line(2, json!({"type": "userMessage", "text": "hidden?"})),
+        line(3, json!({"type": "userMessage", "text": "again"})),
+    )
+}
+
+#[tokio::test]
+async fn a_line_of_a_file_claiming_the_lines_after_it_hides_nothing() {
+    let f = Fixture::new().await;
+    f.write("s", &with_a_folded_field());
+    // Skipped like any line the server cannot serve: the lines after it are served, raw,
+    // coalesced and streamed.
+    assert_eq!(seqs(&f.page("s", "").await), [2, 3]);
+    assert_eq!(seqs(&f.page("s", "coalesce=true&before=4").await), [2, 3]);
+    let got: Vec<u64> = (f.events("s", "after=0").await.take(2).await.iter())
+        .map(|e| Line::parse(&e.data).unwrap().seq())
+        .collect();
+    assert_eq!(got, [2, 3]);
+    // And refused by PUT, naming the line.
+    let put = f.http.put(f.url("/sessions/t/transcript"));
+    let (status, message) = f
+        .error(put.body(with_a_folded_field()).send().await.unwrap())
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        message.contains("line 1") && message.contains("folded"),
+        "{message}"
+    );
 }

@@ -7,7 +7,7 @@
 //! is never a line: [`complete_end`] stops before it.
 
 use scrollback_protocol::{
-    BackWalk, ForwardWalk, Found, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK,
+    last_seq, BackWalk, ForwardWalk, Found, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK, FOLDED,
 };
 use std::collections::HashSet;
 use std::io::{self, Read, SeekFrom};
@@ -193,12 +193,28 @@ pub fn offset_of_seq<F: Read + io::Seek>(
     Ok(hi)
 }
 
-/// Parses one line of the file; anything unreadable (blank, not JSON, no event, not UTF-8) is
-/// skipped and reported once per file and offset on stderr. Never panics.
+/// A line as a transcript file may hold it: [`Line::parse`]'s, with no [`FOLDED`] field that
+/// reaches past its own seq. That field is what a coalesced page's lines carry; in a file (an
+/// agent's event that happens to have one) it would claim the lines after it, and every reader
+/// of coalesced pages would hide them. The one rule for what is read from a file and what a PUT
+/// writes.
+pub fn file_line(text: &str) -> Result<Line, String> {
+    let line = Line::parse(text).map_err(|e| e.to_string())?;
+    if last_seq(&line) != line.seq() {
+        return Err(format!(
+            "its `{FOLDED}` field claims the lines after it (only a coalesced page's lines have one)"
+        ));
+    }
+    Ok(line)
+}
+
+/// Parses one line of the file ([`file_line`]); anything unreadable (blank, not JSON, no event,
+/// not UTF-8, a `folded` field) is skipped and reported once per file and offset on stderr.
+/// Never panics.
 pub fn parse(path: &Path, offset: u64, bytes: &[u8]) -> Option<Line> {
     let result = std::str::from_utf8(bytes)
         .map_err(|e| e.to_string())
-        .and_then(|text| Line::parse(text).map_err(|e| e.to_string()));
+        .and_then(file_line);
     match result {
         Ok(line) => Some(line),
         Err(reason) => {

@@ -3,7 +3,8 @@
 //! Every question the cache is asked is about the newest end of a run, and a live run grows to
 //! the size of the conversation, so a chunk is read from its end one block at a time. Damage is
 //! noticed when a read reaches it: a line that does not parse, a seq outside the chunk's
-//! coverage or out of order, an oldest line that is not the chunk's first.
+//! coverage or out of order, a newest line short of a closed chunk's end. (A chunk may start
+//! above its first seq: the server holds nothing below it there, `SessionCache::none_between`.)
 
 use super::coverage::{Chunk, Kind};
 use crate::protocol::{last_seq, BackWalk, ForwardWalk, Line, Probed, Seek, SeqSeek, Step};
@@ -146,12 +147,6 @@ impl BackLines {
                 "{}: ends at seq {}, short of its end",
                 self.path,
                 last_seq(&line)
-            )));
-        }
-        if found.offset == 0 && line.seq() != self.chunk.first {
-            return Err(Fail::Damaged(format!(
-                "{}: does not start at its first seq",
-                self.path
             )));
         }
         self.newer = Some(line.seq());

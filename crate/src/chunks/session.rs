@@ -332,10 +332,11 @@ impl<S: Store> SessionCache<S> {
 
     /// Stores a page fetched from the server with `before` (and `coalesce` = `coalesced`) as a
     /// chunk `[lines[0].seq(), before)`. Returns whether it was stored. Refused (the caller still
-    /// shows the page) when it is empty or out of order, when it overlaps a chunk, when it does
-    /// not end right below `before` (a coalesced line by the run it folds), when a coalesced page
-    /// would be the newest chunk, and
-    /// when this instance no longer writes.
+    /// shows the page) when it is empty or out of order, when it overlaps a chunk, when it
+    /// reaches `before` (a coalesced line by the run it folds), when a coalesced page would be the
+    /// newest chunk, and when this instance no longer writes. A page that stops short of
+    /// `before` is the server's newest lines below it: the span between holds none
+    /// ([`SessionCache::none_between`]), and the chunk is stored up to its last line.
     pub async fn store_page(&mut self, lines: &[Line], before: u64, coalesced: bool) -> bool {
         if !self.io.writing {
             return false;
@@ -344,6 +345,20 @@ impl<S: Store> SessionCache<S> {
             .await
             .store_page(lines, before, coalesced)
             .await
+    }
+
+    /// The server holds no line in `[from, before)`: the newest lines it answered below `before`
+    /// stopped short of it, or a page bounded by `after = from - 1` came back empty (a line it
+    /// cannot read, e.g. one with no event, is skipped and leaves such a hole in the seqs). The
+    /// chunk starting at `before`, if there is one, takes the hole at its start (renamed to
+    /// start at `from`), so the suffix reaches across it and no page asks for it again.
+    /// Whether it did: not when another chunk covers part of the span, or this instance no
+    /// longer writes.
+    pub async fn none_between(&mut self, from: u64, before: u64) -> bool {
+        if !self.io.writing {
+            return false;
+        }
+        self.opened().await.none_between(from, before).await
     }
 
     /// Appends a live line. A seq below the newest cached end is already covered and is not
@@ -370,12 +385,32 @@ impl<S: Store> SessionCache<S> {
         }
     }
 
+    /// Appends lines the server answered together after seq `after` (a catch-up after the
+    /// cached tail, a stream's next line after the one before it; `None` when what comes before
+    /// them is not known, as for a cold window), in order: as [`SessionCache::append_all`],
+    /// except that a jump between two of them, or from `after` to the first when the cache ends
+    /// at `after`, is kept inside the open chunk rather than taken for a gap. The server sent
+    /// every line it holds in between: a jump is a line it skips (one it cannot read), and a
+    /// gap there would send every later page back to it for nothing.
+    pub async fn append_served(&mut self, after: Option<u64>, lines: &[Line]) {
+        if lines.windows(2).any(|w| w[1].seq() <= w[0].seq()) {
+            return self.append_all(lines).await; // not an answer's order
+        }
+        if !self.io.writing {
+            return;
+        }
+        let mut opened = self.opened().await;
+        let open = opened.state.chunks.last().filter(|c| c.kind == Kind::Open);
+        let follows = after.is_some_and(|a| open.is_some_and(|c| c.end == a + 1));
+        opened.append_run(lines, follows).await;
+    }
+
     /// Appends a run of consecutive lines; `false` once this instance no longer writes.
     async fn append_run(&mut self, run: &[Line]) -> bool {
         if !self.io.writing {
             return false;
         }
-        self.opened().await.append_run(run).await
+        self.opened().await.append_run(run, false).await
     }
 
     /// Throws the session's cache away (the Reload button); writing goes on afterwards.
@@ -498,9 +533,9 @@ impl<'a, S: Store> Opened<'a, S> {
         };
         let ordered = lines.windows(2).all(|w| w[0].seq() < w[1].seq());
         let first = oldest.seq();
-        // A page ends right below `before` (a coalesced one's newest line reaches it): one
-        // that stops short would claim lines it does not hold.
-        if !ordered || newest.seq() >= before || last_seq(newest) + 1 != before {
+        // Where the page reaches (a coalesced line by the run it folds).
+        let reach = last_seq(newest) + 1;
+        if !ordered || reach > before {
             return false;
         }
         if state.chunks.iter().any(|c| c.overlaps(first, before)) {
@@ -518,13 +553,16 @@ impl<'a, S: Store> Opened<'a, S> {
         }
         let chunk = Chunk {
             first,
-            end: before,
+            end: reach,
             kind: if coalesced { Kind::Rows } else { Kind::Raw },
             len: bytes.len() as u64,
         };
         if let Err(e) = self.io.store.write(&self.io.path(&chunk), &bytes).await {
             self.io.stop_writing(&e);
             return false;
+        }
+        if reach < before {
+            self.none_between(reach, before).await;
         }
         let state = &mut *self.state;
         if newest_chunk {
@@ -591,8 +629,9 @@ impl<'a, S: Store> Opened<'a, S> {
         Vec::new()
     }
 
-    /// [`SessionCache::append_run`] for a writing instance.
-    async fn append_run(&mut self, run: &[Line]) -> bool {
+    /// [`SessionCache::append_run`] for a writing instance; with `follows`, the run continues
+    /// the open chunk wherever its first line is ([`SessionCache::append_served`]).
+    async fn append_run(&mut self, run: &[Line], follows: bool) -> bool {
         let state = &self.state;
         let end = state.chunks.last().map_or(0, |c| c.end);
         let run = &run[run.iter().take_while(|l| l.seq() < end).count()..];
@@ -609,7 +648,7 @@ impl<'a, S: Store> Opened<'a, S> {
 
         let last = state.chunks.last();
         let open = match last {
-            Some(c) if c.kind == Kind::Open && c.end == seq => c.clone(),
+            Some(c) if c.kind == Kind::Open && (c.end == seq || follows) => c.clone(),
             _ => {
                 if let Some(i) = state.chunks.iter().position(|c| c.kind == Kind::Open) {
                     if !self.close(i).await {
@@ -774,6 +813,32 @@ impl<'a, S: Store> Opened<'a, S> {
         let mut out: Vec<Line> = pages.into_iter().rev().flatten().collect();
         out.retain(|l| l.seq() >= from);
         out
+    }
+
+    /// [`SessionCache::none_between`] for a writing instance.
+    async fn none_between(&mut self, from: u64, before: u64) -> bool {
+        let chunks = &self.state.chunks;
+        if from >= before || chunks.iter().any(|c| c.overlaps(from, before)) {
+            return false;
+        }
+        let Some(i) = chunks.iter().position(|c| c.first == before) else {
+            return false;
+        };
+        let old = chunks[i].clone();
+        let new = Chunk {
+            first: from,
+            ..old.clone()
+        };
+        let (old_path, new_path) = (self.io.path(&old), self.io.path(&new));
+        if let Err(e) = self.io.store.rename(&old_path, &new_path).await {
+            self.io.stop_writing(&e);
+            return false;
+        }
+        self.state.chunks[i] = new;
+        self.io.hint = None;
+        self.io.tail = None;
+        self.io.held.take();
+        true
     }
 
     /// Closes the open chunk `chunks[i]`: renames it with its real end.

@@ -720,7 +720,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         self.view.borrow_mut().counters.caught_up += after.len() as u64;
         self.show_newer(&after);
         self.apply_summary();
-        self.cache().await.append_all(&after).await;
+        // Caught up, the lines follow the tail; behind, the newest window does not.
+        let follows = (!gap).then_some(tail.seq());
+        self.cache().await.append_served(follows, &after).await;
         Ok(Some(after.last().cloned().unwrap_or(tail)))
     }
 
@@ -770,7 +772,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 v.more_history = false;
             }
         });
-        self.cache().await.append_all(&page.lines).await;
+        self.cache().await.append_served(None, &page.lines).await;
         Ok(page.lines.last().cloned())
     }
 
@@ -869,25 +871,33 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 Err(e) => return Ok(Err(e)),
             };
             self.count_request(page.bytes);
-            if page.lines.is_empty() && query.after.is_some() {
-                // Nothing between the cache's chunk and `before`, yet the cache could not serve
-                // it (its writes failed or it was wiped): ask again without the bound.
+            if let (true, Some(after)) = (page.lines.is_empty(), query.after) {
+                // Nothing between the cache's chunk below and `before`: the server holds no line
+                // there (a line it skips leaves such a hole). The chunks are joined across it and
+                // the page read from the cache; failing that (its writes failed, it was wiped),
+                // asked again without the bound.
+                if self.purges.get() == purges {
+                    let mut cache = self.cache().await;
+                    if cache.none_between(after + 1, before).await {
+                        if let Some(page) = cache.page(before, limit, rows).await {
+                            break (page.lines, false);
+                        }
+                    }
+                }
                 query.after = None;
                 continue;
             }
-            break page;
+            break (page.lines, true);
         };
-        if self.purges.get() == purges {
-            self.cache()
-                .await
-                .store_page(&page.lines, before, rows)
-                .await;
+        let (lines, fetched) = page;
+        if fetched && self.purges.get() == purges {
+            self.cache().await.store_page(&lines, before, rows).await;
         }
         if self.epoch.get() != epoch || self.view.borrow().oldest != Some(before) {
             return Ok(Ok(false));
         }
-        self.show_older(&page.lines, None);
-        Ok(Ok(!page.lines.is_empty()))
+        self.show_older(&lines, None);
+        Ok(Ok(!lines.is_empty()))
     }
 
     /// The next page read ahead, when it is the one asked for and nothing changed since it was
@@ -1141,8 +1151,12 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                     continue; // the stream's contract is seq > after
                                 }
                                 // A reader's cache appends nothing; a line the cache already
-                                // covers is not appended again.
-                                self.cache().await.append(&line).await;
+                                // covers is not appended again. The stream sends every line
+                                // after `cursor` (0 after a reset: what came before is not
+                                // known), so a jump from it is a line the server skips.
+                                let after = Some(cursor).filter(|c| *c > 0);
+                                let lines = std::slice::from_ref(&line);
+                                self.cache().await.append_served(after, lines).await;
                                 cursor = line.seq();
                                 if line.seq() <= self.view.borrow().cursor {
                                     newest = Some(line);

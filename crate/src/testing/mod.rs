@@ -69,6 +69,7 @@ macro_rules! store_suite {
             rules::a_readers_purge_opens_it_cold,
             rules::a_seq_jump_rotates_the_open_chunk,
             rules::a_batch_appends_as_lines_one_by_one,
+            rules::a_line_the_server_skips_is_a_hole_not_a_gap,
             rules::a_torn_tail_is_cut_off,
             rules::damage_mid_file_purges_the_session,
             rules::a_coalesced_newest_chunk_purges_the_session,

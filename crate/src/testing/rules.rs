@@ -346,7 +346,8 @@ pub async fn a_readers_purge_opens_it_cold<S: Store>(store: Arc<S>) {
 }
 
 /// A page that overlaps a chunk is never stored; nor a coalesced page as the newest chunk, a
-/// raw page that does not end right below its `before`, or lines out of order.
+/// page reaching past its `before`, or lines out of order. (One that stops short of it is the
+/// server's answer that nothing lies between: `a_line_the_server_skips_is_a_hole_not_a_gap`.)
 pub async fn an_overlapping_page_is_refused<S: Store>(store: Arc<S>) {
     let cache = cache(&store, "overlap").await;
     let t = transcript(200);
@@ -355,12 +356,8 @@ pub async fn an_overlapping_page_is_refused<S: Store>(store: Arc<S>) {
     assert!(!s.store_page(&coalesce(&t[..101]), 102, true).await);
     assert!(!s.store_page(&t[150..160], 161, false).await);
     assert!(
-        !s.store_page(&t[..10], 20, false).await,
-        "a raw page ends at before - 1"
-    );
-    assert!(
-        !s.store_page(&coalesce(&t[..10]), 20, true).await,
-        "a coalesced page too (a file replaced by a shorter one answers short)"
+        !s.store_page(&t[..30], 20, false).await,
+        "a page reaching past its before"
     );
     let shuffled = [t[3].clone(), t[2].clone()];
     assert!(!s.store_page(&shuffled, 5, false).await);
@@ -452,6 +449,49 @@ pub async fn a_batch_appends_as_lines_one_by_one<S: Store>(store: Arc<S>) {
     assert_eq!(again.cursor().await.map(|l| l.seq()), Some(61));
     assert_eq!(all.cursor().await.map(|l| l.seq()), Some(61));
     assert_eq!(again.suffix().await, Some((61, 62)));
+}
+
+/// A line the server skips (one it cannot read) leaves a hole in the seqs, not a gap in the
+/// cache: inside one answer, or after the line a stream or catch-up follows, it stays inside
+/// the open chunk; a page whose newest line stops short of its `before`, or an `after`-bounded
+/// page that comes back empty, gives the hole to the chunk above (renamed to start lower). The
+/// suffix then reaches across every hole, and what is read back is every line served.
+pub async fn a_line_the_server_skips_is_a_hole_not_a_gap<S: Store>(store: Arc<S>) {
+    let cache = cache(&store, "holes").await;
+    let t = transcript(60);
+    // Lines 20, 33, 39, 40 and 50 are not served.
+    let served: Vec<Line> = t
+        .iter()
+        .filter(|l| ![20, 33, 39, 40, 50].contains(&l.seq()))
+        .cloned()
+        .collect();
+    let upto = |seq: u64| served.iter().take_while(|l| l.seq() <= seq).count();
+    let mut s = cache.session("s").unwrap();
+    s.append_served(None, &served[upto(40)..upto(45)]).await; // a window: 41..=45
+    s.append_served(Some(45), &served[upto(45)..upto(49)]).await; // a catch-up: 46..=49
+    s.append_served(Some(49), &served[upto(50)..upto(51)]).await; // the stream: 51
+    assert_eq!(files(&*store, &cache, "s").await, ["41-open.raw.jsonl"]);
+    // A page stopping short of its `before` (39 and 40 are not served) gives the open chunk its
+    // hole; so does an empty page between two chunks.
+    assert!(s.store_page(&served[upto(33)..upto(38)], 41, false).await); // 34..=38
+    assert!(s.store_page(&served[..upto(32)], 33, false).await); // 1..=32
+    assert_eq!(
+        files(&*store, &cache, "s").await,
+        ["1-33.raw.jsonl", "34-39.raw.jsonl", "39-open.raw.jsonl"]
+    );
+    assert_eq!(s.gap_after(34).await, Some(32));
+    assert!(s.none_between(33, 34).await);
+    assert!(!s.none_between(33, 34).await, "nothing left to join");
+    assert_eq!(s.suffix().await, Some((1, 52)));
+    let mut again = cache.session("s").unwrap();
+    let all = again.newest(1000).await.unwrap();
+    assert_eq!(raws(&all), raws(&served[..upto(51)]));
+    let page = again.page(41, 3, false).await.unwrap();
+    assert_eq!(seqs(&page.lines), [36, 37, 38]);
+    // Without a line to follow (a reset's window), a jump is a gap.
+    again.append_served(None, &served[upto(55)..upto(57)]).await;
+    assert_eq!(again.suffix().await, Some((56, 58)));
+    assert_eq!(again.gap_after(56).await, Some(51));
 }
 
 /// A torn last line of the open chunk is cut off before anything is served.

@@ -1090,3 +1090,66 @@ async fn a_page_read_ahead_is_shown_from_memory_and_never_after_the_file_is_repl
         })
         .await;
 }
+
+/// Lines the server cannot read (real transcripts hold some: a line with no event) are skipped,
+/// leaving holes in the seqs: a cached session with holes reopens with its check alone and
+/// scrolls back from the cache, holes below a page's edge, inside it and in the live stream
+/// alike, and shows every line the server serves.
+#[tokio::test]
+async fn lines_the_server_skips_cost_nothing_once_cached() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.base.long_session("holes", 3000);
+            let path = env.base.path("holes");
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Every 7th line has no event.
+            let holed: String = text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| match (i + 1) % 7 {
+                    0 => format!("{{\"seq\":{},\"ts\":1}}\n", i + 1),
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            std::fs::write(&path, holed).unwrap();
+            let served = || {
+                let text = std::fs::read_to_string(&path).unwrap();
+                text.lines().filter_map(|l| Line::parse(l).ok()).collect::<Vec<_>>()
+            };
+            let shows_served = |s: &Opened| {
+                let lines = served();
+                s.session.with_view(|v| {
+                    let expected = Transcript::from_lines(&lines).unwrap();
+                    assert_eq!(v.transcript.rows(), expected.rows(), "rows differ from the server's");
+                });
+            };
+
+            let cold = Running::open(&env.client(None).await, "holes").await;
+            cold.live().await;
+            cold.scroll_to_start().await;
+            shows_served(&cold);
+            // A hole in the live stream too.
+            let held = std::fs::read_to_string(&path).unwrap();
+            let hole = held.lines().count() + 1;
+            let after = json!({"seq": hole + 1, "ts": 2.5, "event": {"type": "userMessage", "text": "after the hole"}});
+            std::fs::write(&path, format!("{held}{{\"seq\":{hole},\"ts\":1}}\n{after}\n")).unwrap();
+            cold.wait("the line after the hole", |v| v.cursor == hole as u64 + 1).await;
+            cold.close().await;
+
+            let w0 = env.stats("transcript").await;
+            let client = env.client(None).await;
+            let warm = Running::open(&client, "holes").await;
+            warm.live().await;
+            warm.scroll_to_start().await;
+            let w1 = env.stats("transcript").await;
+            shows_served(&warm);
+            let c = warm.session.counters();
+            println!("warm: {:?} queries {:?}", c, client.transport().queries.borrow());
+            assert_eq!((c.probes_passed, c.probes_failed), (1, 0));
+            assert_eq!(w1.0 - w0.0, 1, "the check alone: {:?}", client.transport().queries.borrow());
+            warm.close().await;
+            env.base.server.shutdown().await.unwrap();
+        })
+        .await;
+}

@@ -13,13 +13,14 @@ use std::sync::Arc;
 /// The folder every format version lives in.
 const ROOT: &str = "transcripts";
 
-/// The cache of one server (`<host>_<port>`): `transcripts/v1/<host>_<port>/<session>/`.
+/// The cache of one server: `transcripts/v1/<server>/<session>/`, `<server>` its
+/// [`server_key`] (`<host>_<port>`, or `<host>_<port>_<prefix>` under a path prefix).
 #[derive(Debug)]
 pub struct Cache<S> {
     store: Arc<S>,
     dir: String,
     /// Where the last session list fetched from this server is kept: beside the server's
-    /// folder (`transcripts/v1/<host>_<port>.sessions.json`), never inside it, so no session
+    /// folder (`transcripts/v1/<server>.sessions.json`), never inside it, so no session
     /// folder can collide with it.
     list: String,
     /// The sessions' search indexes as loaded into memory.
@@ -44,9 +45,17 @@ pub struct SessionInfo {
 }
 
 impl<S: Store> Cache<S> {
-    /// The cache of the server at `host:port`. On first use, a folder of another format
-    /// version under `transcripts/` is deleted.
+    /// The cache of the server at `host:port`, at the root of its origin: [`Cache::for_server`]
+    /// with no path prefix.
     pub async fn new(store: Arc<S>, host: &str, port: u16) -> Self {
+        Cache::for_server(store, (host, port, "")).await
+    }
+
+    /// The cache of the server at `(host, port, prefix)`, as a transport names it
+    /// ([`crate::transport::Transport::server`]): its folder is [`server_key`]'s, so two
+    /// servers behind one origin under two path prefixes keep two caches. On first use, a
+    /// folder of another format version under `transcripts/` is deleted.
+    pub async fn for_server(store: Arc<S>, (host, port, prefix): (&str, u16, &str)) -> Self {
         if let Ok(entries) = store.list(ROOT).await {
             for entry in entries.iter().filter(|e| e.name != FORMAT_VERSION) {
                 if let Err(e) = store.remove(&format!("{ROOT}/{}", entry.name)).await {
@@ -54,7 +63,7 @@ impl<S: Store> Cache<S> {
                 }
             }
         }
-        let dir = format!("{ROOT}/{FORMAT_VERSION}/{}", server_key(host, port));
+        let dir = format!("{ROOT}/{FORMAT_VERSION}/{}", server_key(host, port, prefix));
         let list = format!("{dir}.sessions.json");
         Cache {
             store,

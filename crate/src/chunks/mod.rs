@@ -1,8 +1,9 @@
 //! The chunk store: the transcript cache as chunk blobs over any [`Store`](crate::store::Store)
 //! (design.md decisions 1, 2, 5, 9 and 10).
 //!
-//! Layout: `transcripts/v1/<host>_<port>/<sessionId>/` holds the session's chunks, each named by
-//! the seqs it covers, half-open `[first, end)`:
+//! Layout: `transcripts/v1/<server>/<sessionId>/` holds the session's chunks, `<server>` being
+//! `<host>_<port>`, or `<host>_<port>_<prefix>` for a server under a path prefix
+//! ([`names::server_key`]), each chunk named by the seqs it covers, half-open `[first, end)`:
 //!
 //! ```text
 //! <first>-<end>.rows.jsonl   a coalesced page; end is the `before` it was fetched with

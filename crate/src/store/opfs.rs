@@ -1,6 +1,6 @@
 //! The origin private file system backend.
 //!
-//! Each path segment is a real OPFS directory or file (`transcripts/v1/<host>_<port>/<session>/
+//! Each path segment is a real OPFS directory or file (`transcripts/v1/<server>/<session>/
 //! <chunk>`), so devtools show the cache as it is. Writes go through
 //! `FileSystemSyncAccessHandle`, which exists only in dedicated workers: appends and ranged
 //! reads cost O(bytes) whatever the file's size. Opening a sync handle is slow and takes an

@@ -25,8 +25,8 @@ pub struct WriterLock {
 }
 
 impl WriterLock {
-    /// The writer role for `key` (for example `"<host>_<port>/<sessionId>"`) if nobody holds
-    /// it now, else `None` at once.
+    /// The writer role for `key` (for example `"transcripts/v1/<server>/<sessionId>"`) if
+    /// nobody holds it now, else `None` at once.
     pub async fn try_acquire(key: &str) -> StoreResult<Option<WriterLock>> {
         request(key, true).await
     }

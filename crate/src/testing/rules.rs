@@ -748,6 +748,24 @@ pub async fn hostile_ids_are_encoded_or_refused<S: Store>(store: Arc<S>) {
         assert_eq!(evil.dir().split('/').count(), 3, "{host:?}: {}", evil.dir());
         assert!(evil.dir().starts_with("transcripts/v1/"));
     }
+    for prefix in [
+        "/../evil",
+        "/a/b",
+        "/..",
+        "/.",
+        "/a/../../b",
+        "/%2e%2e",
+        "/x\\y",
+    ] {
+        let evil = Cache::for_server(store.clone(), ("example.com", 443, prefix)).await;
+        assert_eq!(
+            evil.dir().split('/').count(),
+            3,
+            "{prefix:?}: {}",
+            evil.dir()
+        );
+        assert!(evil.dir().starts_with("transcripts/v1/example.com_443_"));
+    }
 }
 
 /// The budget evicts the least recently opened sessions first and never the one kept.

@@ -332,17 +332,22 @@ async fn an_unreachable_server_is_a_network_error_on_every_route() {
 }
 
 #[wasm_bindgen_test]
-async fn server_urls_are_checked_and_keyed_by_host_and_port() {
+async fn server_urls_are_checked_and_keyed_by_host_port_and_prefix() {
     let t = BrowserTransport::new("http://127.0.0.1:8080/", None).unwrap();
     assert_eq!(
-        (t.host(), t.port(), t.base()),
-        ("127.0.0.1", 8080, "http://127.0.0.1:8080")
+        (t.server(), t.base()),
+        (("127.0.0.1", 8080, ""), "http://127.0.0.1:8080")
     );
     let t = BrowserTransport::new("https://chat.example/api/?x=1#y", None).unwrap();
     assert_eq!(
-        (t.host(), t.port(), t.base()),
-        ("chat.example", 443, "https://chat.example/api")
+        (t.server(), t.base()),
+        (("chat.example", 443, "/api"), "https://chat.example/api")
     );
+    // Two servers behind one origin are two servers; a trailing slash is the same one.
+    let sandbox = BrowserTransport::new("https://gw.example.com/sandbox//", None).unwrap();
+    let prod = BrowserTransport::new("https://gw.example.com/prod", None).unwrap();
+    assert_eq!(sandbox.server(), ("gw.example.com", 443, "/sandbox"));
+    assert_eq!(prod.server(), ("gw.example.com", 443, "/prod"));
     assert!(BrowserTransport::new("not a url", None).is_err());
     assert!(BrowserTransport::new("ftp://example.com", None).is_err());
 }

@@ -86,8 +86,7 @@ impl<S: Store, T: Transport> Engine<S, T> {
     /// deleted on the way), with `config`'s numbers. The store stays reachable through
     /// [`Cache::store`] for whatever else the caller keeps beside the cache.
     pub async fn assemble(store: Arc<S>, transport: T, config: Config) -> Self {
-        let (host, port) = transport.server();
-        let cache = Cache::new(store, host, port).await;
+        let cache = Cache::for_server(store, transport.server()).await;
         Engine::new(cache, transport, config)
     }
 

@@ -43,6 +43,8 @@ pub struct BrowserTransport {
     base: String,
     host: String,
     port: u16,
+    /// The URL's path without its trailing slashes (`""` at the root of the origin).
+    prefix: String,
     token: Option<String>,
     counters: Rc<Cell<WireCounters>>,
     early: RefCell<Option<Early>>,
@@ -91,6 +93,7 @@ impl BrowserTransport {
             base,
             host: url.hostname(),
             port,
+            prefix: url.pathname().trim_end_matches('/').to_string(),
             token: token.filter(|t| !t.is_empty()),
             counters: Rc::default(),
             early: RefCell::default(),
@@ -146,7 +149,8 @@ impl BrowserTransport {
         &self.base
     }
 
-    /// The server's host name (what the cache keys the server by, with the port).
+    /// The server's host name (with its port and path prefix, what the cache keys the server
+    /// by: [`Transport::server`]).
     pub fn host(&self) -> &str {
         &self.host
     }
@@ -154,6 +158,12 @@ impl BrowserTransport {
     /// The server's port, the scheme's default when the URL names none.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The server's path prefix, without a trailing slash: `/sandbox` for
+    /// `https://gw.example.com/sandbox/`, `""` for a server at the root of its origin.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     /// Requests and bytes so far.
@@ -263,8 +273,8 @@ impl BrowserTransport {
 impl Transport for BrowserTransport {
     type Stream = BrowserStream;
 
-    fn server(&self) -> (&str, u16) {
-        (self.host(), self.port())
+    fn server(&self) -> (&str, u16, &str) {
+        (self.host(), self.port(), self.prefix())
     }
 
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {

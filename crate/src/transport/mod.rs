@@ -375,9 +375,12 @@ pub trait Transport {
     /// The stream type [`Transport::events`] opens.
     type Stream: EventStream;
 
-    /// The server's host and port (the scheme's default when the URL names none): what the
-    /// cache keys this server's folder by (see [`crate::engine::Engine::assemble`]).
-    fn server(&self) -> (&str, u16);
+    /// The server's host, port (the scheme's default when the URL names none) and path prefix
+    /// (the URL's path without its trailing slashes: `""` for a server at the root of its
+    /// origin): what the cache keys this server's folder by ([`crate::chunks::names::server_key`],
+    /// through [`crate::engine::Engine::assemble`]), so two servers behind one origin keep two
+    /// caches.
+    fn server(&self) -> (&str, u16, &str);
 
     /// `GET /sessions`.
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>>;

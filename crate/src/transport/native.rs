@@ -40,6 +40,9 @@ impl HttpTransport {
         }
         base.set_query(None);
         base.set_fragment(None);
+        // `/p`, `/p/` and `/p//` are one server (one cache, `Transport::server`): one address.
+        let path = base.path().trim_end_matches('/').to_string();
+        base.set_path(&path);
         let client = Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
@@ -56,7 +59,7 @@ impl HttpTransport {
         &self.base
     }
 
-    /// The server's host, for the cache's key (`chunks::Cache::new`).
+    /// The server's host (with its port and path prefix, the cache's key: [`Transport::server`]).
     pub fn host(&self) -> &str {
         self.base.host_str().unwrap_or("")
     }
@@ -64,6 +67,12 @@ impl HttpTransport {
     /// The server's port, the scheme's default when the URL names none.
     pub fn port(&self) -> u16 {
         self.base.port_or_known_default().unwrap_or(0)
+    }
+
+    /// The server's path prefix, without a trailing slash: `/sandbox` for
+    /// `https://gw.example.com/sandbox/`, `""` for a server at the root of its origin.
+    pub fn prefix(&self) -> &str {
+        self.base.path().trim_end_matches('/')
     }
 
     /// The URL of `segments` below the base, each segment percent-encoded (a session id with
@@ -129,8 +138,8 @@ fn network(e: reqwest::Error) -> TransportError {
 impl Transport for HttpTransport {
     type Stream = HttpStream;
 
-    fn server(&self) -> (&str, u16) {
-        (self.host(), self.port())
+    fn server(&self) -> (&str, u16, &str) {
+        (self.host(), self.port(), self.prefix())
     }
 
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {
@@ -229,5 +238,46 @@ impl EventStream for HttpStream {
                     .map_err(TransportError::from),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the cache keys a server by: its host, port and path prefix, one server however
+    /// many slashes end its URL.
+    #[test]
+    fn servers_are_keyed_by_host_port_and_path_prefix() {
+        let server = |url: &str| {
+            let t = HttpTransport::new(url, None).unwrap();
+            let (host, port, prefix) = t.server();
+            (host.to_string(), port, prefix.to_string())
+        };
+        let at = |host: &str, port, prefix: &str| (host.to_string(), port, prefix.to_string());
+        assert_eq!(server("http://127.0.0.1:8080"), at("127.0.0.1", 8080, ""));
+        assert_eq!(server("http://127.0.0.1:8080/"), at("127.0.0.1", 8080, ""));
+        assert_eq!(server("https://Chat.Example/"), at("chat.example", 443, ""));
+        for url in [
+            "https://gw.example.com/sandbox",
+            "https://gw.example.com/sandbox/",
+            "https://gw.example.com/sandbox//?x=1#y",
+        ] {
+            assert_eq!(server(url), at("gw.example.com", 443, "/sandbox"), "{url}");
+            let t = HttpTransport::new(url, None).unwrap();
+            assert_eq!(
+                t.url(&["sessions"]).unwrap().as_str(),
+                "https://gw.example.com/sandbox/sessions",
+                "{url}: one server, one address"
+            );
+        }
+        assert_eq!(
+            server("https://gw.example.com/a/Prod"),
+            at("gw.example.com", 443, "/a/Prod")
+        );
+        assert_ne!(
+            server("https://gw.example.com/sandbox"),
+            server("https://gw.example.com/prod")
+        );
     }
 }

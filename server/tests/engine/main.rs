@@ -6,6 +6,7 @@
 
 mod errors;
 mod figures;
+mod gateway;
 mod http;
 mod model;
 mod search;

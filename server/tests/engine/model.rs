@@ -307,8 +307,8 @@ impl InProcess {
 impl Transport for InProcess {
     type Stream = InProcessStream;
 
-    fn server(&self) -> (&str, u16) {
-        ("model", 1)
+    fn server(&self) -> (&str, u16, &str) {
+        ("model", 1, "")
     }
 
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {

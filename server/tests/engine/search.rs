@@ -7,7 +7,7 @@ use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, View};
 use scrollback::fold::Row;
 use scrollback::store::FsStore;
-use scrollback::transport::HttpTransport;
+use scrollback::transport::{HttpTransport, Transport};
 use scrollback_server::{spawn, transcript};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -21,7 +21,7 @@ type Client = Engine<FsStore, HttpTransport>;
 async fn client(url: &str, cache: &Path) -> Client {
     let transport = HttpTransport::new(url, None).unwrap();
     let store = Arc::new(FsStore::new(cache));
-    let cache = Cache::new(store, transport.host(), transport.port()).await;
+    let cache = Cache::for_server(store, transport.server()).await;
     Engine::new(
         cache,
         transport,

@@ -123,7 +123,7 @@ impl Recorded {
 impl Transport for Recorded {
     type Stream = <HttpTransport as Transport>::Stream;
 
-    fn server(&self) -> (&str, u16) {
+    fn server(&self) -> (&str, u16, &str) {
         self.inner.server()
     }
     async fn sessions(&self) -> TransportResult<Vec<SessionSummary>> {

@@ -78,7 +78,7 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
         let server = &base.server;
         let transport = HttpTransport::new(&server.url(), None).unwrap();
         let store = Arc::new(MemoryStore::new());
-        let cache = Cache::new(store.clone(), transport.host(), transport.port()).await;
+        let cache = Cache::for_server(store.clone(), transport.server()).await;
         let dir = format!("{}/{}", cache.dir(), encode("welcome").unwrap());
         let config = Config {
             reconnect_delay_ms: 50,
@@ -220,7 +220,7 @@ fn a_closed_view_stores_no_page() {
         let base = TestServer::start(|config| config.sandbox = true).await;
         let transport = HttpTransport::new(&base.server.url(), None).unwrap();
         let store = Arc::new(MemoryStore::new());
-        let cache = Cache::new(store.clone(), transport.host(), transport.port()).await;
+        let cache = Cache::for_server(store.clone(), transport.server()).await;
         let dir = format!("{}/{}", cache.dir(), encode("long").unwrap());
         let engine = Engine::new(cache, transport, Config::default());
         let a = Running::open(&engine, "long").await;

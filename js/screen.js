@@ -26,10 +26,18 @@ function storage() {
   }
 }
 
-/** The server's part of a key: its host and port, as the cache names its folder. */
+/**
+ * The server's part of a key: its host and port, and its path prefix when it has one (without
+ * trailing slashes), as the cache names its folder: two servers behind one origin
+ * (`https://gw/sandbox`, `https://gw/prod`) keep two last screens of a session id both hold, and
+ * a server at the root of its origin keeps the key it always had. Neither a host nor a URL's
+ * (percent-encoded) path holds a space, so the key's space still ends it.
+ */
 function serverKey(server) {
   try {
-    return new URL(server).host || String(server);
+    const url = new URL(server);
+    if (!url.host) return String(server);
+    return url.host + url.pathname.replace(/\/+$/, '');
   } catch {
     return String(server);
   }

@@ -178,6 +178,7 @@ impl Client {
             let at = anchor(at)?;
             // An id no URL can hold is the caller's mistake, refused before a view starts.
             crate::transport::usable_id(&id).map_err(BindingError::from)?;
+            tally.closed_runs_ended(&id).await;
             let known = summaries.borrow().get(&id).cloned();
             let session = match known {
                 Some(summary) => engine.open(summary, at),

@@ -26,6 +26,8 @@ pub(super) struct Live {
     /// The screen was cleared since the last patch: the next one is a reset, since rows of
     /// another file (a replaced transcript) may come back under the same seqs and revisions.
     cleared: Cell<bool>,
+    /// Its run loop has ended.
+    ended: Cell<bool>,
 }
 
 /// The cache hits of sessions, open and closed, for `counters()`; and the sessions' run loops
@@ -37,6 +39,10 @@ pub(super) struct Tally {
     open: RefCell<Vec<Rc<Live>>>,
     running: Cell<usize>,
     idle: RefCell<Vec<oneshot::Sender<()>>>,
+    /// Sessions closed whose run loop still goes (giving up its writer role), and who waits
+    /// for one to end.
+    closing: RefCell<Vec<Rc<Live>>>,
+    ended: RefCell<Vec<oneshot::Sender<()>>>,
 }
 
 impl Tally {
@@ -50,7 +56,23 @@ impl Tally {
         let _ = ended.await;
     }
 
-    fn run_ended(&self) {
+    /// Resolves once no session of `id` closed in this worker still runs: a session opened
+    /// again right after its view closed waits the moment its writer role takes to be given up,
+    /// rather than open as a reader and take the role over with a second check.
+    pub(super) async fn closed_runs_ended(&self, id: &str) {
+        while self.closing.borrow().iter().any(|l| l.session.id() == id) {
+            let (done, ended) = oneshot::channel();
+            self.ended.borrow_mut().push(done);
+            let _ = ended.await;
+        }
+    }
+
+    fn run_ended(&self, live: &Rc<Live>) {
+        live.ended.set(true);
+        self.closing.borrow_mut().retain(|l| !Rc::ptr_eq(l, live));
+        for done in self.ended.borrow_mut().drain(..) {
+            let _ = done.send(());
+        }
         self.running.set(self.running.get() - 1);
         if self.running.get() == 0 {
             for done in self.idle.borrow_mut().drain(..) {
@@ -225,6 +247,7 @@ impl SessionHandle {
             session,
             reloads: RefCell::new(Vec::new()),
             cleared: Cell::new(false),
+            ended: Cell::new(false),
         });
         // The listener must not call into the session: the callback only schedules a read.
         let weak = Rc::downgrade(&live);
@@ -244,7 +267,7 @@ impl SessionHandle {
         let (running, ended) = (live.clone(), tally.clone());
         spawn_local(async move {
             running.session.run().await;
-            ended.run_ended();
+            ended.run_ended(&running);
         });
         SessionHandle {
             live,
@@ -339,6 +362,9 @@ impl SessionHandle {
         // A reload still waiting will not happen now.
         self.live.reloads.borrow_mut().clear();
         self.tally.closed(&self.live);
+        if !self.live.ended.get() {
+            self.tally.closing.borrow_mut().push(self.live.clone());
+        }
     }
 }
 

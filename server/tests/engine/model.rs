@@ -12,7 +12,8 @@
 //!   row to the server's coalescing of exactly the seqs it covers; unverified (cached, not yet
 //!   probed) rows are the transcript the cache was written from;
 //! - the rows are the fold of the shown lines; a live, verified session shows every event;
-//! - every chunk in the store is exactly what the server returns for that chunk's own coverage.
+//! - every chunk in the store is exactly what the server returns for that chunk's own coverage,
+//!   and no seq is in two chunks.
 //!
 //! `MODEL_RUNS` (default 2000) and `MODEL_SEED` (default: from the clock) override; the count
 //! and seed are printed, and a failure names the seed and the steps that led to it.
@@ -40,7 +41,7 @@ use scrollback::transport::{
 use scrollback_server::transcript::{self, CatchUp as Backlog, FileId, Reason};
 use serde_json::{json, Map, Value};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -608,10 +609,12 @@ fn check_shown(open: &Open, truth: &[Line], current: bool) -> Result<(), String>
     })
 }
 
-/// Every chunk in the store is exactly what the server returns for that chunk's own coverage.
+/// Every chunk in the store is exactly what the server returns for that chunk's own coverage,
+/// and no seq is in two chunks (a tab that takes over must not store again what the writer
+/// before it stored).
 ///
-/// `seen` remembers chunks already checked (name, size, stamp, server version), so a step
-/// costs the chunks that changed.
+/// `seen` remembers chunks already checked (name, size, stamp, server version) and the end of
+/// their coverage, so a step costs the chunks that changed.
 async fn check_chunks(
     store: &MemoryStore,
     dir: &str,
@@ -619,9 +622,10 @@ async fn check_chunks(
     truth: &[Line],
     version: usize,
     torn: bool,
-    seen: &mut HashSet<(String, u64, u64, usize)>,
+    seen: &mut HashMap<(String, u64, u64, usize), u64>,
 ) -> Result<usize, String> {
     let entries = store.list(dir).await.map_err(|e| e.to_string())?;
+    let mut covered = Vec::new();
     let mut n = 0;
     for entry in entries {
         let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
@@ -629,7 +633,8 @@ async fn check_chunks(
         };
         n += 1;
         let key = (entry.name.clone(), entry.size, entry.modified, version);
-        if seen.contains(&key) {
+        if let Some(&end) = seen.get(&key) {
+            covered.push((first, end, entry.name));
             continue;
         }
         let path = format!("{dir}/{}", entry.name);
@@ -649,7 +654,7 @@ async fn check_chunks(
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{path}: {e}"))?;
         let Some(last) = lines.last() else {
-            continue; // an empty chunk claims nothing
+            continue; // an empty chunk claims nothing (and is not remembered: it costs nothing)
         };
         let end = end.unwrap_or(last_seq(last) + 1);
         if kind == Kind::Open {
@@ -665,7 +670,8 @@ async fn check_chunks(
                     entry.name
                 ));
             }
-            seen.insert(key);
+            seen.insert(key, end);
+            covered.push((first, end, entry.name));
             continue;
         }
         let query = TranscriptQuery {
@@ -691,7 +697,17 @@ async fn check_chunks(
                 expected.first().map(|l| l.raw().to_string()),
             ));
         }
-        seen.insert(key);
+        seen.insert(key, end);
+        covered.push((first, end, entry.name));
+    }
+    covered.sort();
+    for pair in covered.windows(2) {
+        if pair[0].1 > pair[1].0 {
+            return Err(format!(
+                "seqs cached twice: {} and {} overlap",
+                pair[0].2, pair[1].2
+            ));
+        }
     }
     Ok(n)
 }
@@ -722,7 +738,7 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
     let mut cache_version = 0;
     let mut torn = false;
     let mut log = String::new();
-    let mut seen = HashSet::new();
+    let mut seen = HashMap::new();
 
     for step in 0..steps {
         let action = rng.below(100);

@@ -5,7 +5,11 @@
 //! and one client: the real engine over a real `MemoryStore`. Steps interleave server appends
 //! and long replies, opens (some at a saved anchor), closes, page-backs, absences long enough for
 //! a reset, network loss, file replacement, crashes mid-append (a torn tail written into the
-//! open chunk), write failures (the store's quota) and wiped storage. After every step:
+//! open chunk), write failures (the store's quota) and wiped storage. A second tab (a second
+//! session of the same engine on the same store and id, whose in-process writer lock stands
+//! for Web Locks, as in `tabs.rs`) opens, pages back, closes and drops, and the writer goes away
+//! while a reader is open (sometimes half-way through a reply), so the reader takes over. After
+//! every step, for every open tab:
 //!
 //! - what is shown is the server's transcript for every seq it claims: the shown lines tile a
 //!   contiguous range, each one equal (byte for byte) to the server's line, or for a coalesced
@@ -13,7 +17,8 @@
 //!   probed) rows are the transcript the cache was written from;
 //! - the rows are the fold of the shown lines; a live, verified session shows every event;
 //! - every chunk in the store is exactly what the server returns for that chunk's own coverage,
-//!   and no seq is in two chunks.
+//!   and no seq is in two chunks;
+//! - at most one open tab writes.
 //!
 //! `MODEL_RUNS` (default 2000) and `MODEL_SEED` (default: from the clock) override; the count
 //! and seed are printed, and a failure names the seed and the steps that led to it.
@@ -167,6 +172,19 @@ impl ServerFile {
             .unwrap();
         f.write_all(self.pending.as_bytes()).unwrap();
         self.pending.clear();
+    }
+
+    /// Writes the first `n` of the lines pushed since the last flush, the rest left for the
+    /// next flush: a reply the writer has streamed half of when something happens.
+    fn flush_part(&mut self, n: usize) {
+        let cut = match n {
+            0 => 0,
+            _ => (self.pending.match_indices('\n').nth(n - 1))
+                .map_or(self.pending.len(), |(i, _)| i + 1),
+        };
+        let rest = self.pending.split_off(cut);
+        self.flush();
+        self.pending = rest;
     }
 
     fn append_mixed(&mut self, rng: &mut Rng, n: usize) {
@@ -491,9 +509,29 @@ struct Open {
     run: AbortHandle,
     shown: Rc<RefCell<Vec<Line>>>,
     reset_seen: Cell<bool>,
+    /// The server's version what it shows is of: the cache's when it opens, the server's
+    /// current one once verified (each tab verifies on its own, so this is per tab).
+    version: Cell<usize>,
+    /// Cleared since the last check: what it shows now was drawn again, from the cache.
+    cleared: Rc<Cell<bool>>,
+    /// The listener's calls: every change of the view or of what is shown is one.
+    changes: Rc<Cell<u64>>,
+    /// What the last check that passed saw (the listener's calls, the version checked
+    /// against, the server's version and length): a tab with nothing changed since, on either
+    /// side, passes again without the check's cost (two tabs check twice the lines).
+    passed: Cell<Option<(u64, usize, usize, usize)>>,
+    /// Seen as a reader at a check: a later check that sees it write saw it take over.
+    was_reader: Cell<bool>,
 }
 
-fn open(engine: &ModelEngine, pool: &LocalPool, file: &ServerFile, anchor: Option<u64>) -> Open {
+/// Opens a tab on session `s`, its cache written from the server's `version`.
+fn open(
+    engine: &ModelEngine,
+    pool: &LocalPool,
+    file: &ServerFile,
+    anchor: Option<u64>,
+    version: usize,
+) -> Open {
     let summary = SessionSummary {
         id: ID.into(),
         title: String::new(),
@@ -505,7 +543,13 @@ fn open(engine: &ModelEngine, pool: &LocalPool, file: &ServerFile, anchor: Optio
     let session = Rc::new(engine.open(summary, anchor).unwrap());
     let shown: Rc<RefCell<Vec<Line>>> = Rc::default();
     let record = shown.clone();
+    let cleared: Rc<Cell<bool>> = Rc::default();
+    let clear = cleared.clone();
+    let changes: Rc<Cell<u64>> = Rc::default();
+    let count = changes.clone();
     session.on_change(move |_, change| {
+        count.set(count.get() + 1);
+        clear.set(clear.get() || matches!(change, Change::Cleared));
         let mut shown = record.borrow_mut();
         match change {
             Change::Newer(lines) => shown.extend_from_slice(lines),
@@ -526,6 +570,59 @@ fn open(engine: &ModelEngine, pool: &LocalPool, file: &ServerFile, anchor: Optio
         run: handle,
         shown,
         reset_seen: Cell::new(false),
+        version: Cell::new(version),
+        cleared,
+        changes,
+        passed: Cell::new(None),
+        was_reader: Cell::new(false),
+    }
+}
+
+/// How a tab goes away.
+#[derive(Debug, Clone, Copy)]
+enum Away {
+    /// Closed by the app: it flushes and hands the writer role over.
+    Close,
+    /// Its run dropped where it is (the tab closed by the browser): the role goes with it.
+    Drop,
+    /// Dropped mid-append: part of its next line left torn in the open chunk.
+    Crash,
+}
+
+/// Takes `tab` away; answers what happened, and whether a line was torn. Only a writer tears:
+/// a reader never writes, and a torn tail under a live writer is no crash's.
+fn go_away(
+    tab: Open,
+    how: Away,
+    pool: &mut LocalPool,
+    store: &MemoryStore,
+    dir: &str,
+    file: &ServerFile,
+    rng: &mut Rng,
+) -> (String, bool) {
+    match how {
+        Away::Close => {
+            tab.session.close();
+            ("close".into(), false)
+        }
+        Away::Drop => {
+            tab.run.abort();
+            ("drop the running session".into(), false)
+        }
+        Away::Crash => {
+            let wrote = tab.session.with_view(|v| v.writer);
+            tab.run.abort();
+            drop(tab);
+            // The tear is polled first, before the dropped run lets another tab take the role.
+            let tear = wrote
+                .then(|| pool.run_until(tear_tail(store, dir, file, rng)))
+                .flatten();
+            let what = tear.as_deref().unwrap_or(match wrote {
+                true => "no open chunk",
+                false => "a reader: nothing torn",
+            });
+            (format!("crash mid-append ({what})"), tear.is_some())
+        }
     }
 }
 
@@ -607,6 +704,73 @@ fn check_shown(open: &Open, truth: &[Line], current: bool) -> Result<(), String>
         }
         Ok(())
     })
+}
+
+/// A tab's state for the failure's list of steps: a failure with two tabs is read by which
+/// one wrote and which was verified.
+fn tab_state(tab: &Option<Open>, current: usize) -> String {
+    let Some(tab) = tab else {
+        return "closed".into();
+    };
+    let state = tab.session.with_view(|v| {
+        let flag = |on: bool, name: &str| {
+            if on {
+                name.to_string()
+            } else {
+                "-".repeat(name.len())
+            }
+        };
+        [
+            flag(v.writer, "writer"),
+            flag(v.verified, "verified"),
+            flag(v.live, "live"),
+        ]
+        .join(" ")
+    });
+    let verified = tab.session.with_view(|v| v.verified);
+    let version = if verified { current } else { tab.version.get() };
+    format!("{state} v{version}")
+}
+
+/// What a tab shows is the server's (see [`check_shown`]): of the current version once the tab
+/// is verified, else of the version it last verified or drew from the cache. `cache` is the
+/// cache's version before the step and after it (the writer may have verified meanwhile).
+fn check_tab(
+    tab: &Open,
+    file: &ServerFile,
+    cache: [usize; 2],
+    stats: &mut Stats,
+) -> Result<(), String> {
+    // Verified: checked, and following the file since (the stream's follower catches a
+    // replacement; a lost stream makes the session unverified until the reconnect's check).
+    let (verified, writer) = tab.session.with_view(|v| (v.verified, v.writer));
+    let cleared = tab.cleared.replace(false);
+    let seen = |version: usize| (tab.changes.get(), version, file.version, file.lines.len());
+    let check = |version: usize| {
+        if tab.passed.get() == Some(seen(version)) {
+            return Ok(version);
+        }
+        check_shown(tab, file.lines_of(version), version == file.version).map(|()| version)
+    };
+    let version = match (verified, cleared) {
+        (true, _) => check(file.version)?,
+        // Unverified and drawn again (a reader that took over with nothing checked shown
+        // opens as any tab does): the cache's rows, read before or after the writer's check.
+        (false, true) => check(cache[0]).or_else(|_| check(cache[1]))?,
+        (false, false) => check(tab.version.get())?,
+    };
+    tab.version.set(version);
+    tab.passed.set(Some(seen(version)));
+    stats.max_shown = stats.max_shown.max(tab.shown.borrow().len());
+    let resets = tab.session.counters().resets;
+    if resets > 0 && !tab.reset_seen.replace(true) {
+        stats.sessions_reset += 1;
+    }
+    if writer && tab.was_reader.get() {
+        stats.takeovers += 1;
+    }
+    tab.was_reader.set(!writer);
+    Ok(())
 }
 
 /// Every chunk in the store is exactly what the server returns for that chunk's own coverage,
@@ -734,7 +898,10 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
         ..Config::default()
     };
     let engine = ModelEngine::new(cache, InProcess(world.clone()), config);
+    // The first tab, which the single-tab steps act on, and the second.
     let mut session: Option<Open> = None;
+    let mut second: Option<Open> = None;
+    // The server's version the cache was written from: the one the writer last verified.
     let mut cache_version = 0;
     let mut torn = false;
     let mut log = String::new();
@@ -743,6 +910,7 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
     for step in 0..steps {
         let action = rng.below(100);
         let is_open = session.is_some();
+        let both_open = is_open && second.is_some();
         let what: String = match action {
             0..=17 => {
                 let n = rng.range(1, 30) as usize;
@@ -759,27 +927,20 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
             26..=40 if !is_open => {
                 let anchor = (rng.chance(25) && !file.lines.is_empty())
                     .then(|| rng.range(1, file.lines.len() as u64));
-                session = Some(open(&engine, &pool, &file, anchor));
-                torn = false;
+                session = Some(open(&engine, &pool, &file, anchor, cache_version));
                 stats.opens += 1;
                 format!("open (anchor {anchor:?})")
             }
-            26..=30 => {
-                session.take().unwrap().session.close();
-                "close".into()
-            }
-            31..=33 => {
-                session.take().unwrap().run.abort();
-                "drop the running session".into()
-            }
-            34..=36 => {
-                session.take().unwrap().run.abort();
-                let tear = pool.run_until(tear_tail(&store, &dir, &file, &mut rng));
-                torn |= tear.is_some();
-                format!(
-                    "crash mid-append ({})",
-                    tear.unwrap_or_else(|| "no open chunk".into())
-                )
+            26..=36 => {
+                let how = match action {
+                    26..=30 => Away::Close,
+                    31..=33 => Away::Drop,
+                    _ => Away::Crash,
+                };
+                let tab = session.take().unwrap();
+                let (what, tore) = go_away(tab, how, &mut pool, &store, &dir, &file, &mut rng);
+                torn |= tore;
+                what
             }
             37..=40 => {
                 let anchor = session.as_ref().unwrap().session.with_view(|v| v.oldest);
@@ -796,6 +957,8 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
                 // Past CATCH_UP_LIMIT more often than not: the next open streams a reset.
                 let n = rng.range(150, 300) as usize;
                 file.append_mixed(&mut rng, n);
+                // The second tab may be open.
+                World::wake(&world.streams);
                 "a long absence (server appends while closed)".into()
             }
             63..=67 => {
@@ -810,6 +973,7 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
             }
             79..=82 if !is_open => {
                 file.replace(&mut rng, Size::Any);
+                World::wake(&world.streams);
                 stats.replaces += 1;
                 format!("file replaced ({} lines)", file.lines.len())
             }
@@ -851,47 +1015,82 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
                 stats.wipes += 1;
                 "storage wiped".into()
             }
-            _ => {
+            90..=95 => {
                 let n = rng.range(1, 5) as usize;
                 file.append_mixed(&mut rng, n);
                 World::wake(&world.streams);
                 format!("server appends {n}")
             }
+            // The second tab: the same store and id, as another browser tab of the page.
+            _ if second.is_none() => {
+                let anchor = (rng.chance(25) && !file.lines.is_empty())
+                    .then(|| rng.range(1, file.lines.len() as u64));
+                second = Some(open(&engine, &pool, &file, anchor, cache_version));
+                stats.seconds += 1;
+                format!("second tab opens (anchor {anchor:?})")
+            }
+            96 => {
+                let how = [Away::Close, Away::Drop][rng.below(2) as usize];
+                let tab = second.take().unwrap();
+                let (what, _) = go_away(tab, how, &mut pool, &store, &dir, &file, &mut rng);
+                format!("second tab: {what}")
+            }
+            98..=99 if both_open => {
+                let mut what = String::new();
+                if rng.chance(50) {
+                    what = half_a_reply(&mut pool, &mut file, &world, &mut rng);
+                    stats.writers_gone_mid_reply += 1;
+                }
+                let how = [Away::Close, Away::Drop, Away::Crash][rng.below(3) as usize];
+                let first_writes = session.as_ref().unwrap().session.with_view(|v| v.writer);
+                let (which, slot) = match first_writes {
+                    true => ("first", &mut session),
+                    false => ("second", &mut second),
+                };
+                let tab = slot.take().unwrap();
+                let (gone, tore) = go_away(tab, how, &mut pool, &store, &dir, &file, &mut rng);
+                torn |= tore;
+                World::wake(&world.streams);
+                format!("{what}the writer goes away ({which} tab): {gone}")
+            }
+            _ => {
+                older(&pool, second.as_ref().unwrap());
+                stats.olders += 1;
+                "second tab: page back".into()
+            }
         };
         file.flush();
-        let _ = writeln!(log, "  {step:>3}: {what}");
         let t = std::time::Instant::now();
         pool.run_until_stalled();
         stats.engine_time += t.elapsed();
         let t = std::time::Instant::now();
+        let tabs = [&session, &second].map(|tab| tab_state(tab, file.version));
+        let tabs = tabs.join(" | ");
+        let _ = writeln!(log, "  {step:>3}: {what:<70} [{tabs}]");
 
         // The checks.
         let fail = |e: String| format!("seed {seed}, after step {step}: {e}\nsteps:\n{log}");
-        let truth_now = &file.lines;
-        // Verified: checked, and following the file since (the stream's follower catches a
-        // replacement; a lost stream makes the session unverified until the reconnect's check).
-        // Otherwise what is shown is as of the version the session last verified.
-        let mut verified = false;
-        if let Some(open) = &session {
-            verified = open.session.with_view(|v| v.verified);
-            if verified {
-                cache_version = file.version;
-                check_shown(open, truth_now, true).map_err(fail)?;
-            } else {
-                let stale = file.lines_of(cache_version);
-                check_shown(open, stale, cache_version == file.version).map_err(fail)?;
-            }
-            stats.max_shown = stats.max_shown.max(open.shown.borrow().len());
-            let resets = open.session.counters().resets;
-            if resets > 0 && !open.reset_seen.replace(true) {
-                stats.sessions_reset += 1;
+        let tabs = [&session, &second];
+        let before = cache_version;
+        let mut writers = 0;
+        for tab in tabs.into_iter().flatten() {
+            let (writer, verified) = tab.session.with_view(|v| (v.writer, v.verified));
+            if writer {
+                writers += 1;
+                // A writer's open repaired the torn tail (a reader that took over reopened).
+                torn = false;
+                if verified {
+                    cache_version = file.version;
+                }
             }
         }
-        let version = if verified {
-            file.version
-        } else {
-            cache_version
-        };
+        if writers > 1 {
+            return Err(fail("two open tabs write".into()));
+        }
+        for tab in tabs.into_iter().flatten() {
+            check_tab(tab, &file, [before, cache_version], stats).map_err(fail)?;
+        }
+        let version = cache_version;
         let chunks = pool
             .run_until(check_chunks(
                 &store,
@@ -906,11 +1105,40 @@ fn run_once(seed: u64, steps: usize, stats: &mut Stats) -> Result<(), String> {
         stats.max_chunks = stats.max_chunks.max(chunks);
         stats.check_time += t.elapsed();
     }
-    if let Some(open) = session.take() {
+    for open in [session, second].into_iter().flatten() {
         open.session.close();
-        pool.run_until_stalled();
     }
+    pool.run_until_stalled();
     Ok(())
+}
+
+/// Half a reply: the writer has streamed part of it (all, some, or none of the part, as far as
+/// the tabs got) when what comes next happens; the rest is written at the step's end.
+fn half_a_reply(
+    pool: &mut LocalPool,
+    file: &mut ServerFile,
+    world: &World,
+    rng: &mut Rng,
+) -> String {
+    let n = rng.range(10, 120) as usize;
+    file.reply(rng, n);
+    let part = rng.range(1, n as u64 - 1) as usize;
+    file.flush_part(part);
+    World::wake(&world.streams);
+    // Sometimes the tabs are stopped a few polls in, mid-burst.
+    let how_far = match rng.below(4) {
+        0 => {
+            pool.run_until_stalled();
+            "all".to_string()
+        }
+        polls => {
+            for _ in 0..polls {
+                pool.try_run_one();
+            }
+            format!("{polls} polls")
+        }
+    };
+    format!("a reply of {n} deltas streams {part} ({how_far}), then ")
 }
 
 /// A crash mid-append: part of the next line written to the open chunk, no newline.
@@ -945,6 +1173,12 @@ struct Stats {
     replaces_streaming: u64,
     wipes: u64,
     sessions_reset: u64,
+    /// Second tabs opened.
+    seconds: u64,
+    /// Readers seen writing at a later check: the writer went away and they took over.
+    takeovers: u64,
+    /// Writers that went away half-way through a reply, a reader open.
+    writers_gone_mid_reply: u64,
     max_shown: usize,
     max_chunks: usize,
     engine_time: std::time::Duration,

@@ -134,8 +134,8 @@ struct Io<S> {
     store: Arc<S>,
     id: String,
     dir: String,
-    writing: bool,
-    /// Why writing stopped, when a write or a read failed ([`SessionCache::write_error`]).
+    /// Why writing stopped, when a write or a read failed ([`SessionCache::write_error`]): a
+    /// writer with none writes ([`Io::writing`]).
     failed: Option<StoreError>,
     /// Another tab holds the writer role: read only, and leave every repair to it.
     reader: bool,
@@ -170,7 +170,6 @@ impl<S: Store> SessionCache<S> {
                 store,
                 id,
                 dir,
-                writing: true,
                 failed: None,
                 reader: false,
                 blind: false,
@@ -201,7 +200,7 @@ impl<S: Store> SessionCache<S> {
 
     /// Whether this instance still writes (false after a write failure, or as a reader).
     pub fn is_writing(&self) -> bool {
-        self.io.writing
+        self.io.writing()
     }
 
     /// Why this instance stopped writing, when a write or a read of the store failed (a full
@@ -234,7 +233,6 @@ impl<S: Store> SessionCache<S> {
     /// next open repairs).
     pub fn set_reader(&mut self, reader: bool) {
         self.io.reader = reader;
-        self.io.writing = !reader;
         self.io.failed = None;
         self.state = None;
         self.io.hint = None;
@@ -338,7 +336,7 @@ impl<S: Store> SessionCache<S> {
     /// `before` is the server's newest lines below it: the span between holds none
     /// ([`SessionCache::none_between`]), and the chunk is stored up to its last line.
     pub async fn store_page(&mut self, lines: &[Line], before: u64, coalesced: bool) -> bool {
-        if !self.io.writing {
+        if !self.io.writing() {
             return false;
         }
         self.opened()
@@ -355,7 +353,7 @@ impl<S: Store> SessionCache<S> {
     /// Whether it did: not when another chunk covers part of the span, or this instance no
     /// longer writes.
     pub async fn none_between(&mut self, from: u64, before: u64) -> bool {
-        if !self.io.writing {
+        if !self.io.writing() {
             return false;
         }
         self.opened().await.none_between(from, before).await
@@ -396,7 +394,7 @@ impl<S: Store> SessionCache<S> {
         if lines.windows(2).any(|w| w[1].seq() <= w[0].seq()) {
             return self.append_all(lines).await; // not an answer's order
         }
-        if !self.io.writing {
+        if !self.io.writing() {
             return;
         }
         let mut opened = self.opened().await;
@@ -407,7 +405,7 @@ impl<S: Store> SessionCache<S> {
 
     /// Appends a run of consecutive lines; `false` once this instance no longer writes.
     async fn append_run(&mut self, run: &[Line]) -> bool {
-        if !self.io.writing {
+        if !self.io.writing() {
             return false;
         }
         self.opened().await.append_run(run, false).await
@@ -457,10 +455,14 @@ impl<S: Store> Io<S> {
         }
     }
 
+    /// Whether this instance writes: the writer, while no write or read has failed.
+    fn writing(&self) -> bool {
+        !self.reader && self.failed.is_none()
+    }
+
     /// Stops writing, with the one warning this instance logs.
     fn stop_writing(&mut self, e: &StoreError) {
-        if self.writing {
-            self.writing = false;
+        if self.writing() {
             self.failed = Some(e.clone());
             log::warn!(
                 "scrollback: the cache of session {:?} stopped writing: {e}",
@@ -471,7 +473,7 @@ impl<S: Store> Io<S> {
 
     /// Writes the touch blob, once per open and only as the writer; whether it was due.
     async fn touch(&mut self) -> bool {
-        if !std::mem::take(&mut self.untouched) || !self.writing {
+        if !std::mem::take(&mut self.untouched) || !self.writing() {
             return false;
         }
         let touch = format!("{}/{TOUCH}", self.dir);
@@ -717,10 +719,7 @@ impl<'a, S: Store> Opened<'a, S> {
         }
         match self.io.store.remove(&self.io.dir).await {
             // Nothing is left whose layout is unknown: a writer that had stopped writes again.
-            Ok(()) => {
-                self.io.writing = true;
-                self.io.failed = None;
-            }
+            Ok(()) => self.io.failed = None,
             Err(e) => self.io.stop_writing(&e),
         }
     }
@@ -752,7 +751,7 @@ impl<'a, S: Store> Opened<'a, S> {
     /// With indexing off, removes the index instead (once per open) and returns `u64::MAX`.
     async fn sync_index(&mut self) -> u64 {
         let io = &mut *self.io;
-        if io.index.is_synced() || io.reader || !io.writing {
+        if io.index.is_synced() || !io.writing() {
             return u64::MAX;
         }
         if !io.indexing {
@@ -986,7 +985,7 @@ impl<S: Store> Io<S> {
         if good < size {
             self.tail = None;
         }
-        if good < size && self.writing {
+        if good < size && self.writing() {
             let result = match good {
                 0 => self.store.remove(&path).await,
                 _ => self.store.truncate(&path, good).await,

@@ -274,9 +274,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         self.update(Change::Cleared, |v| {
             v.transcript.clear();
             match ready {
-                // The newest window follows: what the gap may have resolved is forgotten.
                 true => v.state.clear_pending(),
-                // The session opens again from nothing (a replaced file, a reload).
                 false => v.state = SessionState::new(),
             }
             v.verified &= ready;

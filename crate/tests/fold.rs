@@ -391,6 +391,23 @@ fn a_message_streamed_in_repeated_or_overlapping_deltas_is_one_row() {
 }
 
 #[test]
+fn an_emoji_streamed_in_halves_is_shown_not_lost() {
+    // A reply streamed as JavaScript strings, cut by UTF-16 unit: each half alone is a lone
+    // surrogate escape, read as U+FFFD (a Rust string cannot hold it). Both lines were refused
+    // before, and the emoji's place in the reply was simply gone.
+    let lines: Vec<Line> = (1..)
+        .zip(["Nice ", r"\ud83d", r"\ude00", "!"])
+        .map(|(seq, t)| {
+            let raw = format!(
+                r#"{{"seq":{seq},"ts":1,"event":{{"type":"assistantText","text":"{t}"}}}}"#
+            );
+            Line::parse(&raw).unwrap()
+        })
+        .collect();
+    assert_eq!(texts(&raw_rows(&lines)), ["Nice \u{fffd}\u{fffd}!"]);
+}
+
+#[test]
 fn two_sessions_both_numbered_from_one_never_mix() {
     let a: Vec<Line> = (1..=5).map(|s| delta(s, &format!(" a{s}"))).collect();
     let b: Vec<Line> = (1..=5).map(|s| delta(s, &format!(" b{s}"))).collect();

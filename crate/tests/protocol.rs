@@ -213,6 +213,52 @@ fn malformed_lines_are_clear_errors_not_panics() {
 }
 
 #[test]
+fn a_string_cut_between_the_halves_of_a_surrogate_pair_still_reads() {
+    // JavaScript writers cut strings by UTF-16 unit (a tool output truncated with `slice`, a
+    // reply streamed as JS strings) and `JSON.stringify` escapes the lone half. Such a line is
+    // JSON; it was refused whole, so the server skipped it and the screen lost the row.
+    let cut = r#"{"seq":4,"ts":1,"event":{"type":"toolResult","callId":"c","output":"ok \ud83d","text":"a\ud83d"}}"#;
+    let line = Line::parse(cut).unwrap();
+    assert_eq!(line.raw(), cut, "the cache keeps the bytes as sent");
+    assert_eq!(line.text(), Some("a\u{fffd}"));
+    assert_eq!(line.event()["output"], "ok \u{fffd}");
+    assert_eq!(line.event()["type"], "toolResult");
+    // A low half alone, a pair split across two deltas, and the keys too.
+    for (raw, text) in [
+        (
+            r#"{"seq":5,"ts":1,"event":{"type":"assistantText","text":"\ude00!"}}"#,
+            "\u{fffd}!",
+        ),
+        (
+            r#"{"seq":5,"ts":1,"event":{"type":"assistantText","text":"\ude00\ud83d"}}"#,
+            "\u{fffd}\u{fffd}",
+        ),
+        (
+            r#"{"seq":5,"ts":1,"event":{"type":"assistantText","text":"\ud83d\ude00"}}"#,
+            "\u{1f600}",
+        ),
+        (
+            r#"{"seq":5,"ts":1,"event":{"type":"assistantText","text":"\\ud83d"}}"#,
+            "\\ud83d",
+        ),
+        (
+            r#"{"seq":5,"ts":1,"event":{"type":"assistantText","text":"x","\udfff":1}}"#,
+            "x",
+        ),
+    ] {
+        let line = Line::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
+        assert_eq!(line.text(), Some(text), "{raw}");
+        assert_eq!(line.event()["text"], text, "{raw}");
+        assert_eq!(line.raw(), raw);
+    }
+    // Read as U+FFFD everywhere, equality included: the same line respelled is equal.
+    assert_eq!(Line::parse(&cut.replace(':', ": ")).unwrap(), line);
+    // Other faults in such a line are still named.
+    let no_seq = r#"{"ts":1,"event":{"type":"assistantText","text":"\ud83d"}}"#;
+    assert_eq!(Line::parse(no_seq).unwrap_err(), LineError::BadSeq);
+}
+
+#[test]
 fn floats_come_back_exactly_as_written() {
     let raw = r#"{"seq":30,"ts":1788546972.6030757,"event":{"type":"status","status":"idle"}}"#;
     let line = Line::parse(raw).unwrap();

@@ -107,3 +107,42 @@ async fn a_line_of_a_file_claiming_the_lines_after_it_hides_nothing() {
         "{message}"
     );
 }
+
+/// What a JavaScript writer leaves where it cut a string between the halves of a surrogate
+/// pair: a tool's output truncated by `slice`, a reply streamed as JS strings.
+fn with_lone_surrogates() -> String {
+    [
+        line(1, json!({"type": "userMessage", "text": "smile"})),
+        r#"{"seq":2,"ts":1,"event":{"type":"toolResult","callId":"c","output":"truncated \ud83d"}}"#
+            .to_owned() + "\n",
+        r#"{"seq":3,"ts":1,"event":{"type":"assistantText","messageId":"m","text":"\ud83d"}}"#
+            .to_owned()
+            + "\n",
+        r#"{"seq":4,"ts":1,"event":{"type":"assistantText","messageId":"m","text":"\ude00"}}"#
+            .to_owned()
+            + "\n",
+    ]
+    .concat()
+}
+
+#[tokio::test]
+async fn a_string_cut_between_surrogate_halves_is_served_not_skipped() {
+    let f = Fixture::new().await;
+    let file = with_lone_surrogates();
+    f.write("s", &file);
+    let raw = f.page("s", "").await;
+    assert_eq!(seqs(&raw), [1, 2, 3, 4], "every line served");
+    let sent: Vec<&str> = raw.iter().map(Line::raw).collect();
+    assert_eq!(sent, file.lines().collect::<Vec<_>>(), "byte for byte");
+    assert_eq!(raw[1].event()["output"], "truncated \u{fffd}");
+    // Coalesced too: each half reads as U+FFFD, and two equal texts are no clean append, so
+    // both lines travel as they are (the screen joins them into one row).
+    let folded = f.page("s", "coalesce=true&before=5").await;
+    assert_eq!(folded.iter().map(Line::raw).collect::<Vec<_>>(), sent);
+    let got: Vec<u64> = (f.events("s", "after=0").await.take(4).await.iter())
+        .map(|e| Line::parse(&e.data).unwrap().seq())
+        .collect();
+    assert_eq!(got, [1, 2, 3, 4]);
+    let put = f.http.put(f.url("/sessions/t/transcript")).body(file);
+    assert!(put.send().await.unwrap().status().is_success());
+}

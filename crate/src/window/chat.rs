@@ -4,6 +4,7 @@ use super::lines::{ends_with_newline, is_line_boundary, line_starts, lines_befor
 use super::name::{chat_path, normalize_chat_name, CHAT_EXTENSION};
 use super::signature::{self, State};
 use super::{ChatChunk, ChatEntry, ChatTail, Cursor, PatchOp, WindowError, WriteOptions};
+use crate::protocol::parse_json;
 use crate::store::{segments, Store};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -598,8 +599,7 @@ fn positive(name: &str, n: usize) -> Result<()> {
 
 /// A header must be one line holding a JSON object; a message line must be one line.
 fn validate(header: &str, lines: &[String]) -> Result<()> {
-    if header.contains('\n') || !serde_json::from_str::<Value>(header).is_ok_and(|v| v.is_object())
-    {
+    if header.contains('\n') || !parse_json::<Value>(header).is_ok_and(|v| v.is_object()) {
         return Err(WindowError::InvalidLine(
             "the header must be one line holding a JSON object".into(),
         ));
@@ -615,10 +615,7 @@ fn validate(header: &str, lines: &[String]) -> Result<()> {
 /// Whether two headers say the same (as JSON values; byte equality for a header on disk that
 /// is not JSON).
 fn same_header(on_disk: &str, incoming: &str) -> bool {
-    match (
-        serde_json::from_str::<Value>(on_disk),
-        serde_json::from_str::<Value>(incoming),
-    ) {
+    match (parse_json::<Value>(on_disk), parse_json::<Value>(incoming)) {
         (Ok(a), Ok(b)) => a == b,
         _ => on_disk == incoming,
     }
@@ -626,7 +623,7 @@ fn same_header(on_disk: &str, incoming: &str) -> bool {
 
 /// The chat's identity slug, `chat_metadata.integrity`, as the seed app writes it.
 fn integrity(header: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(header).ok()?;
+    let v: Value = parse_json(header).ok()?;
     v.get("chat_metadata")?
         .get("integrity")?
         .as_str()

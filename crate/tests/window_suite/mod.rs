@@ -35,6 +35,7 @@ macro_rules! window_cases {
             a_start_index_past_the_window_is_refused,
             integrity_mismatch_is_refused_unless_forced_and_force_skips_nothing_else,
             a_changed_header_rewrites_the_file_and_shifts_the_cursor,
+            a_header_cut_between_surrogate_halves_is_a_header,
             a_backup_undoes_the_last_write,
             a_backup_cut_off_is_never_restored,
             writes_to_one_chat_are_serialized,
@@ -729,6 +730,35 @@ pub async fn a_changed_header_rewrites_the_file_and_shifts_the_cursor<S: Store>(
         .await
         .unwrap()
         .is_none());
+}
+
+/// A JavaScript app that cut a string between the halves of a surrogate pair (a title
+/// truncated by `slice`) writes the lone half as an escape: `JSON.stringify` does. Such a
+/// header is JSON, and the chat is saved with it as written.
+pub async fn a_header_cut_between_surrogate_halves_is_a_header<S: Store>(store: S) {
+    let chats = Chats::new(store);
+    let chat = chat_of(&chats, 3).await;
+    let t = chat.tail(5, false).await.unwrap();
+    let cut = HEADER.replace(r#""note":"x""#, r#""note":"cut \ud83d""#);
+    let c = chat
+        .patch(t.cursor, &cut, &append(vec![msg(3)]), opts())
+        .await
+        .unwrap();
+    assert_holds(&chats, &cut, &msgs(0..4)).await;
+    // Its slug is still read: another chat's is refused.
+    let other = cut.replace("4b1d-chat-a", "9999-chat-b");
+    assert!(matches!(
+        chat.patch(c, &other, &append(vec![msg(4)]), opts()).await,
+        Err(WindowError::IntegrityMismatch { .. })
+    ));
+    // The same header respelled is the same: written in place.
+    let respelled = cut.replace(r#"{"user_name""#, r#"{ "user_name""#);
+    let c2 = chat
+        .patch(c, &respelled, &append(vec![msg(4)]), opts())
+        .await
+        .unwrap();
+    assert_holds(&chats, &cut, &msgs(0..5)).await;
+    assert_eq!(c2.offset, c.offset);
 }
 
 pub async fn a_backup_undoes_the_last_write<S: Store>(store: S) {

@@ -1,6 +1,9 @@
 //! One transcript line: `{"seq":42,"ts":1788546972.6030757,"event":{"type":"assistantText","text":" and"}}`.
 
 mod scan;
+mod surrogates;
+
+pub use surrogates::parse_json;
 
 use crate::MAX_SEQ;
 use scan::{Head, Str};
@@ -104,20 +107,17 @@ pub struct Line {
     event: OnceLock<Box<Map<String, Value>>>,
 }
 
-impl Line {
-    /// Parses one line of JSON text (without its newline), keeping the text.
-    ///
-    /// The one definition of a valid line, for every route and both ends: a JSON object with a
-    /// `seq` of 1 or more, a numeric `ts` and an `event` object with a string `type`, holding no
-    /// raw CR or LF (a trailing `\n`, `\r\n` or `\r` is the line's end and is dropped). A CR or
-    /// LF inside JSON strings is escaped by JSON itself; raw ones could only be whitespace, and
-    /// an SSE `data:` field would split there, so they are refused rather than carried by one
-    /// route and not the other. A key given twice means its last value, as in a parsed map.
-    pub fn parse(raw: &str) -> Result<Line, LineError> {
-        let raw = raw.trim_end_matches(['\n', '\r']);
-        if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
-            return Err(LineError::Multiline);
-        }
+/// What [`Line::parse`] reads from a line's text.
+struct Parts {
+    seq: u64,
+    ts: f64,
+    kind: EventKind,
+    event_at: Range<usize>,
+    head: Head,
+}
+
+impl Parts {
+    fn read(raw: &str) -> Result<Parts, LineError> {
         let top = scan::top(raw).map_err(|e| LineError::NotJson(e.to_string()))?;
         let seq = top
             .seq
@@ -133,18 +133,53 @@ impl Line {
         let event = top.event.ok_or(LineError::NoEvent)?.get();
         let start = event.as_ptr() as usize - raw.as_ptr() as usize;
         let event_at = start..start + event.len();
-        let head = scan::head(raw, event_at.clone()).ok_or(LineError::NoEvent)?;
+        let head = scan::head(raw, event_at.clone()).map_err(|e| match e.is_data() {
+            true => LineError::NoEvent,
+            false => LineError::NotJson(e.to_string()),
+        })?;
         let kind = match &head.ty {
             Some(ty) => EventKind::from_type(ty.get(raw)),
             None => return Err(LineError::NoType),
         };
-        Ok(Line {
-            raw: raw.into(),
+        Ok(Parts {
             seq,
             ts,
             kind,
             event_at,
             head,
+        })
+    }
+}
+
+impl Line {
+    /// Parses one line of JSON text (without its newline), keeping the text.
+    ///
+    /// The one definition of a valid line, for every route and both ends: a JSON object with a
+    /// `seq` of 1 or more, a numeric `ts` and an `event` object with a string `type`, holding no
+    /// raw CR or LF (a trailing `\n`, `\r\n` or `\r` is the line's end and is dropped). A CR or
+    /// LF inside JSON strings is escaped by JSON itself; raw ones could only be whitespace, and
+    /// an SSE `data:` field would split there, so they are refused rather than carried by one
+    /// route and not the other. A key given twice means its last value, as in a parsed map.
+    pub fn parse(raw: &str) -> Result<Line, LineError> {
+        let raw = raw.trim_end_matches(['\n', '\r']);
+        if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
+            return Err(LineError::Multiline);
+        }
+        // A lone surrogate half fails only the decoding of its string: read again as U+FFFD.
+        let parts = match Parts::read(raw) {
+            Ok(parts) => parts,
+            Err(e) => match surrogates::replace_lone(raw) {
+                Some(clean) => Parts::read(&clean)?,
+                None => return Err(e),
+            },
+        };
+        Ok(Line {
+            raw: raw.into(),
+            seq: parts.seq,
+            ts: parts.ts,
+            kind: parts.kind,
+            event_at: parts.event_at,
+            head: parts.head,
             event: OnceLock::new(),
         })
     }
@@ -217,7 +252,10 @@ impl Line {
     pub fn event(&self) -> &Map<String, Value> {
         // The parse read this text as an object, so it reads as one again.
         self.event
-            .get_or_init(|| serde_json::from_str(self.event_text()).unwrap_or_default())
+            .get_or_init(|| {
+                // Unlike the head, a field the parse skipped may hold a lone surrogate escape.
+                surrogates::parse_json(self.event_text()).unwrap_or_default()
+            })
             .as_ref()
     }
 

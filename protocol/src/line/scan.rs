@@ -51,14 +51,14 @@ pub(super) fn top(raw: &str) -> Result<Top<'_>, serde_json::Error> {
     Ok(top)
 }
 
-/// Reads the head of an event whose text lies at `at` in `line`; `None` when the event is not
-/// an object. The event was read whole by [`top`], so this cannot fail otherwise.
-pub(super) fn head(line: &str, at: Range<usize>) -> Option<Head> {
+/// Reads the head of an event whose text lies at `at` in `line`. The event was read whole by
+/// [`top`], so this fails only when the event is not an object (a data error) or when one of
+/// its strings does not decode (a lone surrogate escape, a syntax error).
+pub(super) fn head(line: &str, at: Range<usize>) -> Result<Head, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(&line[at]);
     de.deserialize_map(HeadVisitor {
         base: line.as_ptr() as usize,
     })
-    .ok()
 }
 
 /// Where `part` (a slice of the line starting at address `base`) lies in it.

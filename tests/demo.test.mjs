@@ -438,6 +438,46 @@ test('Reload: the cached size goes to zero, then the screen reopens cold at the 
   assert.deepEqual(w.errors(), []);
 });
 
+test('Reload while a reply streams and the reader follows it: the screen comes back at the newest rows and keeps following', async (t) => {
+  const w = await world(t, { args: ['--pace-ms', '80'] });
+  const { page } = w;
+  await w.goto('fix-build');
+  await live(page);
+  const asked = 'Keep talking while I reload.';
+  await page.fill('#message', asked);
+  await page.press('#message', 'Enter');
+  const file = () => w.server.lines('fix-build');
+  await until(async () => (await file()).some((l) => l.event.text === asked), 'the message was posted');
+  const userSeq = (await file()).find((l) => l.event.type === 'userMessage' && l.event.text === asked).seq;
+  const replyWords = () => page.evaluate((seq) => {
+    const row = [...document.querySelectorAll('#rows > li.assistant')].find((li) => Number(li.dataset.seq) > seq);
+    return row ? row.querySelector('.text').textContent.split(' ').length : 0;
+  }, userSeq);
+  await page.waitForFunction((seq) => [...document.querySelectorAll('#rows > li.assistant')]
+    .some((li) => Number(li.dataset.seq) > seq && li.querySelector('.text').textContent.split(' ').length > 5), userSeq, WAIT);
+  const atBottom = () => page.evaluate(() => {
+    const box = document.getElementById('transcript');
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  });
+  assert.ok(await atBottom(), 'following the reply before the reload');
+  // The reload's cold window is held while the reply grows by more than a screen.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await w.context.route((url) => url.pathname === '/sessions/fix-build/transcript', async (route) => { await held; await route.continue(); });
+  const deltas = async () => (await file()).filter((l) => l.seq > userSeq && l.event.type === 'assistantText').length;
+  const before = await deltas();
+  await page.click('#open-settings');
+  await page.click('#reload');
+  await until(async () => (await deltas()) >= before + 40, 'the reply grew by 40 deltas during the reload');
+  release();
+  await page.waitForFunction(() => window.scrollbackDemo.view()?.state.live, null, WAIT);
+  // The reply grows on after the reload: the screen follows it, as it did before.
+  const after = await replyWords();
+  await until(async () => (await replyWords()) >= after + 10, 'the reply grew by ten words after the reload');
+  assert.ok(await atBottom(), 'still following the reply after the reload');
+  assert.deepEqual(w.errors(), []);
+});
+
 test('a server that is down: the cached rows stay, the banner says so, the stream resumes when it is back', async (t) => {
   const w = await world(t);
   const { page } = w;

@@ -577,7 +577,9 @@ async function showSettings() {
 async function reload() {
   if (!view) return;
   ui.settings.close();
-  const anchor = topVisibleSeq();
+  // A reader at the newest rows (following a reply) comes back to the newest rows, which may
+  // have grown meanwhile; one scrolled back comes back to the row at the top.
+  const anchor = atBottomNow() ? null : topVisibleSeq();
   const reloaded = view;
   reloading = true;
   rendered.clear(); ui.rows.replaceChildren();

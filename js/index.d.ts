@@ -95,7 +95,10 @@ export interface OpenSessionOptions {
    * when rows changed. An error it throws is reported (`reportError`) and stops nothing else.
    */
   onChange?: (state: SessionState, change: SessionChange) => void;
-  /** A seq saved at the reader's position: history is loaded back to it. */
+  /**
+   * A seq saved at the reader's position: history is loaded back to it, after `openSession`
+   * has resolved (the rows that reach it arrive through `onChange`).
+   */
   anchor?: number;
 }
 
@@ -368,11 +371,20 @@ export declare class SessionView {
   readonly id: string;
   /** The newest state. */
   readonly state: SessionState;
-  /** Loads one page of older history; resolves to false when there is no more. */
+  /**
+   * Loads one page of older history (from the cache when it holds it) into `state.rows`;
+   * resolves to whether more history remains (`state.moreHistory`): `false` once the page just
+   * loaded reached the session's first line, or when there was nothing older to load.
+   */
   loadOlder(): Promise<boolean>;
   /** Bytes cached for this session. */
   cachedSize(): Promise<number>;
-  /** Purges this session's cache and reopens it cold, restoring the reader at `anchor`. */
+  /**
+   * Purges this session's cache and reopens it cold at `anchor` (the newest rows without one).
+   * Resolves once the cache is purged and the reopen has begun, not when its rows are in:
+   * they arrive through `onChange` (until then `state.ready` is false), and history is then
+   * loaded back to `anchor`.
+   */
   reload(anchor?: number): Promise<void>;
   /** Stops following the session. */
   close(): void;
@@ -386,10 +398,10 @@ export interface SearchOptions {
   sessions?: string[];
 }
 
-/** A piece of a search hit's snippet; `hit` pieces are the matched words. */
 /**
- * A piece of a snippet. `text` is the transcript's own text, plain: show it as text (a text
- * node, `textContent`), never as HTML, since a transcript may hold markup (`<img onerror>`).
+ * A piece of a search hit's snippet. `text` is the transcript's own text, plain: show it as
+ * text (a text node, `textContent`), never as HTML, since a transcript may hold markup
+ * (`<img onerror>`).
  */
 export interface SnippetPiece {
   text: string;
@@ -639,7 +651,10 @@ export interface ChatError extends Error {
 /**
  * The app's chats (`chats/<name>.jsonl`), each a header line and one message a line, read and
  * written as a window. Names are normalized by one rule (trimmed, without `.jsonl`), and a chat
- * stored under an older spelling is still found. Rejections are {@link ChatError}s.
+ * stored under an older spelling is still found. A refused operation rejects with a
+ * {@link ChatError}; an argument of the wrong type (a name or header that is not a string), or a
+ * handle made with bad options, with a `TypeError`; a call after `close()` with a plain `Error`
+ * (see {@link ScrollbackError}).
  */
 export declare class Chats {
   private constructor();

@@ -459,7 +459,8 @@ export class Scrollback {
    */
   async search(query, options) {
     if (typeof query !== 'string') throw new TypeError('search needs a query (a string)');
-    const { limit = 20, sessions } = optional(options, 'search\'s options');
+    const what = 'search\'s options';
+    const { limit = 20, sessions } = known(optional(options, what), ['limit', 'sessions'], what);
     if (!Number.isInteger(limit) || limit < 0) throw new TypeError('limit must be a whole number, 0 or more');
     if (sessions !== undefined && !(Array.isArray(sessions) && sessions.every((s) => typeof s === 'string'))) {
       throw new TypeError('sessions must be an array of session ids');

@@ -96,6 +96,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.openMisspelt = await caught(() => sb.openSession('fix-build', { onchange() {} }));
     r.searchOptions = await caught(() => sb.search('build', 'abc'));
     r.searchLimit = await caught(() => sb.search('build', { limit: -1 }));
+    r.searchMisspelt = await caught(() => sb.search('build', { limt: 2 }));
 
     const chats = sb.chats();
     r.header = await caught(() => chats.replace('notes', 42, []));
@@ -149,6 +150,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.openMisspelt, /^openSession's options has no "onchange": it takes onChange, anchor$/, 'a misspelt openSession option');
   typeError(r.searchOptions, /options must be an object/, 'search options that are a string');
   typeError(r.searchLimit, /limit must be a whole number, 0 or more/, 'a negative limit');
+  typeError(r.searchMisspelt, /^search's options has no "limt": it takes limit, sessions$/, 'a misspelt search option');
   typeError(r.header, /header must be a string/, 'a chat header that is not a string');
   const invalid = (e, pattern, what) => {
     assert.deepEqual([e?.name, e?.kind], ['ChatError', 'invalidArgument'], `${what}: ${JSON.stringify(e)}`);

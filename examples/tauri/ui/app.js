@@ -11,7 +11,7 @@ const $ = (id) => document.getElementById(id);
 // which take its arguments by name (its patch is the Rust `PatchOp` as it is).
 const commands = {
   patch: (name, cursor, header, op, options) => invoke('chat_patch', { name, cursor, header, op, options }),
-  replace: (name, header, lines) => invoke('chat_replace', { name, header, lines }),
+  replace: (name, header, lines, options) => invoke('chat_replace', { name, header, lines, options }),
 };
 
 const NOTES = 'notes';

@@ -297,9 +297,10 @@ export interface SessionState {
   live: boolean;
   /**
    * Why the session stopped, when retrying cannot help: `gone` (the server has no such session;
-   * its cache was purged), `unauthorized` (401/403: the token is missing or wrong), `refused`
-   * (another 4xx). Nothing more is asked until `reload()`. Network errors and 5xx are retried
-   * with backoff instead, and show in `banner`.
+   * its cache was purged), `unauthorized` (the server's own 401/403: the token is missing or
+   * wrong), `refused` (another 4xx from the server). Nothing more is asked until `reload()`.
+   * Network errors, 5xx and a proxy's or a portal's pages are retried with backoff instead, and
+   * show in `banner`.
    */
   error: SessionError | null;
   /**

@@ -143,8 +143,7 @@ pub fn parse_catch_up(body: &str) -> Result<CatchUpAnswer, LineError> {
         #[serde(borrow)]
         lines: Vec<&'a serde_json::value::RawValue>,
     }
-    let parsed: Body<'_> =
-        serde_json::from_str(body).map_err(|e| LineError::NotJson(e.to_string()))?;
+    let parsed: Body<'_> = serde_json::from_str(body).map_err(|e| LineError::not_json(&e))?;
     Ok(CatchUpAnswer {
         state: parsed.state,
         summary: parsed.summary,

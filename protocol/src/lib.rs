@@ -18,7 +18,9 @@ pub use events::{
     events_at, events_query, keep_alive_data, silence_limit_ms, KEEP_ALIVE_BOUNDS_MS,
     KEEP_ALIVE_EVENT, KEEP_ALIVE_MS, SILENT_INTERVALS,
 };
-pub use line::{page_json, parse_json, parse_page, EventKind, Line, LineError};
+pub use line::{
+    page_json, parse_json, parse_page, shortened, EventKind, Line, LineError, MESSAGE_CHARS,
+};
 pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,
 };

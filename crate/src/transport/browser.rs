@@ -7,7 +7,7 @@
 //! reconnects on the protocol's schedule with its newest cursor in `?after=N`.
 
 use super::{
-    parse_catch_up_body, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
+    answer_body, parse_catch_up_for, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
     EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
@@ -229,7 +229,7 @@ impl BrowserTransport {
                 retry_after.as_deref(),
             ));
         }
-        Ok(text)
+        answer_body(response.headers().get("Content-Type").as_deref(), text)
     }
 
     /// Why the browser refused an event stream: `EventSource` hides the status, so the same URL
@@ -305,12 +305,16 @@ impl Transport for BrowserTransport {
             self.url(&["sessions", id, "catchup"])?,
             query.to_query_string()
         );
-        if let Some(answer) = self.early(&url).await.map(|b| parse_catch_up_body(&b)) {
+        if let Some(answer) = self
+            .early(&url)
+            .await
+            .map(|b| parse_catch_up_for(id, query, &b))
+        {
             if answer.is_ok() {
                 return answer;
             }
         }
-        parse_catch_up_body(&self.send(Request::get(&url), None).await?)
+        parse_catch_up_for(id, query, &self.send(Request::get(&url), None).await?)
     }
 
     async fn delete(&self, id: &str) -> TransportResult<()> {

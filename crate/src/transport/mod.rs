@@ -21,8 +21,8 @@ pub use browser::{BrowserStream, BrowserTransport, WireCounters};
 pub use native::{HttpStream, HttpTransport};
 
 use crate::protocol::{
-    parse_catch_up, CatchUpAnswer, CatchUpQuery, Line, LineError, SessionSummary, TranscriptQuery,
-    MAX_SEQ, UNKNOWN_SESSION,
+    parse_catch_up, shortened, CatchUpAnswer, CatchUpQuery, CatchUpState, Line, LineError,
+    SessionSummary, TranscriptQuery, MAX_SEQ, UNKNOWN_SESSION,
 };
 
 /// What a request to the server can fail with. Each variant's message says what happened in
@@ -129,7 +129,8 @@ pub enum Retry {
     /// The server itself said the session does not exist (its 404 with the code
     /// [`UNKNOWN_SESSION`]): the session is gone. Purge it and stop.
     Gone,
-    /// 401 or 403: the token is missing or wrong. Stop until the app does something.
+    /// 401 or 403 from the server itself (its JSON error): the token is missing or wrong. Stop
+    /// until the app does something.
     Unauthorized,
     /// Any other 4xx from the server (or an id that cannot be sent): the same request will be
     /// refused again. Stop, showing the server's message.
@@ -157,7 +158,10 @@ impl Retry {
                 session_unknown,
                 ..
             } => match status {
-                401 | 403 => Retry::Unauthorized,
+                // The token, as the server judged it. A 401 or 403 page that is not the
+                // server's JSON (a firewall's challenge, a proxy's or a portal's login) judged
+                // the path to the server, not the token: retried, as a proxy's other pages are.
+                401 | 403 if *from_server => Retry::Unauthorized,
                 404 if *session_unknown => Retry::Gone,
                 // Any other 404, even a JSON one (a gateway's, a framework's while the server is
                 // being deployed), says nothing about the session: a cache is never purged for it.
@@ -297,10 +301,40 @@ pub fn parse_page_for(query: &TranscriptQuery, body: &str) -> TransportResult<Pa
     })
 }
 
-/// Parses a catch-up body.
-pub fn parse_catch_up_body(body: &str) -> TransportResult<CatchUp> {
+/// Parses a catch-up body for session `id` asked with `query`, and checks that it answers it:
+/// the summary is `id`'s, seqs rise, and unless the server found no line at the cursor
+/// (`ahead`) the first line is the cursor's. An answer that does not (a proxy's answer for
+/// another session or another cursor, lines out of order) is [`TransportError::BadResponse`],
+/// retried as such: a tail that differs from the cache's in such an answer says nothing about
+/// the file, and must not purge the cache as a replaced file does.
+pub fn parse_catch_up_for(id: &str, query: &CatchUpQuery, body: &str) -> TransportResult<CatchUp> {
+    let answer = parse_catch_up(body)?;
+    let refuse = |what: String| {
+        Err(TransportError::BadResponse(format!(
+            "a catch-up asked for session {:?} at `{}` {what}",
+            shortened(id),
+            query.to_query_string()
+        )))
+    };
+    if answer.summary.id != id {
+        return refuse(format!("is session {:?}'s", shortened(&answer.summary.id)));
+    }
+    if let Some(pair) = answer.lines.windows(2).find(|w| w[1].seq() <= w[0].seq()) {
+        return refuse(format!(
+            "holds seq {} after seq {}",
+            pair[1].seq(),
+            pair[0].seq()
+        ));
+    }
+    let first = answer.lines.first().map(Line::seq);
+    if answer.state != CatchUpState::Ahead && first != Some(query.cursor) {
+        return refuse(match first {
+            Some(seq) => format!("starts at seq {seq}, not at the cursor's line"),
+            None => "holds no line, not even the cursor's".into(),
+        });
+    }
     Ok(CatchUp {
-        answer: parse_catch_up(body)?,
+        answer,
         bytes: body.len() as u64,
     })
 }
@@ -388,7 +422,7 @@ pub trait Transport {
     /// [`crate::protocol::parse_page`].
     async fn transcript(&self, id: &str, query: &TranscriptQuery) -> TransportResult<Page>;
     /// `GET /sessions/{id}/catchup?cursor=N&limit=W`: the reopen's check and catch-up in one
-    /// answer, with the session's summary (parsed with [`parse_catch_up_body`]).
+    /// answer, with the session's summary (parsed with [`parse_catch_up_for`]).
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp>;
     /// `DELETE /sessions/{id}`.
     async fn delete(&self, id: &str) -> TransportResult<()>;
@@ -411,6 +445,24 @@ pub trait Transport {
     }
 }
 
+/// A 2xx answer's body, or the error for an HTML page (`content_type` `text/html`): no route
+/// of the protocol answers with one, so it is a captive portal's or a proxy's page (a login, a
+/// challenge) standing in for the server's answer, said by its title and retried. Without this
+/// a portal's 200 reads as a bad line, and a message posted through one as sent.
+pub fn answer_body(content_type: Option<&str>, body: String) -> TransportResult<String> {
+    let html = content_type.is_some_and(|t| {
+        let t = t.trim_start();
+        t.len() >= 9 && t[..9].eq_ignore_ascii_case("text/html")
+    });
+    match html {
+        true => Err(TransportError::BadResponse(format!(
+            "an HTML page answered, not the server (a network login or a proxy?): {}",
+            error_message(&body)
+        ))),
+        false => Ok(body),
+    }
+}
+
 /// The `{"error": "..."}` text of a body the server itself wrote, if it is one.
 fn server_error(body: &str) -> Option<ErrorBody> {
     serde_json::from_str(body).ok()
@@ -427,23 +479,14 @@ struct ErrorBody {
 /// The `{"error": "..."}` text of an error body, or the body itself shortened: an HTML page's
 /// (a proxy's, a gateway's) as its title, or its text without the tags, not its markup.
 pub fn error_message(body: &str) -> String {
-    match server_error(body) {
+    let text = match server_error(body) {
         Some(e) => e.error,
-        None => {
-            let page;
-            let body = match body.trim_start().starts_with('<') {
-                true => {
-                    page = html_text(body);
-                    page.as_str()
-                }
-                false => body.trim(),
-            };
-            match body.char_indices().nth(200) {
-                Some((cut, _)) => format!("{}…", &body[..cut]),
-                None if body.is_empty() => "(no explanation)".into(),
-                None => body.to_string(),
-            }
-        }
+        None if body.trim_start().starts_with('<') => html_text(body),
+        None => body.trim().to_string(),
+    };
+    match text.is_empty() {
+        true => "(no explanation)".into(),
+        false => shortened(&text),
     }
 }
 
@@ -489,8 +532,8 @@ fn html_text(page: &str) -> String {
 /// The session list's body, parsed. A `seq` past [`MAX_SEQ`] (no line can carry it, and JS
 /// could not hold it exactly) makes the list a bad response, as any other malformed entry does.
 pub fn parse_sessions(body: &str) -> TransportResult<Vec<SessionSummary>> {
-    let list: Vec<SessionSummary> =
-        serde_json::from_str(body).map_err(|e| TransportError::BadResponse(e.to_string()))?;
+    let list: Vec<SessionSummary> = serde_json::from_str(body)
+        .map_err(|e| TransportError::BadResponse(shortened(&e.to_string())))?;
     if let Some(s) = list.iter().find(|s| s.seq > MAX_SEQ) {
         return Err(TransportError::BadResponse(format!(
             "session {:?} has seq {}, past the highest a line can carry",
@@ -526,6 +569,9 @@ mod tests {
         let long = "x".repeat(500);
         let short = error_message(&long);
         assert!(short.chars().count() == 201 && short.ends_with('…'));
+        // The server's own words are bounded too: a proxy may wrap megabytes as `error`.
+        let wrapped = error_message(&format!(r#"{{"error":"{long}"}}"#));
+        assert!(wrapped.chars().count() == 201 && wrapped.ends_with('…'));
         let e = TransportError::from_answer(404, GONE, None);
         assert_eq!(e.to_string(), "server answered 404: unknown session");
         assert!(e.is_client_error());
@@ -571,6 +617,57 @@ mod tests {
     }
 
     #[test]
+    fn a_catch_up_must_answer_what_was_asked() {
+        let line = |seq: u64| {
+            format!(r#"{{"seq":{seq},"ts":1.0,"event":{{"type":"status","status":"idle"}}}}"#)
+        };
+        let body = |id: &str, state: &str, seqs: &[u64]| {
+            let lines: Vec<String> = seqs.iter().map(|s| line(*s)).collect();
+            format!(
+                r#"{{"state":"{state}","summary":{{"id":"{id}","title":"","status":"idle","model":"","permissionMode":"","seq":9}},"lines":[{}]}}"#,
+                lines.join(",")
+            )
+        };
+        let query = CatchUpQuery::new(5, 80);
+        let check = |b: String| parse_catch_up_for("a", &query, &b);
+        assert_eq!(
+            check(body("a", "caughtUp", &[5, 6, 9]))
+                .unwrap()
+                .answer
+                .lines
+                .len(),
+            3
+        );
+        assert!(check(body("a", "behind", &[5, 8, 9])).is_ok());
+        assert!(
+            check(body("a", "ahead", &[2, 3])).is_ok(),
+            "no line at the cursor"
+        );
+        for (bad, why) in [
+            (body("b", "caughtUp", &[5, 6]), "session \"b\"'s"),
+            (body("a", "caughtUp", &[5, 7, 6]), "seq 6 after seq 7"),
+            (body("a", "caughtUp", &[5, 5]), "seq 5 after seq 5"),
+            (body("a", "caughtUp", &[6, 7]), "starts at seq 6"),
+            (body("a", "behind", &[]), "holds no line"),
+        ] {
+            match check(bad) {
+                Err(e @ TransportError::BadResponse(_)) => {
+                    assert!(e.to_string().contains(why), "{e}");
+                    assert_eq!(Retry::classify(&e), Retry::After(0), "retried");
+                }
+                other => panic!("{why}: {other:?}"),
+            }
+        }
+        // A body of the wrong shape quoting a huge string: a short message.
+        let huge = format!(
+            r#"{{"state":"caughtUp","lines":"{}"}}"#,
+            "y".repeat(1 << 20)
+        );
+        let e = check(huge).unwrap_err().to_string();
+        assert!(e.chars().count() < 300, "{} characters", e.chars().count());
+    }
+
+    #[test]
     fn the_retry_rule_stops_on_what_a_retry_cannot_fix_and_backs_off_on_the_rest() {
         let json = |status| TransportError::from_answer(status, r#"{"error":"x"}"#, None);
         let page = |status| TransportError::from_answer(status, "<html>not found</html>", None);
@@ -587,7 +684,14 @@ mod tests {
             "a gateway's JSON 404 does not name the session unknown"
         );
         assert_eq!(Retry::classify(&json(401)), Retry::Unauthorized);
-        assert_eq!(Retry::classify(&page(403)), Retry::Unauthorized);
+        assert_eq!(Retry::classify(&json(403)), Retry::Unauthorized);
+        for status in [401, 403] {
+            assert_eq!(
+                Retry::classify(&page(status)),
+                Retry::After(0),
+                "a firewall's or a proxy's {status} page"
+            );
+        }
         assert_eq!(Retry::classify(&json(400)), Retry::Refused);
         assert_eq!(Retry::classify(&json(408)), Retry::After(0));
         assert_eq!(Retry::classify(&json(429)), Retry::After(0));

@@ -2,7 +2,7 @@
 //! for the clock. Used by the `scrollback` CLI and the integration tests.
 
 use super::{
-    parse_catch_up_body, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
+    answer_body, parse_catch_up_for, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
     EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
@@ -119,7 +119,9 @@ impl HttpTransport {
 
     async fn body(&self, request: RequestBuilder) -> TransportResult<String> {
         let response = self.send(request.timeout(REQUEST_TIMEOUT)).await?;
-        response.text().await.map_err(network)
+        let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
+        let body = response.text().await.map_err(network)?;
+        answer_body(content_type.as_ref().and_then(|t| t.to_str().ok()), body)
     }
 }
 
@@ -157,7 +159,7 @@ impl Transport for HttpTransport {
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
         let mut url = self.url(&["sessions", id, "catchup"])?;
         url.set_query(Some(&query.to_query_string()));
-        parse_catch_up_body(&self.body(self.client.get(url)).await?)
+        parse_catch_up_for(id, query, &self.body(self.client.get(url)).await?)
     }
 
     async fn delete(&self, id: &str) -> TransportResult<()> {

@@ -36,6 +36,27 @@ pub enum LineError {
     Multiline,
 }
 
+impl LineError {
+    /// The error for text `serde_json` could not read, its message [`shortened`]: a parser's
+    /// message may quote a whole string of the input (`invalid type: string "..."`), and an
+    /// answer from a proxy may hold a string of hundreds of megabytes.
+    pub fn not_json(e: &serde_json::Error) -> LineError {
+        LineError::NotJson(shortened(&e.to_string()))
+    }
+}
+
+/// The longest message, in characters, that an error built from what came over the network
+/// keeps: enough to say what was wrong, never the bulk of an answer.
+pub const MESSAGE_CHARS: usize = 200;
+
+/// `text` cut to [`MESSAGE_CHARS`] characters, with `…` where it was cut.
+pub fn shortened(text: &str) -> String {
+    match text.char_indices().nth(MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
 /// The event types the protocol names. Anything else is [`EventKind::Unknown`]: kept, shown as
 /// unknown, and written back byte-for-byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,7 +139,7 @@ struct Parts {
 
 impl Parts {
     fn read(raw: &str) -> Result<Parts, LineError> {
-        let top = scan::top(raw).map_err(|e| LineError::NotJson(e.to_string()))?;
+        let top = scan::top(raw).map_err(|e| LineError::not_json(&e))?;
         let seq = top
             .seq
             .as_ref()
@@ -135,7 +156,7 @@ impl Parts {
         let event_at = start..start + event.len();
         let head = scan::head(raw, event_at.clone()).map_err(|e| match e.is_data() {
             true => LineError::NoEvent,
-            false => LineError::NotJson(e.to_string()),
+            false => LineError::not_json(&e),
         })?;
         let kind = match &head.ty {
             Some(ty) => EventKind::from_type(ty.get(raw)),
@@ -315,7 +336,7 @@ impl PartialEq for Line {
 /// exact text.
 pub fn parse_page(body: &str) -> Result<Vec<Line>, LineError> {
     let elements: Vec<&serde_json::value::RawValue> =
-        serde_json::from_str(body).map_err(|e| LineError::NotJson(e.to_string()))?;
+        serde_json::from_str(body).map_err(|e| LineError::not_json(&e))?;
     elements.into_iter().map(|e| Line::parse(e.get())).collect()
 }
 

@@ -4,9 +4,10 @@
 //! error page would.
 //!
 //! The one rule ([`scrollback::transport::Backoff`]): the server's own 404 means the session is
-//! gone (purged, stopped); 401/403 stop as an authentication error; other 4xx from the server
-//! stop with its message; 408/429 retry honouring `Retry-After`; network errors, 5xx and a
-//! proxy's page retry with exponential backoff and jitter, capped. The transport's clock is
+//! gone (purged, stopped); its 401/403 stop as an authentication error; other 4xx from the
+//! server stop with its message; 408/429 retry honouring `Retry-After`; network errors, 5xx, a
+//! proxy's page (a 401/403 one too), a portal's HTML page and an answer to another question
+//! retry with exponential backoff and jitter, capped. The transport's clock is
 //! recorded (and shortened), so the delays the engine asked for are checked exactly, with no
 //! timing.
 
@@ -66,6 +67,9 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
         let mut answer = Response::builder().status(c.status);
         if let Some(after) = c.retry_after {
             answer = answer.header("retry-after", after);
+        }
+        if c.body.starts_with('<') {
+            answer = answer.header("content-type", "text/html; charset=utf-8");
         }
         // A 200 on the stream's route is an event stream: its body as scripted, or, for
         // `SILENT`, nothing at all, never ending (a proxy that buffers the stream).
@@ -543,6 +547,108 @@ fn an_older_page_that_does_not_answer_what_was_asked_is_an_error_to_retry_not_th
         // Asked again, the server's own page comes.
         assert!(opened.session.older().await.unwrap());
         assert!(opened.session.view().oldest.unwrap() < oldest);
+        opened.close().await;
+    });
+}
+
+#[test]
+fn a_firewalls_or_a_proxys_401_or_403_page_is_retried_not_taken_for_a_wrong_token() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        env.script(&[
+            Canned::new(
+                "/transcript",
+                403,
+                "<html><head><title>Just a moment...</title></head><body>checking</body></html>",
+            ),
+            Canned::new(
+                "/transcript",
+                401,
+                "<html><title>Proxy login</title></html>",
+            ),
+        ]);
+        let opened = open(&client, "welcome");
+        let banners = banners(&opened);
+        opened.wait("live", |v| v.live).await;
+        assert_eq!(opened.session.view().error, None, "not stopped");
+        assert_eq!(env.sleeps().len(), 2, "each page retried once");
+        let said = banners.borrow().join(" | ");
+        assert!(
+            said.contains("Just a moment...") && said.contains("Proxy login"),
+            "the banner says what answered: {said}"
+        );
+        opened.close().await;
+    });
+}
+
+#[test]
+fn a_catch_up_answered_for_another_session_is_retried_and_purges_nothing() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let warm = open(&client, "welcome");
+        warm.wait("live", |v| v.live).await;
+        let (cursor, rows) = {
+            let v = warm.session.view();
+            (v.cursor, v.transcript.rows().clone())
+        };
+        warm.close().await;
+        // What a proxy keying its cache without the path would answer: another session's
+        // catch-up from the same cursor.
+        let other = reqwest::get(format!(
+            "{}/sessions/fix-build/catchup?cursor={cursor}",
+            env.base.server.url()
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+        env.script(&[Canned::new(
+            "/catchup",
+            200,
+            Box::leak(other.into_boxed_str()),
+        )]);
+        let again = open(&client, "welcome");
+        let banners = banners(&again);
+        again.wait("live", |v| v.live).await;
+        let view = again.session.view();
+        assert_eq!(
+            (view.counters.probes_failed, view.counters.probes_passed),
+            (0, 1),
+            "the wrong answer was no check: the cache was kept, not purged"
+        );
+        assert_eq!(env.sleeps().len(), 1, "retried once");
+        assert_eq!(view.transcript.rows(), &rows, "the same rows");
+        let said = banners.borrow().join(" | ");
+        assert!(said.contains("\"fix-build\""), "{said}");
+        again.close().await;
+    });
+}
+
+#[test]
+fn a_captive_portals_page_is_said_by_its_title_and_retried() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let portal = "<html><head><title>Hotel WiFi - Please log in</title></head><body><form></form></body></html>";
+        env.script(&[Canned::new("/transcript", 200, portal)]);
+        let opened = open(&client, "welcome");
+        let banners = banners(&opened);
+        opened.wait("live", |v| v.live).await;
+        assert_eq!(env.sleeps().len(), 1, "retried once");
+        let said = banners.borrow().join(" | ");
+        assert!(
+            said.contains("an HTML page answered") && said.contains("Hotel WiFi - Please log in"),
+            "{said}"
+        );
+        // A message posted through the portal was not sent, and says so.
+        env.script(&[Canned::new("/messages", 200, portal)]);
+        use scrollback::transport::Transport;
+        let posted = client.transport().post_message("welcome", "hello").await;
+        let e = posted.unwrap_err();
+        assert!(e.to_string().contains("Hotel WiFi"), "{e}");
         opened.close().await;
     });
 }

@@ -55,7 +55,14 @@ pub struct Config {
     /// is reconnected through its catch-up like any stream that went silent. `None`: not timed
     /// until the server names an interval (a server that sends no keep-alive).
     pub first_frame_ms: Option<u32>,
+    /// How long the check or the opening window may go unanswered before the banner says the
+    /// server has not answered yet ([`SLOW_ANSWER_MS`]): a stalled connection or a very slow
+    /// network is otherwise silent until the request's timeout, a minute.
+    pub slow_answer_ms: u32,
 }
+
+/// [`Config::slow_answer_ms`]'s default: 5 s.
+pub const SLOW_ANSWER_MS: u32 = 5_000;
 
 impl Default for Config {
     fn default() -> Self {
@@ -68,6 +75,7 @@ impl Default for Config {
             budget_bytes: CACHE_BUDGET_BYTES,
             search: true,
             first_frame_ms: Some(KEEP_ALIVE_MS * SILENT_INTERVALS),
+            slow_answer_ms: SLOW_ANSWER_MS,
         }
     }
 }

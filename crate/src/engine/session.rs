@@ -529,6 +529,29 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         outcome
     }
 
+    /// `request` (the check or the opening window), the banner saying so while it has gone
+    /// unanswered for [`Config::slow_answer_ms`] or more: waited as a silence
+    /// (`Transport::silence`), never shortened by a retry clock.
+    async fn noting_slow<F: Future>(&self, request: F) -> F::Output {
+        let slow = self.transport.silence(self.config.slow_answer_ms);
+        match select(pin!(request), pin!(slow)).await {
+            Either::Left((answer, _)) => answer,
+            Either::Right((_, request)) => {
+                let secs = self.config.slow_answer_ms.div_ceil(1000);
+                let said = match self.view.borrow().ready {
+                    true => format!("The server has not answered for {secs} s: showing what is cached, still waiting"),
+                    false => format!("The server has not answered for {secs} s: still waiting"),
+                };
+                self.set_banner(Some(said.clone()));
+                let answer = request.await;
+                if self.view.borrow().banner.as_ref() == Some(&said) {
+                    self.set_banner(None);
+                }
+                answer
+            }
+        }
+    }
+
     /// The banner for a check or opening fetch that failed: when the server cannot be reached,
     /// it says so, and whether what is shown is the cache's or nothing can be (a session never
     /// cached here needs the network).
@@ -681,7 +704,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 Some(request) => request,
                 None => self.transport.catch_up(&self.id, &query).boxed_local(),
             };
-            let answer = self.unless_asked(inbox, request).await?;
+            let answer = self.unless_asked(inbox, self.noting_slow(request)).await?;
             match answer {
                 Ok(answer) => break answer,
                 Err(e) => {
@@ -732,9 +755,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         query: &TranscriptQuery,
     ) -> Result<Page, Command> {
         loop {
-            let answer = self
-                .unless_asked(inbox, self.transport.transcript(&self.id, query))
-                .await?;
+            let request = self.transport.transcript(&self.id, query);
+            let answer = self.unless_asked(inbox, self.noting_slow(request)).await?;
             match answer {
                 Ok(page) => {
                     self.count_request(page.bytes);

@@ -113,9 +113,11 @@ impl BrowserTransport {
         *self.early.borrow_mut() = Some(Early { url, answer, since });
     }
 
-    /// The early request's body, if `url` is the one it asked and it was answered with a 2xx
-    /// in time; `None` sends the request (so every error is classified by [`Self::send`]).
-    async fn early(&self, url: &str) -> Option<String> {
+    /// The early request's body, if `url` is the one it asked and it was answered with a 2xx;
+    /// `None` sends the request (so every error is classified by [`Self::send`]). An early
+    /// request left unanswered for a request's timeout is that timeout: the request is not
+    /// made again at once, to wait as long again (the retry schedule asks again).
+    async fn early(&self, url: &str) -> Option<TransportResult<String>> {
         let session = |u: &str| u.split('?').next().map(str::to_owned);
         let early = {
             let mut slot = self.early.borrow_mut();
@@ -127,11 +129,20 @@ impl BrowserTransport {
         if early.url != url || js_sys::Date::now() - early.since > EARLY_FOR_MS {
             return None;
         }
-        let wait = gloo_timers::future::TimeoutFuture::new(REQUEST_TIMEOUT_MS);
+        // One deadline from when the request was made, as a request of its own has.
+        let waited = (js_sys::Date::now() - early.since).max(0.0) as u32;
+        let wait =
+            gloo_timers::future::TimeoutFuture::new(REQUEST_TIMEOUT_MS.saturating_sub(waited));
         let answer = wasm_bindgen_futures::JsFuture::from(early.answer);
         let answer = match futures::future::select(answer, wait).await {
             futures::future::Either::Left((Ok(answer), _)) => answer,
-            _ => return None,
+            futures::future::Either::Left((Err(_), _)) => return None,
+            futures::future::Either::Right(_) => {
+                return Some(Err(TransportError::Network(format!(
+                    "{url}: no answer in {} s",
+                    REQUEST_TIMEOUT_MS / 1000
+                ))))
+            }
         };
         let field = |name: &str| js_sys::Reflect::get(&answer, &name.into()).ok();
         let status = field("status")?.as_f64()?;
@@ -141,7 +152,7 @@ impl BrowserTransport {
         }
         let body = String::from_utf8(js_sys::Uint8Array::new(&body).to_vec()).ok()?;
         self.count(0, body.len() as u64);
-        Some(body)
+        Some(Ok(body))
     }
 
     /// The server's address, without a trailing slash.
@@ -292,7 +303,7 @@ impl Transport for BrowserTransport {
             url.push_str(&q);
         }
         if let Some(body) = self.early(&url).await {
-            if let Ok(page) = parse_page_for(query, &body) {
+            if let Ok(page) = parse_page_for(query, &body?) {
                 return Ok(page);
             }
         }
@@ -305,13 +316,9 @@ impl Transport for BrowserTransport {
             self.url(&["sessions", id, "catchup"])?,
             query.to_query_string()
         );
-        if let Some(answer) = self
-            .early(&url)
-            .await
-            .map(|b| parse_catch_up_for(id, query, &b))
-        {
-            if answer.is_ok() {
-                return answer;
+        if let Some(body) = self.early(&url).await {
+            if let Ok(answer) = parse_catch_up_for(id, query, &body?) {
+                return Ok(answer);
             }
         }
         parse_catch_up_for(id, query, &self.send(Request::get(&url), None).await?)

@@ -52,6 +52,8 @@ struct Front {
     upstream: String,
     script: Arc<Mutex<VecDeque<Canned>>>,
     http: reqwest::Client,
+    /// Lets a request scripted as [`HELD`] through.
+    release: Arc<tokio::sync::Notify>,
 }
 
 async fn front(State(front): State<Front>, request: Request) -> Response {
@@ -62,6 +64,14 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
             Some(c) if path.ends_with(c.route) => script.pop_front(),
             _ => None,
         }
+    };
+    let canned = match canned {
+        // A stalled connection: forwarded once the test releases it.
+        Some(c) if c.body == HELD => {
+            front.release.notified().await;
+            None
+        }
+        other => other,
     };
     if let Some(c) = canned {
         let mut answer = Response::builder().status(c.status);
@@ -110,6 +120,7 @@ struct Env {
     base: TestServer,
     front: String,
     script: Arc<Mutex<VecDeque<Canned>>>,
+    release: Arc<tokio::sync::Notify>,
     sleeps: Rc<RefCell<Vec<u32>>>,
 }
 
@@ -121,10 +132,12 @@ impl Env {
         })
         .await;
         let script = Arc::new(Mutex::new(VecDeque::new()));
+        let release = Arc::new(tokio::sync::Notify::new());
         let state = Front {
             upstream: base.server.url(),
             script: script.clone(),
             http: reqwest::Client::new(),
+            release: release.clone(),
         };
         let app = axum::Router::new().fallback(front).with_state(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -134,6 +147,7 @@ impl Env {
             base,
             front,
             script,
+            release,
             sleeps: Rc::default(),
         }
     }
@@ -201,6 +215,9 @@ fn banners(opened: &Running<FsStore, Recorded>) -> Rc<RefCell<Vec<String>>> {
 
 /// A scripted event stream's body that is never sent: headers, then nothing, for ever.
 const SILENT: &str = "(silent)";
+
+/// A scripted request held (no answer at all) until the test releases it, then forwarded.
+const HELD: &str = "(held)";
 
 /// The server's own 404 for a session it does not have (its `code` says so).
 const NOT_FOUND_JSON: &str = r#"{"error":"unknown session","code":"unknownSession"}"#;
@@ -650,5 +667,46 @@ fn a_captive_portals_page_is_said_by_its_title_and_retried() {
         let e = posted.unwrap_err();
         assert!(e.to_string().contains("Hotel WiFi"), "{e}");
         opened.close().await;
+    });
+}
+
+#[test]
+fn a_check_or_a_first_window_left_unanswered_says_so_until_it_is_answered() {
+    local(async {
+        let env = Env::start(None).await;
+        let config = Config {
+            slow_answer_ms: 300,
+            ..Config::default()
+        };
+        let client = env.client_with(None, config).await;
+        // A first visit: nothing to show, and the server silent.
+        env.script(&[Canned::new("/transcript", 0, HELD)]);
+        let cold = open(&client, "welcome");
+        cold.wait("the banner", |v| v.banner.is_some()).await;
+        let said = cold.session.view().banner.unwrap();
+        assert!(
+            said.contains("has not answered") && said.contains("still waiting"),
+            "{said}"
+        );
+        env.release.notify_one();
+        cold.wait("live, the banner gone", |v| v.live && v.banner.is_none())
+            .await;
+        cold.close().await;
+        // A reopen: the cached rows shown, the check silent.
+        env.script(&[Canned::new("/catchup", 0, HELD)]);
+        let warm = open(&client, "welcome");
+        warm.wait("the banner", |v| v.banner.is_some()).await;
+        let view = warm.session.view();
+        let said = view.banner.unwrap();
+        assert!(said.contains("showing what is cached"), "{said}");
+        assert!(
+            !view.transcript.rows().is_empty(),
+            "the cache's rows meanwhile"
+        );
+        env.release.notify_one();
+        warm.wait("live, the banner gone", |v| v.live && v.banner.is_none())
+            .await;
+        assert!(env.sleeps().is_empty(), "no error, no retry");
+        warm.close().await;
     });
 }

@@ -130,6 +130,17 @@ impl TranscriptQuery {
         })
     }
 
+    /// The most a page answering this query holds: `limit` events (rows when coalesced), or,
+    /// with a byte budget and no `limit`, [`MAX_LIMIT`] (the budget bounds it); else the default
+    /// ([`TranscriptQuery::limit`]).
+    pub fn most(&self) -> usize {
+        match (self.limit, self.bytes) {
+            (Some(limit), _) => limit,
+            (None, Some(_)) => MAX_LIMIT,
+            (None, None) => self.limit(),
+        }
+    }
+
     /// The query string (without `?`), parameters in a fixed order.
     pub fn to_query_string(&self) -> String {
         let mut s = String::new();

@@ -280,6 +280,14 @@ pub struct CatchUp {
 /// never drawn, never stored, and no reason to stop paging.
 pub fn parse_page_for(query: &TranscriptQuery, body: &str) -> TransportResult<Page> {
     let lines = crate::protocol::parse_page(body)?;
+    // A raw page holds at most its limit of events (a coalesced one, of rows).
+    if !query.coalesced() && lines.len() > query.most() {
+        return Err(TransportError::BadResponse(format!(
+            "a page asked as `{}` holds {} lines",
+            query.to_query_string(),
+            lines.len()
+        )));
+    }
     let mut last = query.after.unwrap_or(0);
     for line in &lines {
         let seq = line.seq();
@@ -609,6 +617,13 @@ mod tests {
         };
         assert_eq!(seqs(&page(&[4, 5, 9])).unwrap(), vec![4, 5, 9]);
         assert_eq!(seqs("[]").unwrap(), Vec::<u64>::new());
+        let newest = TranscriptQuery {
+            limit: Some(2),
+            ..TranscriptQuery::default()
+        };
+        assert!(parse_page_for(&newest, &page(&[4, 5])).is_ok());
+        let e = parse_page_for(&newest, &page(&[4, 5, 6])).unwrap_err();
+        assert!(e.to_string().contains("holds 3 lines"), "{e}");
         for bad in [&[4, 10][..], &[3, 4], &[5, 4], &[5, 5], &[12]] {
             let e = seqs(&page(bad)).unwrap_err();
             assert!(matches!(e, TransportError::BadResponse(_)), "{bad:?}: {e}");

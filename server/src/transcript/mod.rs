@@ -8,7 +8,7 @@ pub mod catch_up;
 pub mod reader;
 
 use reader::BackLines;
-use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery, MAX_LIMIT};
+use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery};
 use serde_json::{Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
@@ -121,12 +121,7 @@ pub fn window_in<F: Read + Seek>(
         Some(before) => reader::offset_of_seq(path, file, end, before)?,
         None => end,
     };
-    let limit = match (query.limit, query.bytes) {
-        (Some(limit), _) => limit,
-        (None, Some(_)) => MAX_LIMIT,
-        (None, None) => query.limit(),
-    };
-    let mut page = Page::new(query.coalesced(), limit, query.bytes);
+    let mut page = Page::new(query.coalesced(), query.most(), query.bytes);
     let mut lines = BackLines::new(file, start);
     while let Some((offset, bytes)) = lines.next_line_within(page.room())? {
         let Some(line) = reader::parse(path, offset, &bytes) else {

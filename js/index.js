@@ -95,7 +95,8 @@ function askEarly({ server, token }, id) {
   const headers = token ? { Authorization: `Bearer ${token}` } : {};
   // Never from the HTTP cache (see the worker's transport): the file may have been replaced.
   const answer = fetch(url, { headers, cache: 'no-store' })
-    .then(async (res) => ({ status: res.status, body: await res.arrayBuffer() }))
+    // `file`: the id of the file it was read from, which older pages must match.
+    .then(async (res) => ({ status: res.status, file: res.headers.get('scrollback-file'), body: await res.arrayBuffer() }))
     .catch(() => null);
   const early = { url, answer, screen: firstVisit ? null : screen, answered: false };
   answer.then(() => { early.answered = true; });

@@ -19,7 +19,8 @@ pub use events::{
     KEEP_ALIVE_EVENT, KEEP_ALIVE_MS, SILENT_INTERVALS,
 };
 pub use line::{
-    page_json, parse_json, parse_page, shortened, EventKind, Line, LineError, MESSAGE_CHARS,
+    fingerprint, page_json, parse_json, parse_page, shortened, EventKind, Line, LineError,
+    MESSAGE_CHARS,
 };
 pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,
@@ -55,3 +56,24 @@ pub const CACHE_BUDGET_BYTES: u64 = 256 << 20;
 pub const RESET_EVENT: &str = "reset";
 /// The on-disk format version: the `v1` in `transcripts/v1/...`.
 pub const FORMAT_VERSION: &str = "v1";
+
+/// The response header of `/transcript` and `/catchup` that names the file the answer was read
+/// from ([`file_id`]). A client holding lines of one file refuses an older page of another: a
+/// cache between it and the server (a CDN or a service worker that keeps answers despite
+/// `no-store`) may answer with a page of a file since replaced, which no seq tells apart.
+pub const FILE_HEADER: &str = "scrollback-file";
+/// How much of a file's first line [`file_id`] reads.
+pub const FILE_ID_BYTES: usize = 4096;
+
+/// A transcript file's id, from its `head` (its first bytes, up to its first complete line's
+/// end or [`FILE_ID_BYTES`]): the [`fingerprint`] of its first line's first [`FILE_ID_BYTES`].
+/// The same while the file is appended to; another for a file replaced by another conversation
+/// (whose first line carries its own `ts`). `None` before the first line is complete.
+pub fn file_id(head: &[u8]) -> Option<String> {
+    let head = &head[..head.len().min(FILE_ID_BYTES)];
+    match memchr::memchr(b'\n', head) {
+        Some(end) => Some(fingerprint(&head[..end])),
+        None if head.len() == FILE_ID_BYTES => Some(fingerprint(head)),
+        None => None,
+    }
+}

@@ -265,6 +265,9 @@ pub fn cors(origins: &[String]) -> Option<CorsLayer> {
                 header::CONTENT_TYPE,
                 header::HeaderName::from_static("last-event-id"),
             ])
+            .expose_headers([header::HeaderName::from_static(
+                scrollback_protocol::FILE_HEADER,
+            )])
             .allow_credentials(true),
     )
 }

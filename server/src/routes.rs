@@ -7,11 +7,13 @@ use crate::{auth, follow, sandbox, stats, transcript, App};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{middleware, Extension, Json, Router};
-use scrollback_protocol::{catch_up_json, page_json, CatchUpQuery, Line, TranscriptQuery};
+use scrollback_protocol::{
+    catch_up_json, page_json, CatchUpQuery, Line, TranscriptQuery, FILE_HEADER,
+};
 use serde_json::json;
 use std::io;
 use std::path::PathBuf;
@@ -78,13 +80,22 @@ async fn window(
         .map_err(|e| ApiError::bad(e.to_string()))?;
     let path = existing(&app, &id)?;
     let turn = app.answers.build().await;
-    let lines = blocking(move || transcript::window(&path, &query)).await?;
+    let (lines, file) = blocking(move || transcript::window_and_file(&path, &query)).await?;
     let body = page_json(&lines);
     drop(lines);
     // The turn is kept while the answer waits for room: the bodies waiting are a few too.
     let sent = app.answers.send(body, close.map(|c| c.0)).await;
     drop(turn);
-    sent
+    naming_file(sent, file)
+}
+
+/// An answer with the header naming the file it was read from (`FILE_HEADER`), when it has one.
+fn naming_file(reply: Reply, file: Option<String>) -> Reply {
+    let mut response = reply?;
+    if let Some(value) = file.and_then(|f| HeaderValue::from_str(&f).ok()) {
+        (response.headers_mut()).insert(HeaderName::from_static(FILE_HEADER), value);
+    }
+    Ok(response)
 }
 
 /// `GET /sessions/{id}/catchup?cursor=N&limit=W`: the reopen's check and catch-up in one
@@ -101,19 +112,19 @@ async fn catch_up(
     let path = existing(&app, &id)?;
     let a = app.clone();
     let turn = app.answers.build().await;
-    let body = blocking(move || {
-        let (state, lines) = transcript::catch_up::catch_up(&path, &query)?;
+    let (body, file) = blocking(move || {
+        let (state, lines, file) = transcript::catch_up::catch_up_and_file(&path, &query)?;
         let summary = a
             .summaries
             .summary(&a.config.data, &id)?
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?
             .0;
-        Ok(catch_up_json(state, &summary, &lines))
+        Ok((catch_up_json(state, &summary, &lines), file))
     })
     .await?;
     let sent = app.answers.send(body, close.map(|c| c.0)).await;
     drop(turn);
-    sent
+    naming_file(sent, file)
 }
 
 async fn events(

@@ -96,6 +96,9 @@ pub struct Session<S: Store, T: Transport> {
     /// Bumped by every purge, so a page fetched before it (perhaps of another file) is not
     /// stored after it.
     purges: Cell<u64>,
+    /// The id of the file the rows were checked against (the check's, or the opening window's
+    /// `FILE_HEADER`), while the server names one: an older page of another file is refused.
+    file: RefCell<Option<String>>,
     loading_older: Cell<bool>,
     /// Older pages read from the cache before they are asked for, the next one first: each
     /// one's `before` is the oldest seq of the one before it.
@@ -148,6 +151,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             listener: RefCell::new(None),
             epoch: Cell::new(0),
             purges: Cell::new(0),
+            file: RefCell::new(None),
             loading_older: Cell::new(false),
             ahead: RefCell::default(),
             reading_ahead: Mutex::new(()),
@@ -329,6 +333,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Throws the session's cache away; a page in flight is then not stored.
     async fn purge(&self) {
         self.purges.set(self.purges.get() + 1);
+        self.file.replace(None);
         self.ahead.borrow_mut().clear();
         self.cache().await.purge().await;
     }
@@ -492,6 +497,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         };
         let page = self.fetch_retrying(inbox, &query).await?;
         let passed = matches!(page.lines.as_slice(), [line] if line == tail);
+        if passed {
+            self.file.replace(page.file);
+        }
         self.update(Change::State, |v| match passed {
             true => v.counters.probes_passed += 1,
             false => v.counters.probes_failed += 1,
@@ -699,7 +707,11 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         mut sent: Option<LocalBoxFuture<'_, TransportResult<CatchUp>>>,
     ) -> Result<Option<Line>, Command> {
         let query = CatchUpQuery::new(tail.seq(), self.config.opening_window);
-        let CatchUp { answer, bytes } = loop {
+        let CatchUp {
+            answer,
+            bytes,
+            file,
+        } = loop {
             let request = match sent.take() {
                 Some(request) => request,
                 None => self.transport.catch_up(&self.id, &query).boxed_local(),
@@ -732,6 +744,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             self.clear(false);
             return Ok(None);
         };
+        self.file.replace(file);
         if gap {
             // A gap: the screen shows the newest window, the cache keeps what it holds.
             self.view.borrow_mut().counters.resets += 1;
@@ -781,6 +794,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             ..TranscriptQuery::default()
         };
         let page = self.fetch_retrying(inbox, &query).await?;
+        self.file.replace(page.file.clone());
         // Shown first: the screen does not wait for the cache's write.
         self.apply_summary();
         self.show_newer(&page.lines);
@@ -891,6 +905,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 Err(e) => return Ok(Err(e)),
             };
             self.count_request(page.bytes);
+            if let Err(e) = self.of_the_checked_file(page.file.as_deref()) {
+                return Ok(Err(e));
+            }
             if let (true, Some(after)) = (page.lines.is_empty(), query.after) {
                 // Nothing between the cache's chunk below and `before`: the server holds no line
                 // there (a line it skips leaves such a hole). The chunks are joined across it and
@@ -918,6 +935,21 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
         self.show_older(&lines, None);
         Ok(Ok(!lines.is_empty()))
+    }
+
+    /// Whether an older page read from file `file` may join the rows: not when the server
+    /// named another file than the one the rows were checked against. Such a page is an old
+    /// answer kept by a cache in between (the file was replaced since; a replacement the
+    /// server sees resets the stream instead): refused, to be asked again, never shown.
+    fn of_the_checked_file(&self, file: Option<&str>) -> TransportResult<()> {
+        match (self.file.borrow().as_deref(), file) {
+            (Some(checked), Some(page)) if checked != page => {
+                Err(TransportError::BadResponse(format!(
+                    "an older page of file {page}, not of the file {checked} this session was checked against: an old answer kept by a cache between here and the server?"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The next page read ahead, when it is the one asked for and nothing changed since it was

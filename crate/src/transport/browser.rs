@@ -11,7 +11,7 @@ use super::{
     EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
+    CatchUpQuery, Line, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -117,7 +117,7 @@ impl BrowserTransport {
     /// `None` sends the request (so every error is classified by [`Self::send`]). An early
     /// request left unanswered for a request's timeout is that timeout: the request is not
     /// made again at once, to wait as long again (the retry schedule asks again).
-    async fn early(&self, url: &str) -> Option<TransportResult<String>> {
+    async fn early(&self, url: &str) -> Option<TransportResult<(String, Option<String>)>> {
         let session = |u: &str| u.split('?').next().map(str::to_owned);
         let early = {
             let mut slot = self.early.borrow_mut();
@@ -152,7 +152,8 @@ impl BrowserTransport {
         }
         let body = String::from_utf8(js_sys::Uint8Array::new(&body).to_vec()).ok()?;
         self.count(0, body.len() as u64);
-        Some(Ok(body))
+        let file = field("file").and_then(|f| f.as_string());
+        Some(Ok((body, file)))
     }
 
     /// The server's address, without a trailing slash.
@@ -201,6 +202,15 @@ impl BrowserTransport {
     /// Sends a request with the token and a timeout; a non-2xx answer becomes
     /// [`TransportError::Http`] with the server's explanation. Returns the body.
     async fn send(&self, request: RequestBuilder, body: Option<String>) -> TransportResult<String> {
+        Ok(self.exchange(request, body).await?.0)
+    }
+
+    /// [`Self::send`], and the file the answer names ([`FILE_HEADER`]).
+    async fn exchange(
+        &self,
+        request: RequestBuilder,
+        body: Option<String>,
+    ) -> TransportResult<(String, Option<String>)> {
         let signal = AbortSignal::timeout_with_u32(REQUEST_TIMEOUT_MS);
         // Never the browser's HTTP cache: an answer kept there (a proxy's `max-age`, say) is the
         // file as it was, and a replaced file would be answered with the old one again.
@@ -240,7 +250,11 @@ impl BrowserTransport {
                 retry_after.as_deref(),
             ));
         }
-        answer_body(response.headers().get("Content-Type").as_deref(), text)
+        let file = response.headers().get(FILE_HEADER);
+        Ok((
+            answer_body(response.headers().get("Content-Type").as_deref(), text)?,
+            file,
+        ))
     }
 
     /// Why the browser refused an event stream: `EventSource` hides the status, so the same URL
@@ -302,12 +316,17 @@ impl Transport for BrowserTransport {
             url.push('?');
             url.push_str(&q);
         }
-        if let Some(body) = self.early(&url).await {
-            if let Ok(page) = parse_page_for(query, &body?) {
-                return Ok(page);
+        if let Some(early) = self.early(&url).await {
+            let (body, file) = early?;
+            if let Ok(page) = parse_page_for(query, &body) {
+                return Ok(Page { file, ..page });
             }
         }
-        parse_page_for(query, &self.send(Request::get(&url), None).await?)
+        let (body, file) = self.exchange(Request::get(&url), None).await?;
+        Ok(Page {
+            file,
+            ..parse_page_for(query, &body)?
+        })
     }
 
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
@@ -316,12 +335,17 @@ impl Transport for BrowserTransport {
             self.url(&["sessions", id, "catchup"])?,
             query.to_query_string()
         );
-        if let Some(body) = self.early(&url).await {
-            if let Ok(answer) = parse_catch_up_for(id, query, &body?) {
-                return Ok(answer);
+        if let Some(early) = self.early(&url).await {
+            let (body, file) = early?;
+            if let Ok(answer) = parse_catch_up_for(id, query, &body) {
+                return Ok(CatchUp { file, ..answer });
             }
         }
-        parse_catch_up_for(id, query, &self.send(Request::get(&url), None).await?)
+        let (body, file) = self.exchange(Request::get(&url), None).await?;
+        Ok(CatchUp {
+            file,
+            ..parse_catch_up_for(id, query, &body)?
+        })
     }
 
     async fn delete(&self, id: &str) -> TransportResult<()> {

@@ -263,6 +263,9 @@ pub struct Page {
     /// Bytes of response body received, decompressed (the server's `/stats` counts what
     /// crossed the wire, which is less when the response was compressed).
     pub bytes: u64,
+    /// The id of the file the server read it from ([`crate::protocol::FILE_HEADER`]), when
+    /// it named one.
+    pub file: Option<String>,
 }
 
 /// One catch-up answer (`GET /sessions/{id}/catchup`) and the size of its body.
@@ -272,6 +275,9 @@ pub struct CatchUp {
     pub answer: CatchUpAnswer,
     /// Bytes of response body received, decompressed.
     pub bytes: u64,
+    /// The id of the file the server read it from ([`crate::protocol::FILE_HEADER`]), when
+    /// it named one.
+    pub file: Option<String>,
 }
 
 /// Parses a `/transcript` body asked with `query`, and checks that it answers it: seqs rising,
@@ -306,6 +312,7 @@ pub fn parse_page_for(query: &TranscriptQuery, body: &str) -> TransportResult<Pa
     Ok(Page {
         lines,
         bytes: body.len() as u64,
+        file: None,
     })
 }
 
@@ -344,6 +351,7 @@ pub fn parse_catch_up_for(id: &str, query: &CatchUpQuery, body: &str) -> Transpo
     Ok(CatchUp {
         answer,
         bytes: body.len() as u64,
+        file: None,
     })
 }
 

@@ -6,7 +6,7 @@ use super::{
     EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    CatchUpQuery, Line, SessionSummary, TranscriptQuery, KEEP_ALIVE_EVENT, RESET_EVENT,
+    CatchUpQuery, Line, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
@@ -118,10 +118,22 @@ impl HttpTransport {
     }
 
     async fn body(&self, request: RequestBuilder) -> TransportResult<String> {
+        Ok(self.body_and_file(request).await?.0)
+    }
+
+    /// [`Self::body`], and the file the answer names ([`FILE_HEADER`]).
+    async fn body_and_file(
+        &self,
+        request: RequestBuilder,
+    ) -> TransportResult<(String, Option<String>)> {
         let response = self.send(request.timeout(REQUEST_TIMEOUT)).await?;
-        let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
+        let header = |name| {
+            let value = response.headers().get(name)?;
+            value.to_str().ok().map(str::to_string)
+        };
+        let (content_type, file) = (header(header::CONTENT_TYPE.as_str()), header(FILE_HEADER));
         let body = response.text().await.map_err(network)?;
-        answer_body(content_type.as_ref().and_then(|t| t.to_str().ok()), body)
+        Ok((answer_body(content_type.as_deref(), body)?, file))
     }
 }
 
@@ -153,13 +165,21 @@ impl Transport for HttpTransport {
         let mut url = self.url(&["sessions", id, "transcript"])?;
         let q = query.to_query_string();
         url.set_query((!q.is_empty()).then_some(q.as_str()));
-        parse_page_for(query, &self.body(self.client.get(url)).await?)
+        let (body, file) = self.body_and_file(self.client.get(url)).await?;
+        Ok(Page {
+            file,
+            ..parse_page_for(query, &body)?
+        })
     }
 
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
         let mut url = self.url(&["sessions", id, "catchup"])?;
         url.set_query(Some(&query.to_query_string()));
-        parse_catch_up_for(id, query, &self.body(self.client.get(url)).await?)
+        let (body, file) = self.body_and_file(self.client.get(url)).await?;
+        Ok(CatchUp {
+            file,
+            ..parse_catch_up_for(id, query, &body)?
+        })
     }
 
     async fn delete(&self, id: &str) -> TransportResult<()> {

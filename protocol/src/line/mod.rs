@@ -45,6 +45,15 @@ impl LineError {
     }
 }
 
+/// 16 hex digits of the 64-bit FNV-1a hash of `bytes`, the same on every platform and build
+/// ([`Line::fingerprint`], [`crate::file_id`]).
+pub fn fingerprint(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
 /// The longest message, in characters, that an error built from what came over the network
 /// keeps: enough to say what was wrong, never the bulk of an answer.
 pub const MESSAGE_CHARS: usize = 200;
@@ -253,10 +262,7 @@ impl Line {
     /// tell whether a line the server sends later is the same one, byte for byte (a page's saved
     /// screen keeps it for its cursor's line).
     pub fn fingerprint(&self) -> String {
-        let hash = self.raw.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
-        format!("{hash:016x}")
+        fingerprint(self.raw.as_bytes())
     }
 
     /// The line's sequence number, 1 or more.

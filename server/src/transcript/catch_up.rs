@@ -2,7 +2,7 @@
 //! the cursor's line and what follows it, read backwards from the end of the file only as far as
 //! the cursor or the byte bound.
 
-use super::{for_each_back, open, window, Opened};
+use super::{for_each_back, open, window_in, Opened};
 use scrollback_protocol::{CatchUpQuery, CatchUpState, Line, TranscriptQuery, CATCH_UP_BYTES};
 use std::io;
 use std::path::Path;
@@ -12,7 +12,17 @@ use std::path::Path;
 /// answer is `behind` only when the newest window skips a line: one that reaches the cursor (a
 /// line longer than the bound, a few long lines) is every line after it, caught up.
 pub fn catch_up(path: &Path, query: &CatchUpQuery) -> io::Result<(CatchUpState, Vec<Line>)> {
-    let Opened { mut file, end } = open(path)?;
+    let (state, lines, _) = catch_up_and_file(path, query)?;
+    Ok((state, lines))
+}
+
+/// [`catch_up`], and the id of the file it was read from (the answer's
+/// `scrollback_protocol::FILE_HEADER`): every line of it read from the one open file.
+pub fn catch_up_and_file(
+    path: &Path,
+    query: &CatchUpQuery,
+) -> io::Result<(CatchUpState, Vec<Line>, Option<String>)> {
+    let Opened { mut file, end, id } = open(path)?;
     let cursor = query.cursor;
     let mut lines = Vec::new();
     let (mut bytes, mut found, mut behind) = (0usize, false, false);
@@ -35,16 +45,16 @@ pub fn catch_up(path: &Path, query: &CatchUpQuery) -> io::Result<(CatchUpState, 
     })?;
     if found {
         lines.reverse();
-        return Ok((CatchUpState::CaughtUp, lines));
+        return Ok((CatchUpState::CaughtUp, lines, id));
     }
-    let newest = |before: Option<u64>, after: Option<u64>, limit: usize| {
+    let mut newest = |before: Option<u64>, after: Option<u64>, limit: usize| {
         let q = TranscriptQuery {
             before,
             after,
             limit: Some(limit),
             ..TranscriptQuery::default()
         };
-        window(path, &q)
+        window_in(path, &mut file, end, &q)
     };
     if behind {
         // The cursor's line (found by bisecting), then the newest window above it (never a
@@ -62,9 +72,10 @@ pub fn catch_up(path: &Path, query: &CatchUpQuery) -> io::Result<(CatchUpState, 
                 };
                 let mut out = at;
                 out.extend(window);
-                return Ok((state, out));
+                return Ok((state, out, id));
             }
         }
     }
-    Ok((CatchUpState::Ahead, newest(None, None, query.limit)?))
+    let window = newest(None, None, query.limit)?;
+    Ok((CatchUpState::Ahead, window, id))
 }

@@ -62,17 +62,20 @@ impl FileId {
     }
 }
 
-/// An open transcript and the end of its complete lines at the time it was opened.
+/// An open transcript, the end of its complete lines at the time it was opened, and its id
+/// (`scrollback_protocol::file_id`, `None` before its first line is complete).
 struct Opened {
     file: File,
     end: u64,
+    id: Option<String>,
 }
 
 fn open(path: &Path) -> io::Result<Opened> {
     let mut file = open_regular(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
-    Ok(Opened { file, end })
+    let id = reader::file_id(&mut file, end)?;
+    Ok(Opened { file, end, id })
 }
 
 /// Lines walked newest-first from `start`, unreadable ones skipped.
@@ -106,8 +109,17 @@ fn for_each_back(
 /// Nothing past the page is read: the walk stops at the `limit`-th event, and a line that
 /// cannot fit the budget is not read to its end.
 pub fn window(path: &Path, query: &TranscriptQuery) -> io::Result<Vec<Line>> {
-    let Opened { mut file, end } = open(path)?;
-    window_in(path, &mut file, end, query)
+    Ok(window_and_file(path, query)?.0)
+}
+
+/// [`window`], and the id of the file it was read from (the answer's
+/// `scrollback_protocol::FILE_HEADER`), read from the same open file.
+pub fn window_and_file(
+    path: &Path,
+    query: &TranscriptQuery,
+) -> io::Result<(Vec<Line>, Option<String>)> {
+    let Opened { mut file, end, id } = open(path)?;
+    Ok((window_in(path, &mut file, end, query)?, id))
 }
 
 /// [`window`] over an open file whose complete lines end at `end`.
@@ -290,7 +302,7 @@ pub struct Tail {
 
 /// The newest readable line, if any.
 pub fn newest_line(path: &Path) -> io::Result<Option<Line>> {
-    let Opened { mut file, end } = open(path)?;
+    let Opened { mut file, end, .. } = open(path)?;
     let mut newest = None;
     for_each_back(path, &mut file, end, |line| {
         newest = Some(line);

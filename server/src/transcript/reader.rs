@@ -81,6 +81,13 @@ impl<'f, F: Read + io::Seek> BackLines<'f, F> {
     }
 }
 
+/// The id of the file whose complete lines end at `end` (`scrollback_protocol::file_id`): one
+/// read of its first [`scrollback_protocol::FILE_ID_BYTES`] at most.
+pub fn file_id<F: Read + io::Seek>(file: &mut F, end: u64) -> io::Result<Option<String>> {
+    let n = end.min(scrollback_protocol::FILE_ID_BYTES as u64) as usize;
+    Ok(scrollback_protocol::file_id(&read_exact_at(file, 0, n)?))
+}
+
 /// The end of the file's complete lines: just after its last newline (a torn last line, still
 /// being written, is left out), reading backwards only as far as that newline.
 pub fn complete_end<F: Read + io::Seek>(file: &mut F, len: u64) -> io::Result<u64> {

@@ -17,7 +17,7 @@ use axum::response::Response;
 use scrollback::engine::{Config, Engine};
 use scrollback::protocol::SessionSummary;
 use scrollback::store::FsStore;
-use scrollback::transport::HttpTransport;
+use scrollback::transport::{HttpTransport, Retry};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -54,7 +54,15 @@ struct Front {
     http: reqwest::Client,
     /// Lets a request scripted as [`HELD`] through.
     release: Arc<tokio::sync::Notify>,
+    /// When on, older pages (`/transcript?before=`) are answered as first answered, by URL,
+    /// as a cache in between that ignores `no-store` answers them.
+    kept: Arc<Mutex<Option<Kept>>>,
 }
+
+/// An answer kept: status, headers, body.
+type KeptAnswer = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
+/// Answers kept by URL.
+type Kept = std::collections::HashMap<String, KeptAnswer>;
 
 async fn front(State(front): State<Front>, request: Request) -> Response {
     let path = request.uri().path().to_string();
@@ -97,6 +105,47 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
         front.upstream,
         request.uri().path_and_query().unwrap().as_str()
     );
+    let keep = front.kept.lock().unwrap().is_some()
+        && path.ends_with("/transcript")
+        && request.uri().query().is_some_and(|q| q.contains("before="));
+    let answer = |(status, headers, body): KeptAnswer| {
+        let mut answer = Response::builder().status(status);
+        for (name, value) in headers {
+            answer = answer.header(name, value);
+        }
+        answer.body(Body::from(body)).unwrap()
+    };
+    if keep {
+        let kept = front
+            .kept
+            .lock()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .get(&url)
+            .cloned();
+        if let Some(kept) = kept {
+            return answer(kept);
+        }
+        let upstream = front.http.get(&url).send().await.unwrap();
+        let status = upstream.status().as_u16();
+        // The body is kept whole: its framing headers are the front's own.
+        let framing = [
+            "content-length",
+            "transfer-encoding",
+            "content-encoding",
+            "connection",
+        ];
+        let headers = (upstream.headers().iter())
+            .filter(|(n, _)| !framing.contains(&n.as_str()))
+            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+            .collect();
+        let body = upstream.bytes().await.unwrap().to_vec();
+        let got = (status, headers, body);
+        let mut kept = front.kept.lock().unwrap();
+        kept.as_mut().unwrap().insert(url, got.clone());
+        return answer(got);
+    }
     let mut forwarded = front.http.request(request.method().clone(), url);
     for (name, value) in request.headers() {
         if name != "host" {
@@ -121,6 +170,7 @@ struct Env {
     front: String,
     script: Arc<Mutex<VecDeque<Canned>>>,
     release: Arc<tokio::sync::Notify>,
+    kept: Arc<Mutex<Option<Kept>>>,
     sleeps: Rc<RefCell<Vec<u32>>>,
 }
 
@@ -133,11 +183,13 @@ impl Env {
         .await;
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let release = Arc::new(tokio::sync::Notify::new());
+        let kept = Arc::new(Mutex::new(None));
         let state = Front {
             upstream: base.server.url(),
             script: script.clone(),
             http: reqwest::Client::new(),
             release: release.clone(),
+            kept: kept.clone(),
         };
         let app = axum::Router::new().fallback(front).with_state(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -148,6 +200,7 @@ impl Env {
             front,
             script,
             release,
+            kept,
             sleeps: Rc::default(),
         }
     }
@@ -708,5 +761,68 @@ fn a_check_or_a_first_window_left_unanswered_says_so_until_it_is_answered() {
             .await;
         assert!(env.sleeps().is_empty(), "no error, no retry");
         warm.close().await;
+    });
+}
+
+#[test]
+fn an_older_page_a_cache_kept_from_a_replaced_file_is_refused_never_shown() {
+    local(async {
+        let env = Env::start(None).await;
+        *env.kept.lock().unwrap() = Some(Kept::new());
+        let conversation = |name: &str| -> String {
+            (1..=300)
+                .map(|seq| {
+                    let text = format!("{name} #{seq}");
+                    let event = serde_json::json!({"type": "userMessage", "text": text});
+                    format!(
+                        "{}\n",
+                        serde_json::json!({"seq": seq, "ts": seq, "event": event})
+                    )
+                })
+                .collect()
+        };
+        std::fs::create_dir_all(env.base.data.join("book")).unwrap();
+        std::fs::write(env.base.path("book"), conversation("first")).unwrap();
+        let client = env.client(None).await;
+        let first = open(&client, "book");
+        first.wait("live", |v| v.live).await;
+        assert!(
+            first.session.older().await.unwrap(),
+            "an older page, now kept"
+        );
+        first.close().await;
+
+        // Replaced by another conversation as long: the check sees it, the cache is purged,
+        // the newest window is the new file's. Its older page has the same URL as the kept one.
+        std::fs::write(env.base.path("book"), conversation("second")).unwrap();
+        let again = open(&client, "book");
+        again
+            .wait("live on the new file", |v| {
+                v.live && v.cursor == 300 && v.counters.probes_failed == 1
+            })
+            .await;
+        let refused = again.session.older().await.unwrap_err();
+        assert!(
+            refused.to_string().contains("another file")
+                || refused.to_string().contains("not of the file"),
+            "{refused}"
+        );
+        assert_eq!(
+            Retry::classify(&refused),
+            Retry::After(0),
+            "asked again later"
+        );
+        let view = again.session.view();
+        let shown: Vec<String> = view
+            .transcript
+            .rows()
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect();
+        assert!(
+            shown.iter().all(|r| !r.contains("first #")),
+            "nothing of the replaced file shown"
+        );
+        again.close().await;
     });
 }

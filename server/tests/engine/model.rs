@@ -341,15 +341,16 @@ impl Transport for InProcess {
             let body = serde_json::json!({ "error": e.to_string() }).to_string();
             TransportError::from_answer(400, &body, None)
         })?;
-        let lines = transcript::window(&self.0.path(id), query).map_err(io_error)?;
+        let (lines, file) =
+            transcript::window_and_file(&self.0.path(id), query).map_err(io_error)?;
         let bytes = page_json(&lines).len() as u64;
-        Ok(Page { lines, bytes })
+        Ok(Page { lines, bytes, file })
     }
 
     async fn catch_up(&self, id: &str, query: &CatchUpQuery) -> TransportResult<CatchUp> {
         self.check_up()?;
-        let (state, lines) =
-            transcript::catch_up::catch_up(&self.0.path(id), query).map_err(io_error)?;
+        let (state, lines, file) =
+            transcript::catch_up::catch_up_and_file(&self.0.path(id), query).map_err(io_error)?;
         let summary = SessionSummary {
             id: id.into(),
             title: String::new(),
@@ -363,6 +364,7 @@ impl Transport for InProcess {
         Ok(CatchUp {
             answer: parse_catch_up(&body).map_err(TransportError::from)?,
             bytes: body.len() as u64,
+            file,
         })
     }
 

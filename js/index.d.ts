@@ -449,7 +449,8 @@ export declare class Scrollback {
   /**
    * The server's sessions (sessions the server no longer has are pruned from the cache), the
    * list remembered in the store. When the server cannot be reached, the cached
-   * sessions instead, each marked `offline: true` (empty when nothing is cached).
+   * sessions instead, each marked `offline: true`; when nothing is cached, rejects (a
+   * `ScrollbackError` of kind `unavailable`) rather than answering an empty list.
    */
   sessions(): Promise<SessionSummary[]>;
   /**

@@ -28,6 +28,24 @@ test('a rejected call keeps the HTTP status and the error class through the work
   assert.match(err.message, /404/);
 });
 
+test('the server unreachable and nothing cached: listing sessions is an error, not an empty list', async (t) => {
+  const { page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const err = await page.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    // Port 9 (discard): nothing listens there, the connection is refused.
+    const sb = await Scrollback.open({ server: 'http://127.0.0.1:9', storage: 'memory' });
+    try {
+      return { list: await sb.sessions() };
+    } catch (e) {
+      return { name: e.name, kind: e.kind, message: e.message };
+    } finally {
+      sb.close();
+    }
+  });
+  assert.equal(err.list, undefined, `not a list: ${JSON.stringify(err)}`);
+  assert.deepEqual({ name: err.name, kind: err.kind }, { name: 'ScrollbackError', kind: 'unavailable' });
+});
+
 test('a session deleted on the server while cached: the reopen says it is gone, shows nothing of it and stops', async (t) => {
   const { browser, server } = shared;
   const context = await browser.newContext();

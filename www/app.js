@@ -429,7 +429,11 @@ async function refreshList() {
       ? 'Cannot reach the server: showing the cached sessions (not live).'
       : sessions.length ? '' : 'No sessions.';
   } catch (err) {
-    if (asked === listAsks) ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
+    if (asked === listAsks) {
+      // Unreachable with nothing cached: asked again as an offline list is, to go live.
+      listOffline = err.kind === 'unavailable';
+      ui.listStatus.textContent = `Could not list sessions: ${err.message}`;
+    }
     return;
   } finally {
     if (asked === listAsks) {

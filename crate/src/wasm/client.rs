@@ -144,8 +144,13 @@ impl Client {
                     Ok(to_js(&list)?)
                 }
                 Err(e) if !e.is_client_error() => {
-                    log::info!("scrollback: {e}: listing the cached sessions");
                     let cached = engine.cached_sessions().await;
+                    // Nothing cached: not an empty list (the server's might hold sessions),
+                    // the error, so an app can say it cannot reach the server.
+                    if cached.is_empty() {
+                        return Err(BindingError::from(e).into());
+                    }
+                    log::info!("scrollback: {e}: listing the cached sessions");
                     let list: Vec<Offline<'_>> = cached
                         .iter()
                         .map(|summary| Offline {

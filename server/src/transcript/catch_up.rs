@@ -22,7 +22,8 @@ pub fn catch_up_and_file(
     path: &Path,
     query: &CatchUpQuery,
 ) -> io::Result<(CatchUpState, Vec<Line>, Option<String>)> {
-    let Opened { mut file, end, id } = open(path)?;
+    let Opened { mut file, end } = open(path)?;
+    let id = super::reader::file_id(&mut file, end)?;
     let cursor = query.cursor;
     let mut lines = Vec::new();
     let (mut bytes, mut found, mut behind) = (0usize, false, false);

@@ -62,20 +62,17 @@ impl FileId {
     }
 }
 
-/// An open transcript, the end of its complete lines at the time it was opened, and its id
-/// (`scrollback_protocol::file_id`, `None` before its first line is complete).
+/// An open transcript and the end of its complete lines at the time it was opened.
 struct Opened {
     file: File,
     end: u64,
-    id: Option<String>,
 }
 
 fn open(path: &Path) -> io::Result<Opened> {
     let mut file = open_regular(path)?;
     let meta = file.metadata()?;
     let end = reader::complete_end(&mut file, meta.len())?;
-    let id = reader::file_id(&mut file, end)?;
-    Ok(Opened { file, end, id })
+    Ok(Opened { file, end })
 }
 
 /// Lines walked newest-first from `start`, unreadable ones skipped.
@@ -118,7 +115,8 @@ pub fn window_and_file(
     path: &Path,
     query: &TranscriptQuery,
 ) -> io::Result<(Vec<Line>, Option<String>)> {
-    let Opened { mut file, end, id } = open(path)?;
+    let Opened { mut file, end } = open(path)?;
+    let id = reader::file_id(&mut file, end)?;
     Ok((window_in(path, &mut file, end, query)?, id))
 }
 
@@ -302,7 +300,7 @@ pub struct Tail {
 
 /// The newest readable line, if any.
 pub fn newest_line(path: &Path) -> io::Result<Option<Line>> {
-    let Opened { mut file, end, .. } = open(path)?;
+    let Opened { mut file, end } = open(path)?;
     let mut newest = None;
     for_each_back(path, &mut file, end, |line| {
         newest = Some(line);

@@ -7,7 +7,8 @@ use crate::search::live::Notify;
 use crate::search::writer::{self, IndexWriter, INDEX};
 use crate::search::{pack, segment};
 use crate::search::{Hit, Live, Memo};
-use crate::store::Store;
+use crate::store::{Store, Writers};
+use std::future::Future;
 use std::sync::Arc;
 
 /// The folder every format version lives in.
@@ -29,6 +30,12 @@ pub struct Cache<S> {
     live: Live,
     /// Whether sessions are indexed and searched ([`Cache::set_search`]).
     indexing: bool,
+    /// Whose turn it is to take a session's writer role, in this process: held across each
+    /// brief hold of the role ([`Cache::briefly`]: a search segment build, an eviction) and
+    /// across a session's claim ([`SessionCache::try_writer`]), so that a session opened
+    /// during a brief hold waits for it rather than open as a reader and take the role over
+    /// with a second check.
+    turns: Arc<Writers>,
 }
 
 /// A cached session as the budget sees it.
@@ -72,6 +79,7 @@ impl<S: Store> Cache<S> {
             search: Memo::default(),
             live: Live::default(),
             indexing: true,
+            turns: Arc::default(),
         }
     }
 
@@ -136,7 +144,8 @@ impl<S: Store> Cache<S> {
         let key = encode(id)?;
         let dir = format!("{}/{key}", self.dir);
         let index = IndexWriter::new(self.live.clone(), key, format!("{dir}/{INDEX}"));
-        let mut session = SessionCache::new(self.store.clone(), id.to_string(), dir, index);
+        let (store, turns) = (self.store.clone(), self.turns.clone());
+        let mut session = SessionCache::new(store, id.to_string(), dir, index, turns);
         if !self.indexing {
             session.set_indexing(false);
         }
@@ -216,6 +225,19 @@ impl<S: Store> Cache<S> {
         built
     }
 
+    /// Does `work` holding the writer role of the session folder `dir` for it, in this
+    /// process's turn (see `turns`): `None`, with nothing done, when another holds the role (a
+    /// tab or a session writing it).
+    async fn briefly<T>(&self, dir: &str, work: impl Future<Output = T>) -> Option<T> {
+        let turn = self.turns.acquire(dir, true).await;
+        let role = self.store.writer(dir, false).await?;
+        let done = work.await;
+        // The role first: a claim waiting for the turn then finds it free.
+        drop(role);
+        drop(turn);
+        Some(done)
+    }
+
     /// Removes every session's search index (not one whose writer role a tab holds: its
     /// writer removes it at its next write when search is off there too) and the server's
     /// search pack.
@@ -223,14 +245,15 @@ impl<S: Store> Cache<S> {
         if let Ok(entries) = self.store.list(&self.dir).await {
             for key in entries.into_iter().filter(|e| e.is_dir).map(|e| e.name) {
                 let dir = format!("{}/{key}", self.dir);
-                let Some(_role) = self.store.writer(&dir, false).await else {
-                    continue;
-                };
-                if let Err(e) = writer::remove(&*self.store, &format!("{dir}/{INDEX}")).await {
-                    log::info!("scrollback: could not remove the search index of {dir}: {e}");
-                }
-                self.live.changed(&key);
-                self.store.hand_over(&dir).await;
+                self.briefly(&dir, async {
+                    let index = format!("{dir}/{INDEX}");
+                    if let Err(e) = writer::remove(&*self.store, &index).await {
+                        log::info!("scrollback: could not remove the search index of {dir}: {e}");
+                    }
+                    self.live.changed(&key);
+                    self.store.hand_over(&dir).await;
+                })
+                .await;
             }
         }
         self.remove_search_pack().await;
@@ -314,13 +337,16 @@ impl<S: Store> Cache<S> {
             if !segment::stale(&*self.store, &dir).await {
                 continue;
             }
-            let Some(_role) = self.store.writer(&dir, false).await else {
+            let done = self.briefly(&dir, async {
+                let done = segment::build(&*self.store, &dir).await;
+                let _ = self.store.flush().await;
+                self.store.hand_over(&dir).await;
+                done
+            });
+            let Some(done) = done.await else {
                 self.live.unbuilt(&key);
                 continue;
             };
-            let done = segment::build(&*self.store, &dir).await;
-            let _ = self.store.flush().await;
-            self.store.hand_over(&dir).await;
             match done {
                 Ok(()) => {
                     built += 1;
@@ -348,9 +374,7 @@ impl<S: Store> Cache<S> {
                 continue;
             }
             let dir = format!("{}/{}", self.dir, session.key);
-            if let Some(_role) = self.store.writer(&dir, false).await {
-                self.remove(&session.key).await;
-            }
+            self.briefly(&dir, self.remove(&session.key)).await;
         }
     }
 
@@ -402,10 +426,7 @@ impl<S: Store> Cache<S> {
             }
             // A session another tab is writing is not this one's to evict.
             let dir = format!("{}/{}", self.dir, session.key);
-            let Some(_role) = self.store.writer(&dir, false).await else {
-                continue;
-            };
-            if self.remove(&session.key).await {
+            if self.briefly(&dir, self.remove(&session.key)).await == Some(true) {
                 total -= session.size + std::mem::take(&mut pack); // the pack went with it
                 evicted.extend(session.id);
             }

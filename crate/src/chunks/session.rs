@@ -5,7 +5,7 @@ use super::lines::{seek, BackLines, Fail, ReadAt, BLOCK};
 use super::names::{chunk_name, parse_chunk_name, TOUCH};
 use crate::protocol::{continues, last_seq, EventKind, Line, RowWalk};
 use crate::search::writer::{IndexWriter, INDEX};
-use crate::store::{Store, StoreError, WriterRole};
+use crate::store::{Store, StoreError, WriterRole, Writers};
 use std::cell::RefCell;
 use std::future::Future;
 use std::sync::Arc;
@@ -152,6 +152,8 @@ struct Io<S> {
     untouched: bool,
     /// The session's search index, written beside the chunks (writer only).
     index: IndexWriter,
+    /// Whose turn it is to take the writer role in this process (its cache's).
+    turns: Arc<Writers>,
     /// Whether writes feed the index ([`SessionCache::set_indexing`]).
     indexing: bool,
 }
@@ -164,7 +166,13 @@ struct Opened<'a, S> {
 }
 
 impl<S: Store> SessionCache<S> {
-    pub(super) fn new(store: Arc<S>, id: String, dir: String, index: IndexWriter) -> Self {
+    pub(super) fn new(
+        store: Arc<S>,
+        id: String,
+        dir: String,
+        index: IndexWriter,
+        turns: Arc<Writers>,
+    ) -> Self {
         SessionCache {
             io: Io {
                 store,
@@ -179,6 +187,7 @@ impl<S: Store> SessionCache<S> {
                 untouched: false,
                 index,
                 indexing: true,
+                turns,
             },
             state: None,
         }
@@ -212,8 +221,12 @@ impl<S: Store> SessionCache<S> {
     }
 
     /// The writer role for this session across tabs and workers ([`Store::writer`], keyed by
-    /// the session's folder): `None` at once when another holds it.
+    /// the session's folder): `None` at once when another holds it. A brief hold of the role
+    /// by its own cache (a search segment build, an eviction: see [`Cache`](super::Cache)) is
+    /// waited for first, since it is over in a moment: the session then writes from the
+    /// start rather than open as a reader and take the role over with a second check.
     pub async fn try_writer(&self) -> Option<WriterRole> {
+        let _turn = self.io.turns.acquire(&self.io.dir, true).await;
         self.io.store.writer(&self.io.dir, false).await
     }
 

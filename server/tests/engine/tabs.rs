@@ -12,10 +12,11 @@ use scrollback::protocol::{last_seq, Line, TranscriptQuery, MAX_LIMIT};
 use scrollback::store::{MemoryStore, Store};
 use scrollback::transport::{HttpTransport, Transport};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{local, wait, Running, TestServer};
+use crate::support::{local, wait, Recorded, Running, TestServer, Yielding};
 
 type Tab = Session<MemoryStore, HttpTransport>;
 
@@ -154,6 +155,51 @@ fn a_second_tab_reads_and_takes_over_when_the_writer_goes_away_mid_reply() {
         assert_eq!(reopened.cursor().await.map(|l| l.seq()), Some(newest));
 
         b.close().await;
+    });
+}
+
+/// A session opened while its worker builds the session's search segment (idle-time work that
+/// holds the session's writer role for a moment) waits for the build: it writes from the
+/// start, with one check, rather than open as a reader and take the role over with a second
+/// check and a second stream.
+#[test]
+fn a_session_opened_while_its_search_segment_is_built_writes_from_the_start() {
+    local(async {
+        let base = TestServer::start(|config| config.sandbox = true).await;
+        let transport = Recorded::new(HttpTransport::new(&base.server.url(), None).unwrap());
+        let store = Arc::new(Yielding(MemoryStore::new()));
+        let cache = Cache::for_server(store.clone(), transport.server()).await;
+        let dir = format!("{}/{}", cache.dir(), encode("long").unwrap());
+        let engine = Rc::new(Engine::new(cache, transport, Config::default()));
+        let first = Running::open(&engine, "long").await;
+        first.live().await;
+        first.scroll_to_start().await;
+        first.close().await;
+        let sessions = engine.sessions().await.unwrap();
+        let summary = sessions.into_iter().find(|s| s.id == "long").unwrap();
+
+        // The worker's idle build of what the session indexed, under way: it holds the role.
+        let building = engine.clone();
+        let build = tokio::task::spawn_local(async move { building.build_search().await });
+        while store.0.writer(&dir, false).await.is_some() {
+            assert!(
+                !build.is_finished(),
+                "the build never held the session's role"
+            );
+            tokio::task::yield_now().await;
+        }
+        engine.transport().queries.borrow_mut().clear();
+        let again = Running::spawn(engine.open(summary, None).unwrap());
+        assert_eq!(build.await.unwrap(), 1, "the segment was built");
+        again
+            .wait("the reopen live, checked and writing", |v| {
+                v.live && v.verified && v.writer
+            })
+            .await;
+        let queries = engine.transport().queries.borrow().clone();
+        assert_eq!(queries.len(), 1, "one check, no takeover: {queries:?}");
+        assert!(queries[0].starts_with("catchup:"), "{queries:?}");
+        again.close().await;
     });
 }
 

@@ -18,7 +18,7 @@ pub use crate::protocol::{decode, encode, KeyError, MAX_KEY_LEN};
 /// The prefix is the URL's path without its trailing slashes (`/p` and `/p/` are one server,
 /// `/` none: a server at the root keeps the `<host>_<port>` it always had) nor its leading one;
 /// its case is kept (paths are case-sensitive) and every byte but `a-z`, `0-9` and `-` is
-/// escaped as `%XX` ([`prefix_key`]), so the key holds no raw `_` past the port (nothing else
+/// escaped as `%XX` (`prefix_key`), so the key holds no raw `_` past the port (nothing else
 /// parses as the same host, port and prefix) and no raw `.` (no key is another one's
 /// `.sessions.json` or `.search.idx`). A key that would pass [`MAX_KEY_LEN`] that way takes a
 /// digest of the prefix instead, `<host>_<port>__<16 hex digits>` (the `__` no escaped prefix

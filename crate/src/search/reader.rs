@@ -744,7 +744,7 @@ pub(crate) async fn search<S: Store>(
     hits.hits
 }
 
-/// [`rank`](super::rank::rank), the rows still streaming joining their sessions for this query only.
+/// [`rank`], the rows still streaming joining their sessions for this query only.
 async fn rank_with_live<S: Store>(
     store: &S,
     dir: &str,

@@ -193,7 +193,7 @@ impl<S: Store> Store for std::sync::Arc<S> {
 /// Whether a path segment names the same one file on every OS: none of `< > : " | ? *` (`:`
 /// makes `C:` a drive), no control character, no trailing `.` or space (Windows drops them, so
 /// `a.` and `a` would share a file), and not a name Windows reserves for a device (`CON`,
-/// `NUL`, `com1.txt`, in any case). [`FsStore`] holds only such segments; a chat's name is
+/// `NUL`, `com1.txt`, in any case). `FsStore` (native) holds only such segments; a chat's name is
 /// held to the same rule in every store ([`crate::window::normalize_chat_name`]).
 pub fn portable(seg: &str) -> bool {
     !seg.bytes()

@@ -112,7 +112,7 @@ impl OpfsStore {
     /// root, opens and closes a handle on it, removes it. WebKitGTK has
     /// `createSyncAccessHandle` but rejects it (NotSupportedError: WebKit implements it on
     /// Apple platforms only), so [`OpfsStore::available`] alone cannot tell. A probe that
-    /// passes leaves [`SYNC_HANDLES_WORK`] behind, and a store that finds it does not probe.
+    /// passes leaves `SYNC_HANDLES_WORK` behind, and a store that finds it does not probe.
     pub async fn check_sync_handles(&self) -> StoreResult<()> {
         if !Self::available() {
             return Err(StoreError::Io(

@@ -1,6 +1,6 @@
 //! The writer role: one writer per session across tabs and workers ([`Store::writer`]).
 //!
-//! In a browser the role is a Web Lock ([`WriterLock`](super::WriterLock)), released by the
+//! In a browser the role is a Web Lock (`WriterLock`, on wasm32), released by the
 //! browser when the holder's tab or worker goes away. Natively (the CLI, the tests) nothing else
 //! shares the folder, so a store grants it at once; [`MemoryStore`](super::MemoryStore) keeps an
 //! in-process lock ([`Writers`]) so that two sessions on one store behave as two tabs do.

@@ -7,7 +7,7 @@
 //! - [`session`]: `SessionHandle`, one open session;
 //! - [`chats`]: `Chats`, the windowed chat files and prompt backfill in the same storage;
 //! - [`tabs`]: the other tabs of the origin, told what this worker's search writers grew;
-//! - [`bench`]: hidden hooks on `Client` for `npm run bench:search` (not the API).
+//! - [`bench`](mod@bench): hidden hooks on `Client` for `npm run bench:search` (not the API).
 //!
 //! Errors become real JS `Error`s with readable messages ([`error`]); options arrive as plain
 //! objects, each key checked against the struct that reads it ([`options`]); a view's state

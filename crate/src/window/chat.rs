@@ -99,7 +99,7 @@ impl<S: Store> Chats<S> {
     }
 
     /// The chat called `name` in `folder`, at `folder/<name>.jsonl` with the name normalized by
-    /// [`normalize_chat_name`](super::normalize_chat_name) (trimmed, without `.jsonl`), so every
+    /// [`normalize_chat_name`] (trimmed, without `.jsonl`), so every
     /// spelling of a name opens the same chat.
     ///
     /// A chat stored under an older spelling (by a version that kept names as given, so

@@ -4,7 +4,7 @@ use super::view::{Change, Counters, SessionError, View};
 use super::Config;
 use crate::chunks::{Cache, SessionCache};
 use crate::fold::{SessionState, Transcript};
-use crate::protocol::{CatchUpQuery, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
+use crate::protocol::{last_seq, CatchUpQuery, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
 use crate::store::{Store, WriterRole};
 use crate::transport::{
     Backoff, CatchUp, EventStream, Page, ResetReason, Retry, StreamItem, Transport, TransportError,
@@ -872,6 +872,17 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                     None => (None, cache.gap_after(before).await),
                 }
             }
+        };
+        // A cached page reaching past `before` does not tile with what is shown: a coalesced
+        // line read whole while the rows shown start inside its run (another tab stored it,
+        // and this one restored its anchor with raw lines from the server). The server folds
+        // what lies below `before` instead.
+        let (local, gap_after) = match local {
+            Some((lines, _)) if lines.last().is_some_and(|l| last_seq(l) >= before) => {
+                self.ahead.borrow_mut().clear();
+                (None, self.cache().await.gap_after(before).await)
+            }
+            local => (local, gap_after),
         };
         if let Some((lines, folded)) = local {
             if self.epoch.get() == epoch && self.view.borrow().oldest == Some(before) {

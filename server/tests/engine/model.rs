@@ -1241,3 +1241,21 @@ fn what_is_shown_and_stored_is_always_the_servers_even_runs() {
 fn what_is_shown_and_stored_is_always_the_servers_odd_runs() {
     model(1);
 }
+
+/// Runs the model once failed, run every time (add a seed when a run fails).
+const SEEDS_THAT_FAILED: &[u64] = &[
+    // Stop 60: a second tab restored its anchor with raw lines from inside a reply's run of
+    // deltas, took the writer role over when the first tab crashed, and paged back into the
+    // first tab's coalesced line of that run, served whole from the cache: deltas shown twice.
+    1796562241074118965,
+];
+
+#[test]
+fn seeds_that_once_failed() {
+    for &seed in SEEDS_THAT_FAILED {
+        let steps = 10 + (seed % 24) as usize;
+        if let Err(e) = run_once(seed, steps, &mut Stats::default()) {
+            panic!("{e}");
+        }
+    }
+}

@@ -488,12 +488,18 @@ it('the opening screen (`onOpeningScreen`, folded in the page) comes before the 
     // The page's fold races the worker's open (whichever is first on this machine): the view is
     // opened once the fold has settled, so that a view with rows never hides an opening screen.
     while (!performance.getEntriesByName('scrollback:opening-screen').length) await new Promise((r) => setTimeout(r, 5));
-    const viewReady = (state) => { if (state.ready && !seen.some((s) => s.from === 'view')) seen.push({ from: 'view', state }); };
+    // What the app has been shown: openSession's answer, then each state onChange delivers (on
+    // the next frame after the worker's patch, so `view.state` may be ahead of it).
+    let shown = null;
+    const viewReady = (state) => {
+      shown = state;
+      if (state.ready && !seen.some((s) => s.from === 'view')) seen.push({ from: 'view', state });
+    };
     const view = await sb.openSession('opener', { onChange: viewReady });
     viewReady(view.state); // (rows shown before openSession answered come with its answer)
     window.view = view;
     const deadline = Date.now() + 60_000;
-    while (!view.state.live) {
+    while (!shown.live) {
       if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
       await new Promise((r) => setTimeout(r, 20));
     }

@@ -34,6 +34,9 @@ cargo_skips() { sed -n 's/^skipped: [^ ]* //p' "$1"; }
 # node --test's closing "# pass N" / "# fail N" / "# skipped N" (TAP), and "ok N - NAME # SKIP REASON".
 node_counts() { awk '/^# pass/ { p = $3 } /^# fail/ { f = $3 } /^# skipped/ { s = $3 } END { print p + 0, f + 0, s + 0 }' "$1"; }
 node_skips() { sed -n 's/^ *ok [0-9]* - \(.*\) # SKIP *\(.*\)$/\1: \2/p' "$1"; }
+# scripts/lint.sh's "lint ok: CHECK" / "lint FAILED: CHECK" lines, one per check.
+lint_counts() { awk '/^lint ok: / { p += 1 } /^lint FAILED: / { f += 1 } END { print p + 0, f + 0, 0 }' "$1"; }
+lint_skips() { :; }
 
 layer() {
   local name="$1" counter="$2"; shift 2
@@ -81,6 +84,7 @@ ENGINES=(chromium webkitgtk firefox)
 export SCROLLBACK_PROFILE=ci
 # `scrollback/testing`: the test kit the store suites live in (also on through the crate's
 # dev-dependency on itself; said here so no suite can silently drop out of `npm test`).
+layer lint lint scripts/lint.sh
 layer native cargo cargo test --workspace --profile ci --features scrollback/testing
 # Built once by the first engine's run; the others run the same .wasm files.
 for engine in "${ENGINES[@]}"; do

@@ -465,6 +465,14 @@ export declare class Scrollback {
   /** Deletes a session on the server and purges it from the cache. */
   deleteSession(id: string): Promise<void>;
   /**
+   * Deletes everything this browser keeps of this server's transcripts (a sign-out): every
+   * session's cache and search index, the remembered session list, and the last screens. The
+   * chat files (`chats()`) are the app's and stay. Rejects while a view of this Scrollback is
+   * open (close them first). A session another tab is showing is kept (that tab still writes
+   * it): resolves to the ids kept that way, `[]` when everything went.
+   */
+  clearCache(): Promise<string[]>;
+  /**
    * Full-text search over every cached session (offline, in the worker): words and `"quoted
    * phrases"`, case- and accent-insensitive (Arabic and Hebrew vowel marks too; half-width
    * katakana are full-width ones; decomposed kana and Hangul are composed), the last word matching as a prefix while it is typed (no

@@ -8,7 +8,7 @@
 // complete state. What a view shows is also kept as the session's last screen (screen.js), which
 // `Scrollback.lastScreen` reads back at once on the next visit, before the worker is up.
 
-import { lastScreen, saveScreen, forgetScreen } from './screen.js';
+import { lastScreen, saveScreen, forgetScreen, forgetScreens } from './screen.js';
 
 const frame = typeof requestAnimationFrame === 'function'
   ? (fn) => requestAnimationFrame(fn)
@@ -503,6 +503,20 @@ export class Scrollback {
     if (this.#server !== null) forgetScreen(this.#server, id);
     // A view still open on it saves no screen of it any more.
     for (const view of this.#views.values()) if (view.id === id) view._dropScreen();
+  }
+
+  /**
+   * Deletes everything this browser keeps of this server's transcripts (a sign-out): every
+   * session's cache and search index, the remembered session list, and the last screens. The
+   * chat files (`chats()`) are the app's and stay. Rejects while a view of this Scrollback is
+   * open (close them first). A session another tab is showing is kept, with its last screen
+   * (that tab still writes it).
+   * @returns {Promise<string[]>} the ids kept because another tab is writing them
+   */
+  async clearCache() {
+    const kept = await this.#call('clearCache');
+    if (this.#server !== null) forgetScreens(this.#server, kept);
+    return kept;
   }
 
   /**

@@ -130,6 +130,28 @@ export function saveScreen(server, id, state) {
   writeIndex(ls, index);
 }
 
+/**
+ * Forgets the last screen of every session of `server`, but those of the ids in `except`: each
+ * key of the server in localStorage, whether or not the index still names it.
+ */
+export function forgetScreens(server, except = []) {
+  const ls = storage();
+  if (!ls) return;
+  const prefix = `${PREFIX}${serverKey(server)} `;
+  const kept = new Set(except.map((id) => key(server, id)));
+  const gone = [];
+  for (let i = 0; i < ls.length; i += 1) {
+    const k = ls.key(i);
+    if (k?.startsWith(prefix) && !kept.has(k)) gone.push(k);
+  }
+  const index = readIndex(ls);
+  for (const k of gone) {
+    ls.removeItem(k);
+    delete index[k];
+  }
+  writeIndex(ls, index);
+}
+
 /** Forgets the last screen of session `id`. */
 export function forgetScreen(server, id) {
   const ls = storage();

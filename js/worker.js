@@ -198,6 +198,7 @@ const ops = {
   closeView,
   postMessage: (id, text) => need().postMessage(id, text),
   deleteSession: (id) => need().deleteSession(id),
+  clearCache: () => need().clearCache(),
   warmSearch: () => need().warmSearch(),
   search: (query, limit, sessions) => need().search(query, limit, sessions ?? undefined),
   benchAppend: (id, jsonl, batch, indexing) => need().benchAppend(id, jsonl, batch, indexing),

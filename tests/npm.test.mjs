@@ -85,7 +85,7 @@ const c: Counters = await sb.counters();
 c.probesPassed + c.pagesLocal + (await view.cachedSize());
 await view.reload(); await view.reload(12); view.close();
 const list = await sb.sessions(); list[0].permissionMode.trim();
-await sb.postMessage('id', 'text'); await sb.deleteSession('id');
+await sb.postMessage('id', 'text'); await sb.deleteSession('id'); (await sb.clearCache()).map((id: string) => id.trim());
 const chats: Chats = sb.chats();
 const t: ChatTail = await chats.tail('c', { maxLines: 5, allowNotFound: true });
 let cur: Cursor = await chats.patch('c', t.cursor, t.header ?? '{}', { rewriteFromIndex: 1, lines: ['x'] }, { force: true });

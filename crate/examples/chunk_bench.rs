@@ -200,7 +200,7 @@ async fn bench<S: Store>(name: &str, store: S) {
             )
             .await,
         );
-        cache.purge_all().await;
+        cache.clear().await;
     }
     let mid = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -218,7 +218,7 @@ async fn bench<S: Store>(name: &str, store: S) {
         full,
         full / empty
     );
-    cache.purge_all().await;
+    cache.clear().await;
 }
 
 fn main() {

@@ -84,7 +84,7 @@ fn run<S: Store>(store: Arc<S>, case: &Case) {
         let segments: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
 
         let cache = Cache::new(store.clone(), "property", 1).await;
-        cache.purge_all().await;
+        cache.clear().await;
         let mut s = cache.session("s").unwrap();
         let mut model: Vec<Model> = Vec::new();
         let slice = |f: u64, e: u64| t[f as usize - 1..e as usize - 1].to_vec();

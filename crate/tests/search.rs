@@ -351,7 +351,7 @@ async fn a_removed_session_leaves_no_streaming_row<S: Store>(store: Arc<S>) {
         seqs(&cache.search("okapi", 10, None).await),
         vec![("s".into(), 2)]
     );
-    cache.purge_all().await;
+    cache.clear().await;
     assert!(cache.search("okapi", 10, None).await.is_empty());
 }
 

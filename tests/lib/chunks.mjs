@@ -86,3 +86,42 @@ export async function checkChunks(server, chunks, id) {
   }
   return spans;
 }
+
+/**
+ * Every path the page's storage holds under `transcripts/v1/` (the caches of every server), sorted:
+ * OPFS files walked from its root, or the IndexedDB store's `meta` keys.
+ */
+export function cachedPaths(page, storage) {
+  return page.evaluate(async (storage) => {
+    const out = [];
+    if (storage === 'opfs') {
+      const walk = async (dir, at) => {
+        for await (const [name, handle] of dir.entries()) {
+          if (handle.kind === 'file') out.push(`${at}${name}`);
+          else await walk(handle, `${at}${name}/`);
+        }
+      };
+      let d = await navigator.storage.getDirectory();
+      try {
+        for (const name of ['transcripts', 'v1']) d = await d.getDirectoryHandle(name);
+      } catch {
+        return out; // nothing cached yet
+      }
+      await walk(d, 'transcripts/v1/');
+      return out.sort();
+    }
+    const db = await new Promise((resolve, reject) => {
+      const req = indexedDB.open('scrollback');
+      req.onsuccess = () => resolve(req.result);
+      req.onerror = () => reject(req.error);
+    });
+    const keys = await new Promise((resolve, reject) => {
+      const tx = db.transaction('meta', 'readonly');
+      const req = tx.objectStore('meta').getAllKeys();
+      tx.oncomplete = () => resolve(req.result);
+      tx.onerror = () => reject(tx.error);
+    });
+    db.close();
+    return keys.filter((k) => typeof k === 'string' && k.startsWith('transcripts/v1/')).sort();
+  }, storage);
+}

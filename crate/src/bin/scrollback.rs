@@ -190,7 +190,14 @@ async fn run(args: Args) -> Result<(), Fail> {
             };
             let _ = writeln!(std::io::stdout(), "{size}");
         }
-        ("purge", None) => engine.cache().purge_all().await,
+        ("purge", None) => {
+            for id in engine.cache().clear().await {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "kept {id}: another process is writing it"
+                );
+            }
+        }
         ("purge", Some(id)) => engine.cache().purge(id).await,
         ("search", Some(_)) => {
             let query = args.positional.join(" ");

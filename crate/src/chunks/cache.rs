@@ -385,16 +385,36 @@ impl<S: Store> Cache<S> {
         }
     }
 
-    /// Deletes this server's whole cache (the remembered session list too).
-    pub async fn purge_all(&self) {
-        self.live.removed_all();
-        let _ = self.store.remove(&self.list).await;
-        self.remove_search_pack().await;
-        match self.store.remove(&self.dir).await {
-            // Told again once it is gone, as for one session (see `remove`).
-            Ok(()) => self.live.relist(),
-            Err(e) => log::info!("scrollback: could not purge the cache: {e}"),
+    /// Deletes this server's whole cache: every session's chunks and search index, the
+    /// server's search pack and the remembered session list; not a session whose writer role
+    /// another holds (a tab's view still shows and writes it: deleting its folder under it would
+    /// leave that tab writing a cache with a hole). Returns the ids of the sessions kept that
+    /// way, oldest opened first: empty when everything went.
+    pub async fn clear(&self) -> Vec<String> {
+        let (mut kept, mut all_gone) = (Vec::new(), true);
+        let mut sessions = self.sessions().await;
+        sessions.sort_by(|a, b| (a.opened, &a.key).cmp(&(b.opened, &b.key)));
+        for session in sessions {
+            let dir = format!("{}/{}", self.dir, session.key);
+            if self.briefly(&dir, self.remove(&session.key)).await != Some(true) {
+                all_gone = false;
+                kept.extend(session.id);
+            }
         }
+        if let Err(e) = self.store.remove(&self.list).await {
+            log::info!("scrollback: could not delete the remembered session list: {e}");
+        }
+        self.remove_search_pack().await;
+        if all_gone {
+            // And whatever else the folder holds (a folder no session id names).
+            self.live.removed_all();
+            match self.store.remove(&self.dir).await {
+                // Told again once it is gone, as for one session (see `remove`).
+                Ok(()) => self.live.relist(),
+                Err(e) => log::info!("scrollback: could not delete the cache's folder: {e}"),
+            }
+        }
+        kept
     }
 
     /// The bytes one session's cache holds (0 when nothing or unreadable).

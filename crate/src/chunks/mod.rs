@@ -18,7 +18,7 @@
 //! whole ([`lines`]).
 //!
 //! - [`Cache`]: one server: [`Cache::session`], the budget ([`Cache::enforce_budget`]), pruning
-//!   ([`Cache::retain_only`], [`Cache::purge`], [`Cache::purge_all`]), sizes.
+//!   ([`Cache::retain_only`], [`Cache::purge`], [`Cache::clear`]), sizes.
 //! - [`SessionCache`]: one session: [`open`](SessionCache::open) (touch, list, repair),
 //!   [`newest`](SessionCache::newest), [`cursor`](SessionCache::cursor),
 //!   [`page`](SessionCache::page), [`gap_after`](SessionCache::gap_after),

@@ -816,7 +816,8 @@ pub async fn eviction_takes_the_least_recently_opened<S: Store>(store: Arc<S>) {
 }
 
 /// `retain_only` prunes sessions the server no longer has (and folders that are not sessions);
-/// purges empty one session or all of them; sizes are what is on disk.
+/// purges empty one session, and `clear` all of them with the remembered list; sizes are what is
+/// on disk.
 pub async fn retain_only_and_purges<S: Store>(store: Arc<S>) {
     let cache = cache(&store, "retain").await;
     let t = transcript(30);
@@ -846,8 +847,27 @@ pub async fn retain_only_and_purges<S: Store>(store: Arc<S>) {
     );
     cache.purge("a").await;
     assert_eq!(cache.session_size("a").await, 0);
-    cache.purge_all().await;
+    let listed = crate::protocol::SessionSummary {
+        id: "c".into(),
+        title: "c".into(),
+        status: "idle".into(),
+        model: String::new(),
+        permission_mode: String::new(),
+        seq: 30,
+    };
+    cache.remember_list(&[listed]).await;
+    assert_eq!(cache.remembered_list().await.len(), 1);
+    assert_eq!(cache.clear().await, Vec::<String>::new(), "nothing kept");
     assert_eq!(cache.sessions().await, Vec::new());
+    assert_eq!(
+        cache.remembered_list().await,
+        Vec::new(),
+        "the list goes too"
+    );
+    assert_eq!(
+        store.list(cache.dir()).await.unwrap_or_default(),
+        Vec::new()
+    );
 }
 
 /// Storage cleared under an open session answers as if empty: misses, no writes that would

@@ -295,6 +295,28 @@ impl Client {
         })
     }
 
+    /// Deletes this server's cache in this browser ([`crate::chunks::Cache::clear`]): every
+    /// session's chunks and search index, the server's search pack and the remembered session
+    /// list (the chat files are the app's, and stay). Refused while a session of this worker is
+    /// open; waits for the runs of the closed ones to end (their writer roles given up).
+    /// Resolves to the ids of the sessions kept because another tab is writing them.
+    #[wasm_bindgen(js_name = clearCache)]
+    pub fn clear_cache(&self) -> js_sys::Promise {
+        let engine = self.engine.clone();
+        let summaries = self.summaries.clone();
+        let tally = self.tally.clone();
+        future_to_promise(async move {
+            match tally.open_count() {
+                0 => {}
+                open => return Err(BindingError::ViewsOpen(open).into()),
+            }
+            tally.settled().await;
+            let kept = engine.cache().clear().await;
+            summaries.borrow_mut().clear();
+            Ok(to_js(&kept)?)
+        })
+    }
+
     /// The windowed chat files (`chats/<name>.jsonl`) in the same storage as the cache, with
     /// `{windowLines?, backfillPages?}`. Every handle shares one set of per-chat write locks;
     /// each has its own backfill page cache.

@@ -43,6 +43,9 @@ pub enum BindingError {
     /// A search asked of a cache opened with `search: false`.
     #[error("search is off: this Scrollback was opened with search: false")]
     SearchOff,
+    /// The cache cleared while this worker has sessions open (how many).
+    #[error("close this Scrollback's {0} open session view(s) before clearing the cache")]
+    ViewsOpen(usize),
     /// An answer that could not be made into a JS value.
     #[error("cannot pass the answer to JS: {0}")]
     Convert(String),

@@ -81,6 +81,11 @@ impl Tally {
         }
     }
 
+    /// How many sessions are open (not closed yet).
+    pub(super) fn open_count(&self) -> usize {
+        self.open.borrow().len()
+    }
+
     pub(super) fn opened(&self, session: Rc<Live>) {
         self.open.borrow_mut().push(session);
     }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { ROOT, startServer } from './lib/server.mjs';
 import { WAIT, live, sandboxCopies, until } from './lib/setup.mjs';
 import { servePageOnly } from './lib/static.mjs';
-import { readChunks, checkChunks } from './lib/chunks.mjs';
+import { readChunks, checkChunks, cachedPaths } from './lib/chunks.mjs';
 
 const OUT = path.join(ROOT, 'tests/out');
 // The sandbox is seeded once (the long session is 21 MB) and copied for each test.
@@ -435,6 +435,35 @@ test('Reload: the cached size goes to zero, then the screen reopens cold at the 
   assert.ok(requests.length >= 2, describe(requests));
   assert.ok(!requests.some(isProbe), `a reload opens cold, no probe: ${describe(requests)}`);
   assert.ok(isPage(requests[0]) && !requests[0].url.searchParams.has('before'), describe(requests));
+  assert.deepEqual(w.errors(), []);
+});
+
+test('Forget all (a sign-out): every session this browser cached of the server goes, its last screen too; the session shown is fetched again, cold', async (t) => {
+  const w = await world(t);
+  const { page, requests } = w;
+  await w.goto('fix-build');
+  await live(page);
+  await reopen(page, 'welcome');
+  await live(page);
+  const storage = await page.evaluate(() => window.scrollbackDemo.sb.storage);
+  const port = w.server.port;
+  const sessionsCached = async () => [...new Set((await cachedPaths(page, storage))
+    .filter((p) => p.includes(`_${port}/`)).map((p) => p.split('/')[3]))].sort();
+  await until(async () => (await sessionsCached()).join() === 'fix-build,welcome', 'both sessions are cached');
+  const lastScreen = (id) => page.evaluate(async (id) => (await import('/pkg/index.js')).Scrollback.lastScreen(location.origin, id), id);
+  assert.notEqual(await lastScreen('fix-build'), null);
+
+  await page.click('#open-settings');
+  await page.waitForFunction(() => /cached$/.test(document.getElementById('cached-size').textContent));
+  requests.length = 0;
+  await page.click('#clear-cache');
+  await page.waitForFunction(() => document.getElementById('cleared').textContent === 'all forgotten', null, WAIT);
+  await page.click('#settings button[value=close]');
+  await page.waitForFunction(() => window.scrollbackDemo.view()?.state.live, null, WAIT);
+  assert.equal(await lastScreen('fix-build'), null, 'the other session\'s last screen went');
+  assert.ok(requests.some((r) => isPage(r) && !r.url.searchParams.has('before')), `the newest window fetched again: ${describe(requests)}`);
+  assert.ok(!requests.some(isProbe), `nothing cached to check: ${describe(requests)}`);
+  await until(async () => (await sessionsCached()).join() === 'welcome', 'only the session shown is cached again');
   assert.deepEqual(w.errors(), []);
 });
 

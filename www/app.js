@@ -11,7 +11,7 @@ const ui = {
   title: $('session-title'), meta: $('session-meta'), banner: $('banner'),
   transcript: $('transcript'), rows: $('rows'), pending: $('pending'), edge: $('history-edge'),
   composer: $('composer'), message: $('message'),
-  settings: $('settings'), cachedSize: $('cached-size'),
+  settings: $('settings'), cachedSize: $('cached-size'), cleared: $('cleared'),
   search: $('search'), searchForm: $('search-form'), searchBox: $('search-box'),
   searchStatus: $('search-status'), searchResults: $('search-results'),
 };
@@ -566,6 +566,7 @@ async function runSearch() {
 
 async function showSettings() {
   if (!view) return;
+  ui.cleared.textContent = '';
   const spinner = el('span', 'spinner');
   spinner.setAttribute('aria-label', 'measuring');
   ui.cachedSize.replaceChildren(spinner);
@@ -600,6 +601,27 @@ async function reload() {
       renderState(view.state);
     }
   }
+}
+
+/**
+ * Forgets every transcript this browser keeps of the server (`sb.clearCache()`, a sign-out),
+ * then opens the session shown again, from the server.
+ */
+async function forgetAll() {
+  const id = current;
+  view?.close();
+  view = null;
+  ui.cleared.textContent = 'Forgetting…';
+  try {
+    const kept = await sb.clearCache();
+    ui.cachedSize.textContent = 'nothing cached';
+    ui.cleared.textContent = kept.length
+      ? `forgotten, but for ${kept.length} shown in another tab`
+      : 'all forgotten';
+  } catch (err) {
+    ui.cleared.textContent = `not forgotten (${err.message})`;
+  }
+  if (id !== null && current === id && view === null) openSession(id, sessions.find((s) => s.id === id));
 }
 
 // ---- network panel -------------------------------------------------------------------------
@@ -650,6 +672,7 @@ async function main() {
   ui.transcript.addEventListener('scroll', () => { atBottomNow(); maybeLoadOlder(); }, { passive: true });
   $('open-settings').addEventListener('click', showSettings);
   $('reload').addEventListener('click', reload);
+  $('clear-cache').addEventListener('click', forgetAll);
   ui.composer.addEventListener('submit', async (e) => {
     e.preventDefault();
     const text = ui.message.value.trim();

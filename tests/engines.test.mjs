@@ -6,7 +6,7 @@
 // warm-up built; what another worker on the store caches, found at once, also when it closes
 // right after), `view.reload()`, and
 // a stream that goes silent without closing (through a relay) reconnected by the server's
-// keep-alive. One description for all engines.
+// keep-alive; `clearCache()` (a sign-out). One description for all engines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -649,4 +649,45 @@ it('a stream gone silent without closing is reconnected, and what came meanwhile
     relay.close();
     await quick.dispose();
   }
+});
+
+it('clearCache() (a sign-out): the session\'s cache, search hits and last screen go; a reopen is a first visit', async () => {
+  await copySession('signout', 'fix-build');
+  await reload();
+  await open('signout');
+  // A word of one of its rows, to search for.
+  const word = await browser.run(async () => window.view.state.rows.map((r) => r.text)
+    .findLast((x) => typeof x === 'string' && /[a-z]{5}/i.test(x)).match(/[a-z]{5,}/i)[0]);
+  await closeAll();
+  await reload();
+  const r = await browser.run(async ({ server, word }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server, storage: 'auto' });
+    window.sb = sb;
+    await sb.warmSearch();
+    const seen = async () => ({
+      hits: (await sb.search(word, { sessions: ['signout'] })).length,
+      screen: Scrollback.lastScreen(server, 'signout') !== null,
+    });
+    const before = await seen();
+    const kept = await sb.clearCache();
+    const after = await seen();
+    const counted = await sb.counters();
+    const view = await sb.openSession('signout');
+    window.view = view;
+    const deadline = Date.now() + 60_000;
+    while (!(view.state.live && view.state.verified)) {
+      if (Date.now() > deadline) throw new Error(`not live: ${JSON.stringify({ ...view.state, rows: view.state.rows.length })}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const now = await sb.counters();
+    const since = (k) => now[k] - counted[k];
+    return { before, kept, after, probes: since('probesPassed') + since('probesFailed'), rows: view.state.rows.length };
+  }, { server: server.url, word });
+  assert.ok(r.before.hits > 0 && r.before.screen, `before: ${JSON.stringify(r.before)} (${word})`);
+  assert.deepEqual(r.kept, [], 'nothing kept: no other tab shows it');
+  assert.deepEqual(r.after, { hits: 0, screen: false }, 'no hit and no last screen after');
+  assert.equal(r.probes, 0, 'the reopen had nothing cached to check');
+  assert.ok(r.rows > 0);
+  await closeAll();
 });

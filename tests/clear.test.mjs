@@ -2,7 +2,8 @@
 // server: it deletes every cached session of the server (what the storage holds is read in the
 // page), their search hits, the remembered session list and the last screens, and a reopen is
 // a first visit again; it is refused while a view of the Scrollback is open, deleting nothing;
-// a session another worker (a tab) is showing is kept, with its last screen, and said.
+// a session another worker (a tab) is showing is kept, with its last screen, and said; the app's
+// chat files stay.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cachedPaths } from './lib/chunks.mjs';
@@ -46,6 +47,8 @@ for (const storage of ['opfs', 'indexeddb']) {
         view.close();
       }
       await sb.warmSearch();
+      // A chat file of the app's, in the same storage: not the cache's to delete.
+      await sb.chats().replace('notes', '{}', ['{"text":"kept"}']);
       return {
         hits: (await sb.search(window.word, { sessions: ['fix-build'] })).length,
         screens: ids.map((id) => Scrollback.lastScreen(server, id) !== null),
@@ -81,6 +84,7 @@ for (const storage of ['opfs', 'indexeddb']) {
       const kept = await window.sb.clearCache();
       const out = {
         kept,
+        chats: (await window.sb.chats().list()).map((e) => e.name),
         hits: (await window.sb.search(window.word, { sessions: ['fix-build'] })).length,
         screens: ids.map((id) => Scrollback.lastScreen(server, id) !== null),
       };
@@ -89,6 +93,7 @@ for (const storage of ['opfs', 'indexeddb']) {
       return out;
     }, { storage, ids });
     assert.deepEqual(after.kept, ['welcome'], 'the session the other tab shows is kept, and said');
+    assert.deepEqual(after.chats, ['notes'], 'the app\'s chat file stays');
     assert.equal(after.hits, 0, 'no search hit of a cleared session');
     assert.deepEqual(after.screens, [false, true], 'the cleared session\'s last screen goes; the kept one\'s stays');
     // (The search pack, built again in idle time by either worker, holds only what is cached.)

@@ -373,8 +373,7 @@ impl<S: Store> Cache<S> {
             if keep.contains(&session.key) {
                 continue;
             }
-            let dir = format!("{}/{}", self.dir, session.key);
-            self.briefly(&dir, self.remove(&session.key)).await;
+            self.remove_unless_written(&session.key).await;
         }
     }
 
@@ -395,8 +394,7 @@ impl<S: Store> Cache<S> {
         let mut sessions = self.sessions().await;
         sessions.sort_by(|a, b| (a.opened, &a.key).cmp(&(b.opened, &b.key)));
         for session in sessions {
-            let dir = format!("{}/{}", self.dir, session.key);
-            if self.briefly(&dir, self.remove(&session.key)).await != Some(true) {
+            if !self.remove_unless_written(&session.key).await {
                 all_gone = false;
                 kept.extend(session.id);
             }
@@ -445,13 +443,19 @@ impl<S: Store> Cache<S> {
                 continue;
             }
             // A session another tab is writing is not this one's to evict.
-            let dir = format!("{}/{}", self.dir, session.key);
-            if self.briefly(&dir, self.remove(&session.key)).await == Some(true) {
+            if self.remove_unless_written(&session.key).await {
                 total -= session.size + std::mem::take(&mut pack); // the pack went with it
                 evicted.extend(session.id);
             }
         }
         evicted
+    }
+
+    /// Deletes one session's folder ([`Cache::remove`]) in its turn of the writer role, unless
+    /// another holds the role (a tab's view writing it). Returns whether it was deleted.
+    async fn remove_unless_written(&self, key: &str) -> bool {
+        let dir = format!("{}/{key}", self.dir);
+        self.briefly(&dir, self.remove(key)).await == Some(true)
     }
 
     /// Deletes one session's folder, and the search pack (which holds its words: built again

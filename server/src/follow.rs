@@ -23,7 +23,7 @@
 //! reconnects through its catch-up, which waits (503) until there is room.
 
 use crate::answers::Share;
-use crate::transcript::{open_regular, reader, window_in, CatchUp, FileId, Reason, Tail};
+use crate::transcript::{open_regular, reader, torn, window_in, CatchUp, FileId, Reason, Tail};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
@@ -316,7 +316,7 @@ pub fn catch_up(path: &Path, after: u64, at: Option<&str>) -> io::Result<Tail> {
 pub fn catch_up_from_end(path: &Path, after: u64, at: Option<&str>) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = open_regular(path)?;
     let meta = file.metadata()?;
-    let end = reader::complete_end(&mut file, meta.len())?;
+    let end = torn::complete_end_of(&mut file, &meta)?;
     let id = FileId::of(&meta);
     let from = reader::offset_of_seq(path, &mut file, end, after.saturating_add(1))?;
     // Nothing above `after`: up to date, or ahead when no line has `after` either.
@@ -361,7 +361,7 @@ pub fn newest(path: &Path, reason: Reason) -> io::Result<Tail> {
 fn newest_from_end(path: &Path, reason: Reason) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = open_regular(path)?;
     let meta = file.metadata()?;
-    let end = reader::complete_end(&mut file, meta.len())?;
+    let end = torn::complete_end_of(&mut file, &meta)?;
     let tail = Tail {
         catch_up: CatchUp::Reset(reason, newest_window(path, &mut file, end)?),
         end,

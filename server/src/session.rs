@@ -1,11 +1,11 @@
 //! Sessions on disk: ids (hostile until checked), their paths under the data directory, and
 //! the session list's summaries, cached per file so listing does not re-read transcripts.
 
-use crate::transcript::{reader, FileId};
+use crate::transcript::reader::tail_before;
+use crate::transcript::{reader, torn, FileId};
 use scrollback_protocol::{EventKind, Line, SessionSummary};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -53,25 +53,13 @@ struct Cached {
     meta_modified: Option<SystemTime>,
     /// End of the complete lines read.
     end: u64,
-    /// The bytes just before `end` (at most [`TAIL_BYTES`]): a file that grew is taken as
+    /// The bytes just before `end` (at most [`reader::TAIL_BYTES`]): a file that grew is taken as
     /// appended to only while it still holds them (a file rewritten in place and longer is
     /// read again).
     tail: Vec<u8>,
     summary: SessionSummary,
     /// Whether the title came from the transcript (it may still be found in new lines).
     titled: bool,
-}
-
-/// How many bytes before the end of what was read are kept to recognize an append.
-const TAIL_BYTES: u64 = 64;
-
-/// The bytes of `file` in `[end - TAIL_BYTES, end)`.
-fn tail_before(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
-    let from = end.saturating_sub(TAIL_BYTES);
-    let mut buf = vec![0; (end - from) as usize];
-    file.seek(io::SeekFrom::Start(from))?;
-    file.read_exact(&mut buf)?;
-    Ok(buf)
 }
 
 /// The longest title, in characters, before it is shortened with `…`.
@@ -285,7 +273,7 @@ impl Summaries {
                     && tail_before(&mut file, c.end).is_ok_and(|t| t == c.tail) =>
             {
                 // Appended to: read only what is new.
-                let end = reader::complete_end(&mut file, len)?;
+                let end = torn::complete_end_of(&mut file, &meta)?;
                 read_into(&path, &mut file, c.end, end, &mut c.summary, &mut c.titled)?;
                 c.tail = tail_before(&mut file, end)?;
                 c.end = end;
@@ -294,7 +282,7 @@ impl Summaries {
                 c
             }
             _ => {
-                let end = reader::complete_end(&mut file, len)?;
+                let end = torn::complete_end_of(&mut file, &meta)?;
                 let (mut summary, mut titled) = (fresh(id), false);
                 read_into(&path, &mut file, 0, end, &mut summary, &mut titled)?;
                 if let Some(title) = meta_title(&dir) {

@@ -10,7 +10,8 @@ mod server_support;
 use scrollback::protocol::{parse_catch_up, CatchUpState, RESET_EVENT};
 use scrollback_protocol::{coalesce, last_seq, Line, TranscriptQuery};
 use scrollback_server::session::{Summaries, SUMMARY_LINE_BYTES};
-use scrollback_server::transcript::{window_in, RUN_BYTES};
+use scrollback_server::transcript::torn::{Ends, MOST, REMEMBER_FROM};
+use scrollback_server::transcript::{window_in, FileId, RUN_BYTES};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
@@ -474,4 +475,153 @@ async fn a_catch_up_past_the_bound_never_repeats_a_line_at_or_before_the_cursor(
             assert_eq!(l.raw(), all[l.seq() as usize - 1].raw(), "{query}");
         }
     }
+}
+
+/// A real file that counts the bytes read from it.
+struct CountingFile {
+    inner: std::fs::File,
+    read: usize,
+}
+
+impl Read for CountingFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n;
+        Ok(n)
+    }
+}
+
+impl Seek for CountingFile {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// The end of `path`'s complete lines through `ends`, and the bytes that read.
+fn end_through(ends: &Ends, path: &Path) -> (u64, usize) {
+    let inner = std::fs::File::open(path).unwrap();
+    let meta = inner.metadata().unwrap();
+    let mut file = CountingFile { inner, read: 0 };
+    let end = ends
+        .complete_end(&mut file, FileId::of(&meta), meta.len())
+        .unwrap();
+    (end, file.read)
+}
+
+#[test]
+fn a_long_torn_line_is_searched_once_and_what_is_appended_to_it_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transcript.jsonl");
+    let head = server_support::transcript(100);
+    let torn = |n: usize| {
+        format!(
+            r#"{{"seq":101,"ts":1.0,"event":{{"type":"toolResult","output":"{}"#,
+            "x".repeat(n)
+        )
+    };
+    std::fs::write(&path, format!("{head}{}", torn(4 << 20))).unwrap();
+    let append = |text: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    let ends = Ends::default();
+    let want = head.len() as u64;
+    // (What tells the file apart: its head and the bytes before the end, a few kB.)
+    let small = 8 << 10;
+
+    // The first read searches the whole torn part; the next ones only what was appended.
+    let (end, read) = end_through(&ends, &path);
+    assert_eq!(end, want);
+    assert!(read >= 4 << 20, "read {read}");
+    assert_eq!(ends.len(), 1);
+    let (end, read) = end_through(&ends, &path);
+    assert_eq!((end, read <= small), (want, true), "read {read}");
+    append(&"x".repeat(512 << 10));
+    let (end, read) = end_through(&ends, &path);
+    assert_eq!(
+        (end, read <= small + (512 << 10)),
+        (want, true),
+        "read {read}"
+    );
+
+    // The line ends and a short one starts: its end is found, and nothing is remembered.
+    append("\"}}\n{\"seq\":102");
+    let (end, read) = end_through(&ends, &path);
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(end, len - r#"{"seq":102"#.len() as u64);
+    assert!(read <= small + 64, "read {read}");
+    assert!(ends.is_empty());
+
+    // Torn again, then rewritten in place (the same inode), longer than was searched, with
+    // other lines: what was remembered is not what the file holds, so it is searched whole.
+    append(&"y".repeat(2 << 20));
+    assert_eq!(end_through(&ends, &path).0, end);
+    assert_eq!(ends.len(), 1);
+    let other = server_support::transcript(300);
+    let rewritten = format!("{other}{}", torn(8 << 20));
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all(rewritten.as_bytes()).unwrap();
+    f.set_len(rewritten.len() as u64).unwrap();
+    drop(f);
+    assert_eq!(end_through(&ends, &path).0, other.len() as u64);
+
+    // A file whose only line is torn has nothing to tell it apart by: not remembered.
+    let only = dir.path().join("only.jsonl");
+    std::fs::write(&only, torn(2 << 20)).unwrap();
+    let before = ends.len();
+    assert_eq!(end_through(&ends, &only).0, 0);
+    assert_eq!(ends.len(), before);
+
+    // Remembered files are bounded.
+    for i in 0..MOST + 8 {
+        let path = dir.path().join(format!("{i}.jsonl"));
+        std::fs::write(&path, format!("{head}{}", torn(REMEMBER_FROM as usize))).unwrap();
+        assert_eq!(end_through(&ends, &path).0, want);
+    }
+    assert_eq!(ends.len(), MOST);
+}
+
+/// Session `s`'s newest line as a page, a catch-up from seq 90 and the session list say it.
+async fn newest(f: &server_support::Fixture) -> (Option<u64>, Option<u64>, u64) {
+    let page = f.page("s", "limit=1").await;
+    let body = f.get("/sessions/s/catchup?cursor=90").await.text().await;
+    let caught = parse_catch_up(&body.unwrap()).unwrap();
+    let list: serde_json::Value = f.get("/sessions").await.json().await.unwrap();
+    let listed = list.as_array().unwrap().iter().find(|s| s["id"] == "s");
+    (
+        page.last().map(Line::seq),
+        server_support::seqs(&caught.lines).last().copied(),
+        listed.unwrap()["seq"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn every_route_answers_the_complete_lines_while_a_long_line_is_written_and_after() {
+    let f = server_support::Fixture::new().await;
+    f.write("s", &server_support::transcript(100));
+    // A 3 MiB line written in pieces of 1 MiB: at every piece, the newest line is 100.
+    let long = line(
+        101,
+        serde_json::json!({"type": "toolResult", "output": "x".repeat(3 << 20)}),
+    );
+    let (body, newline) = long.split_at(long.len() - 1);
+    for piece in body.as_bytes().chunks(1 << 20) {
+        f.append("s", std::str::from_utf8(piece).unwrap());
+        assert_eq!(newest(&f).await, (Some(100), Some(100), 100));
+        // (Through the process's ends: this file's torn part, 1 MiB or more, is remembered.)
+        assert!(!Ends::process().is_empty());
+    }
+    f.append("s", newline);
+    assert_eq!(newest(&f).await, (Some(101), Some(101), 101));
+
+    // Replaced by another transcript, then torn at its end: the new file's lines.
+    let response = f
+        .put("/sessions/s/transcript", server_support::transcript(95))
+        .await;
+    assert_eq!(response.status(), 200);
+    f.append("s", body);
+    assert_eq!(newest(&f).await, (Some(95), Some(95), 95));
 }

@@ -6,6 +6,7 @@
 
 pub mod catch_up;
 pub mod reader;
+pub mod torn;
 
 use reader::BackLines;
 use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery};
@@ -37,7 +38,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 }
 
 /// Which file a path named when it was read: a file replaced under the same name is another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileId {
     dev: u64,
     ino: u64,
@@ -60,6 +61,12 @@ impl FileId {
             FileId { dev: 0, ino: 0 }
         }
     }
+
+    /// Whether the system named the file (a device and an inode); on one that does not, every
+    /// file has the same id, which tells nothing apart.
+    pub fn is_known(&self) -> bool {
+        self.dev != 0 || self.ino != 0
+    }
 }
 
 /// An open transcript and the end of its complete lines at the time it was opened.
@@ -71,7 +78,7 @@ struct Opened {
 fn open(path: &Path) -> io::Result<Opened> {
     let mut file = open_regular(path)?;
     let meta = file.metadata()?;
-    let end = reader::complete_end(&mut file, meta.len())?;
+    let end = torn::complete_end_of(&mut file, &meta)?;
     Ok(Opened { file, end })
 }
 

@@ -88,6 +88,16 @@ pub fn file_id<F: Read + io::Seek>(file: &mut F, end: u64) -> io::Result<Option<
     Ok(scrollback_protocol::file_id(&read_exact_at(file, 0, n)?))
 }
 
+/// The bytes of `file` just before `end`, at most [`TAIL_BYTES`] of them: what a reader that
+/// read up to `end` keeps to tell, later, a file appended to from one rewritten.
+pub fn tail_before<F: Read + io::Seek>(file: &mut F, end: u64) -> io::Result<Vec<u8>> {
+    let from = end.saturating_sub(TAIL_BYTES);
+    read_exact_at(file, from, (end - from) as usize)
+}
+
+/// How many bytes before the end of what was read [`tail_before`] keeps.
+pub const TAIL_BYTES: u64 = 64;
+
 /// The end of the file's complete lines: just after its last newline (a torn last line, still
 /// being written, is left out), reading backwards only as far as that newline.
 pub fn complete_end<F: Read + io::Seek>(file: &mut F, len: u64) -> io::Result<u64> {

@@ -128,15 +128,17 @@ function frameDrawn() {
  * The page's small module (`scrollback_screen.js`: the crate's fold and view alone, a third of
  * the worker's module), fetched and compiled now, beside the early request, so that the opening
  * session's first screen is folded here as soon as the answer is in, not when the worker's
- * module, the store and the session are up. Once up, it warms up: its folds run once over a
- * small session of its own, so that the engine compiles them (V8 compiles a function on its
- * first call) while the answer is most likely still on its way. The warm-up holds the page's
- * thread for a few milliseconds, so on a reopen (`drawn`: the frame after the open call) it
- * waits for the frame that draws the last screen: that screen is what the user sees first,
+ * module, the store and the session are up. Once up, while the answer is still on its way, it
+ * warms up: the fold the opening screen will take (`early.screen`: a reopen's, else a first
+ * visit's) runs once over a small session of its own, so that the engine compiles it (V8
+ * compiles a function on its first call) meanwhile. When the answer is already in, the fold
+ * itself compiles as it runs, and warming up first would only delay it. The warm-up holds the
+ * page's thread for a few milliseconds, so on a reopen (`drawn`: the frame after the open call)
+ * it waits for the frame that draws the last screen: that screen is what the user sees first,
  * and the check of its cursor usually brings nothing to fold. Resolves to its exports, or null
  * where it cannot load (the worker's view then comes first, as it would anyway).
  */
-function loadScreenModule(drawn) {
+function loadScreenModule(drawn, early) {
   const wasm = fetch(new URL('./scrollback_screen_bg.wasm', import.meta.url));
   wasm.catch(() => {});
   return import('./scrollback_screen.js')
@@ -144,7 +146,7 @@ function loadScreenModule(drawn) {
       await glue.default({ module_or_path: wasm });
       performance.mark('scrollback:screen-module');
       await drawn;
-      glue.warmUp();
+      if (!early.answered) glue.warmUp(early.screen !== null);
       performance.mark('scrollback:screen-warm');
       return glue;
     })
@@ -252,7 +254,7 @@ export class Scrollback {
     // and the module are in; the worker takes the same answer for the session's open.
     // (On a reopen, the app has just asked for the last screen to be drawn.)
     const screenModule = early && onOpeningScreen
-      ? loadScreenModule(early.screen ? frameDrawn() : null)
+      ? loadScreenModule(early.screen ? frameDrawn() : null, early)
       : null;
     // Who is told of the opening screen, once: the app, unless the Scrollback was closed
     // meanwhile (`show` taken back) or a view of the session already shows rows of its own.

@@ -153,8 +153,13 @@ export function table(meta, results) {
       });
       out.push(`| ${label} | ${cells.join(' | ')} | ${check(r.by, key, unit, goal, labels, unfinished)} |`);
     }
-    // The page's small module (screen/): up, and warmed up (its folds compiled).
-    const small = (t) => (t.screenModule === undefined ? '' : `small module ready ${fmt(t.screenModule, 'ms')}${t.screenWarm === undefined ? '' : ` (warmed up ${fmt(t.screenWarm, 'ms')})`}, `);
+    // The page's small module (screen/): up, and warmed up (its fold compiled), unless the
+    // answer was in by then (the fold then compiles as it runs).
+    const warm = (t) => {
+      if (t.screenWarm === undefined) return '';
+      return t.screenWarm - t.screenModule < 0.5 ? ' (no warm-up: the answer was in)' : ` (warmed up ${fmt(t.screenWarm, 'ms')})`;
+    };
+    const small = (t) => (t.screenModule === undefined ? '' : `small module ready ${fmt(t.screenModule, 'ms')}${warm(t)}, `);
     const timeline = (k, t) => (t ? `${t.screen === undefined ? 'no last screen' : `last screen drawn ${fmt(t.screen, 'ms')}`}, ${t.response === undefined ? '' : `check answered ${fmt(t.response, 'ms')}, `}${small(t)}${t.opening === undefined ? '' : `its catch-up folded on and drawn ${fmt(t.opening, 'ms')}, `}worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, first cached rows from the worker ${fmt(t.cached ?? t.firstRows, 'ms')}, verified ${fmt(t.verified, 'ms')}, live ${fmt(t.live, 'ms')}` : 'n/a');
     // A first visit: nothing cached, so the first rows wait for the first request's answer.
     const cold = (k, t) => (t ? `open call ${fmt(t.openCall, 'ms')} after navigation; then worker ${fmt(t.worker, 'ms')}, module ready ${fmt(t.module, 'ms')}, store open ${fmt(t.store, 'ms')}, request sent ${fmt(t.request, 'ms')}, answered ${fmt(t.response, 'ms')}, ${small(t)}${t.opening === undefined ? '' : `opening screen drawn ${fmt(t.opening, 'ms')}, `}first rows ${fmt(t.firstRows, 'ms')}, the view's own ${fmt(t.cached, 'ms')}` : 'n/a');

@@ -1,10 +1,13 @@
 //! Reading does not grow with a long line or a long row: the time of `?limit=1`, of the session
-//! list (a 60 MB line the newest but one, then the newest), of a coalesced `limit=1&bytes=1` page over a run of a million deltas, and of a coalesced
-//! page over two 1.6M-character deltas sharing a prefix, each read in-process from a real file.
+//! list (a 60 MB line the newest but one, then the newest), of a coalesced `limit=1&bytes=1` page
+//! over a run of a million deltas, of a coalesced page over two 1.6M-character deltas sharing a
+//! prefix, and of a page and a catch-up while the last 300 MB are one line still being written
+//! (its first read, the next ones, and a read after 1 MB more of it), each read in-process from a
+//! real file.
 //!
 //!     cargo run --release -p scrollback-server --example long_line
 
-use scrollback_protocol::TranscriptQuery;
+use scrollback_protocol::{CatchUpQuery, TranscriptQuery};
 use scrollback_server::{session::Summaries, transcript};
 use std::io::Write;
 use std::path::Path;
@@ -31,7 +34,7 @@ fn write(data: &Path, id: &str, text: &[String]) -> std::path::PathBuf {
 fn time<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let started = Instant::now();
     let out = f();
-    println!("{what}: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    println!("{what}: {:.2} ms", started.elapsed().as_secs_f64() * 1e3);
     out
 }
 
@@ -121,4 +124,39 @@ fn main() {
         transcript::window(&path, &q).unwrap()
     });
     println!("  answer: {} row(s)", page.len());
+
+    // 100 short lines, then a line of 300 MB with no newline yet (a writer mid-line).
+    let lines: Vec<String> = (1..=100u64)
+        .map(|s| line(s, serde_json::json!({"type": "userMessage", "text": "hi"})))
+        .collect();
+    let path = write(data, "torn", &lines);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    write!(
+        file,
+        r#"{{"seq":101,"ts":101.0,"event":{{"type":"toolResult","output":""#
+    )
+    .unwrap();
+    let mb = "x".repeat(1 << 20);
+    for _ in 0..300 {
+        file.write_all(mb.as_bytes()).unwrap();
+    }
+    let page = TranscriptQuery::parse("limit=5").unwrap();
+    let check = CatchUpQuery::parse("cursor=100").unwrap();
+    let read = |what: &str| {
+        time(&format!("{what}: ?limit=5"), || {
+            transcript::window(&path, &page).unwrap()
+        });
+        time(&format!("{what}: catchup?cursor=100"), || {
+            transcript::catch_up::catch_up(&path, &check).unwrap()
+        });
+    };
+    read("a 300 MB torn last line, first read");
+    read("the same, read again");
+    file.write_all(mb.as_bytes()).unwrap();
+    read("the same, 1 MB more of it");
+    let newest = transcript::window(&path, &page).unwrap();
+    println!("  newest seq: {}", newest.last().unwrap().seq());
 }

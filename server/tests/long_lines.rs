@@ -598,6 +598,101 @@ async fn newest(f: &server_support::Fixture) -> (Option<u64>, Option<u64>, u64) 
     )
 }
 
+/// What a writer does to a transcript, drawn at random: a line, a piece of a long torn line, its
+/// newline, a rewrite in place (the same inode) with other lines, or a truncation to a line end.
+#[test]
+fn remembered_ends_agree_with_a_whole_search_over_random_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transcript.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let ends = Ends::default();
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut seq = 0;
+    let mut remembered = 0;
+    for step in 0..400 {
+        let text = std::fs::read(&path).unwrap();
+        let torn = !text.is_empty() && !text.ends_with(b"\n");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        match next(10) {
+            0..=2 if !torn => {
+                seq += 1;
+                let words = format!("w{} w{}", next(1 << 40), next(1 << 40));
+                let line = line(
+                    seq,
+                    serde_json::json!({"type": "userMessage", "text": words}),
+                );
+                file.write_all(line.as_bytes()).unwrap();
+            }
+            0..=5 => {
+                if !torn {
+                    seq += 1;
+                    write!(
+                        file,
+                        r#"{{"seq":{seq},"ts":1.0,"event":{{"type":"toolResult","output":""#
+                    )
+                    .unwrap();
+                }
+                let piece = "x".repeat(next(700 << 10) as usize + 1);
+                file.write_all(piece.as_bytes()).unwrap();
+            }
+            6 | 7 if torn => file.write_all(b"\"}}\n").unwrap(),
+            8 => {
+                // Rewritten in place: other lines, then maybe a long torn one.
+                drop(file);
+                let mut other = String::new();
+                for s in 1..=next(40) + 1 {
+                    let words = format!("r{} r{}", next(1 << 40), next(1 << 40));
+                    other.push_str(&line(
+                        s,
+                        serde_json::json!({"type": "userMessage", "text": words}),
+                    ));
+                    seq = s;
+                }
+                if next(2) == 0 {
+                    seq += 1;
+                    other.push_str(&format!(
+                        r#"{{"seq":{seq},"output":"{}"#,
+                        "y".repeat(next(8 << 20) as usize)
+                    ));
+                }
+                let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.write_all(other.as_bytes()).unwrap();
+                f.set_len(other.len() as u64).unwrap();
+            }
+            _ => {
+                // Truncated to the end of its complete lines.
+                drop(file);
+                let end = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(end as u64)
+                    .unwrap();
+                seq = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
+            }
+        }
+        let text = std::fs::read(&path).unwrap();
+        let want = text
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i as u64 + 1);
+        assert_eq!(end_through(&ends, &path).0, want, "step {step}");
+        remembered += ends.len();
+    }
+    // (The walk did remember torn parts, so the remembered path was taken.)
+    assert!(remembered > 50, "remembered {remembered}");
+}
+
 #[tokio::test]
 async fn every_route_answers_the_complete_lines_while_a_long_line_is_written_and_after() {
     let f = server_support::Fixture::new().await;

@@ -6,7 +6,9 @@
 //!   (once the blocking pool's idle threads are gone);
 //! - its CPU% and threads with 300 and 3,000 idle streams;
 //! - the time of `GET /transcript?limit=1` and `GET /sessions` with a 60 MB line in a session;
-//! - the time of a coalesced page over two adjacent 1.6M-char deltas (timed out at 90 s).
+//! - the time of a coalesced page over two adjacent 1.6M-char deltas (timed out at 90 s);
+//! - the time and the bytes on the wire of a page of a 64 MB line of words, compressed as it
+//!   leaves with gzip (what Firefox asks for over plain HTTP) and with brotli.
 //!
 //! Run it with:
 //!
@@ -214,6 +216,47 @@ async fn timed(http: &reqwest::Client, url: &str) -> String {
     }
 }
 
+/// [`timed`], asking for `encoding` and counting the bytes as sent (not decompressed).
+async fn timed_encoded(url: &str, encoding: &str) -> String {
+    let raw = reqwest::Client::builder()
+        .no_gzip()
+        .timeout(Duration::from_secs(90))
+        .build()
+        .unwrap();
+    let t = Instant::now();
+    let r = raw
+        .get(url)
+        .header("accept-encoding", encoding)
+        .send()
+        .await
+        .unwrap();
+    let sent = r.headers().get("content-encoding").cloned();
+    let body = r.bytes().await.map(|b| b.len()).unwrap_or(0);
+    format!(
+        "{:.3} s ({body} bytes, {sent:?})",
+        t.elapsed().as_secs_f64()
+    )
+}
+
+/// About `bytes` of words separated by spaces, from a fixed seed (text that compresses as
+/// prose does, about 3:1).
+fn words(bytes: usize) -> String {
+    const WORDS: [&str; 16] = [
+        "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on",
+        "file", "error", "build",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut text = String::with_capacity(bytes + 8);
+    while text.len() < bytes {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        text.push_str(WORDS[(state % 16) as usize]);
+        text.push(if state % 11 == 0 { '.' } else { ' ' });
+    }
+    text
+}
+
 async fn long_lines(data: &Path) {
     let mut text = String::new();
     for seq in 1..=3 {
@@ -237,6 +280,11 @@ async fn long_lines(data: &Path) {
         "deltas",
         &format!("{}{}", delta(1, "b"), delta(2, "c")),
     );
+    write_session(
+        data,
+        "words",
+        &line(1, json!({"type": "toolResult", "output": words(64 << 20)})),
+    );
     let server = Server::start(data);
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(90))
@@ -251,6 +299,16 @@ async fn long_lines(data: &Path) {
         "a 60 MB line: GET /sessions {}",
         timed(&http, &format!("{base}/sessions")).await
     );
+    for encoding in ["gzip", "br"] {
+        println!(
+            "a 64 MB line of words: GET ?limit=1, {encoding} {}",
+            timed_encoded(
+                &format!("{base}/sessions/words/transcript?limit=1"),
+                encoding
+            )
+            .await
+        );
+    }
     println!(
         "two 1.6M-char deltas: coalesced page {}",
         timed(

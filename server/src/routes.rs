@@ -20,7 +20,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tower::ServiceExt;
-use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
@@ -514,6 +515,27 @@ async fn method_not_allowed(req: Request) -> Response {
     )
 }
 
+/// The smallest body compressed at the fastest level rather than the default one. Brotli's
+/// default (level 4 here) takes about a second of CPU for a 64 MB answer (a page of one long
+/// tool output), during which the answer holds its share of the budget; the fastest level
+/// takes a fraction of that and still shrinks text. Pages and catch-ups of usual lines are
+/// far smaller and keep the default.
+pub const FAST_COMPRESSION_BYTES: u64 = 1 << 20;
+
+/// A response whose body is known to be at least [`FAST_COMPRESSION_BYTES`].
+#[derive(Clone, Copy)]
+struct Large;
+
+impl Predicate for Large {
+    fn should_compress<B: http_body::Body>(&self, response: &Response<B>) -> bool {
+        response
+            .body()
+            .size_hint()
+            .exact()
+            .is_some_and(|n| n >= FAST_COMPRESSION_BYTES)
+    }
+}
+
 /// The whole application: routes, static files, and the layers (token, compression, CORS,
 /// counters and log, from the inside out).
 pub fn router(app: Arc<App>) -> Router {
@@ -545,7 +567,15 @@ pub fn router(app: Arc<App>) -> Router {
         router = router.layer(middleware::from_fn_with_state(guard, auth::require_token));
     }
     // The default predicate leaves `text/event-stream` alone: a stream is never compressed
-    // (and so never buffered by the compressor).
+    // (and so never buffered by the compressor). A large body is compressed at the fastest
+    // level by the inner layer (the outer one leaves what is already encoded), the rest at the
+    // default one.
+    let large = DefaultPredicate::new().and(Large);
+    router = router.layer(
+        CompressionLayer::new()
+            .quality(CompressionLevel::Fastest)
+            .compress_when(large),
+    );
     router = router.layer(CompressionLayer::new());
     if let Some(cors) = auth::cors(&app.config.allow_origin) {
         router = router.layer(cors);

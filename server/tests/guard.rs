@@ -444,6 +444,49 @@ async fn responses_are_compressed_when_asked_and_streams_never_are() {
         lines(&text)[1_500..]
     );
 
+    // A page of 1 MiB or more is compressed too (at the fastest level), once, and reads the same.
+    let big = format!(
+        "{}{}",
+        transcript(3),
+        line(
+            4,
+            json!({"type": "toolResult", "output": "compressible words ".repeat(100_000)})
+        )
+    );
+    f.write("big", &big);
+    let response = f
+        .get_with(
+            "/sessions/big/transcript?limit=1",
+            "accept-encoding",
+            "gzip",
+        )
+        .await;
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let vary: Vec<_> = response.headers().get_all("vary").iter().collect();
+    assert_eq!(vary, ["accept-encoding"]);
+    let wire = response.bytes().await.unwrap().len();
+    let full = f
+        .get("/sessions/big/transcript?limit=1")
+        .await
+        .bytes()
+        .await
+        .unwrap()
+        .len();
+    assert!(full >= scrollback_server::routes::FAST_COMPRESSION_BYTES as usize);
+    assert!(wire * 4 < full, "gzip {wire} vs {full}");
+    let body = gz
+        .get(f.url("/sessions/big/transcript?limit=1"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        scrollback::protocol::parse_page(&body).unwrap(),
+        lines(&big)[3..]
+    );
+
     let sse = f
         .get_with(
             "/sessions/s/events?after=1990",

@@ -411,36 +411,64 @@ async fn cors_answers_only_the_allowed_origins() {
         .is_none());
 }
 
+/// A page asked for with `accept-encoding: gzip` and without.
+struct Gzipped {
+    /// The gzipped answer's `content-encoding`, and its `vary` headers.
+    encoding: String,
+    vary: Vec<String>,
+    /// Its bytes on the wire, and the plain answer's.
+    wire: usize,
+    full: usize,
+    /// The plain answer's `content-encoding`, if any.
+    plain_encoding: Option<String>,
+    /// What a client that decompresses reads.
+    read: String,
+}
+
+async fn gzipped(f: &Fixture, path: &str) -> Gzipped {
+    let header = |r: &reqwest::Response, name: &str| {
+        (r.headers().get_all(name).iter())
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let response = f.get_with(path, "accept-encoding", "gzip").await;
+    let (encoding, vary) = (
+        header(&response, "content-encoding"),
+        header(&response, "vary"),
+    );
+    let wire = response.bytes().await.unwrap().len();
+    let plain = f.get(path).await;
+    let plain_encoding = header(&plain, "content-encoding").pop();
+    let full = plain.bytes().await.unwrap().len();
+    let decompressing = reqwest::Client::new();
+    let read = decompressing.get(f.url(path)).send().await.unwrap();
+    Gzipped {
+        encoding: encoding.join(", "),
+        vary,
+        wire,
+        full,
+        plain_encoding,
+        read: read.text().await.unwrap(),
+    }
+}
+
 #[tokio::test]
 async fn responses_are_compressed_when_asked_and_streams_never_are() {
     let f = Fixture::new().await;
     let text = transcript(2_000);
     f.write("s", &text);
-    let response = f
-        .get_with(
-            "/sessions/s/transcript?limit=500",
-            "accept-encoding",
-            "gzip",
-        )
-        .await;
-    assert_eq!(response.headers()["content-encoding"], "gzip");
-    let wire = response.bytes().await.unwrap().len();
-    let plain = f.get("/sessions/s/transcript?limit=500").await;
-    assert!(plain.headers().get("content-encoding").is_none());
-    let full = plain.bytes().await.unwrap().len();
-    assert!(wire * 3 < full, "gzip {wire} vs {full}");
+    let page = gzipped(&f, "/sessions/s/transcript?limit=500").await;
+    assert_eq!(page.encoding, "gzip");
+    assert_eq!(page.plain_encoding, None);
+    assert!(
+        page.wire * 3 < page.full,
+        "gzip {} vs {}",
+        page.wire,
+        page.full
+    );
     // A client that decompresses reads the same lines.
-    let gz = reqwest::Client::new();
-    let body = gz
-        .get(f.url("/sessions/s/transcript?limit=500"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
     assert_eq!(
-        scrollback::protocol::parse_page(&body).unwrap(),
+        scrollback::protocol::parse_page(&page.read).unwrap(),
         lines(&text)[1_500..]
     );
 
@@ -454,36 +482,18 @@ async fn responses_are_compressed_when_asked_and_streams_never_are() {
         )
     );
     f.write("big", &big);
-    let response = f
-        .get_with(
-            "/sessions/big/transcript?limit=1",
-            "accept-encoding",
-            "gzip",
-        )
-        .await;
-    assert_eq!(response.headers()["content-encoding"], "gzip");
-    let vary: Vec<_> = response.headers().get_all("vary").iter().collect();
-    assert_eq!(vary, ["accept-encoding"]);
-    let wire = response.bytes().await.unwrap().len();
-    let full = f
-        .get("/sessions/big/transcript?limit=1")
-        .await
-        .bytes()
-        .await
-        .unwrap()
-        .len();
-    assert!(full >= scrollback_server::routes::FAST_COMPRESSION_BYTES as usize);
-    assert!(wire * 4 < full, "gzip {wire} vs {full}");
-    let body = gz
-        .get(f.url("/sessions/big/transcript?limit=1"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = gzipped(&f, "/sessions/big/transcript?limit=1").await;
+    assert_eq!(page.encoding, "gzip");
+    assert_eq!(page.vary, ["accept-encoding"]);
+    assert!(page.full >= scrollback_server::routes::FAST_COMPRESSION_BYTES as usize);
+    assert!(
+        page.wire * 4 < page.full,
+        "gzip {} vs {}",
+        page.wire,
+        page.full
+    );
     assert_eq!(
-        scrollback::protocol::parse_page(&body).unwrap(),
+        scrollback::protocol::parse_page(&page.read).unwrap(),
         lines(&big)[3..]
     );
 

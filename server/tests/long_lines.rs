@@ -72,13 +72,13 @@ fn most_held<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, (peak - base).max(0) as usize)
 }
 
-/// An in-memory file that counts the bytes read from it.
-struct Counting {
-    inner: Cursor<Vec<u8>>,
+/// A file (in memory unless said) that counts the bytes read from it.
+struct Counting<F = Cursor<Vec<u8>>> {
+    inner: F,
     read: usize,
 }
 
-impl Read for Counting {
+impl<F: Read> Read for Counting<F> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.read += n;
@@ -86,7 +86,7 @@ impl Read for Counting {
     }
 }
 
-impl Seek for Counting {
+impl<F: Seek> Seek for Counting<F> {
     fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
         self.inner.seek(pos)
     }
@@ -477,31 +477,11 @@ async fn a_catch_up_past_the_bound_never_repeats_a_line_at_or_before_the_cursor(
     }
 }
 
-/// A real file that counts the bytes read from it.
-struct CountingFile {
-    inner: std::fs::File,
-    read: usize,
-}
-
-impl Read for CountingFile {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n;
-        Ok(n)
-    }
-}
-
-impl Seek for CountingFile {
-    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
-        self.inner.seek(pos)
-    }
-}
-
 /// The end of `path`'s complete lines through `ends`, and the bytes that read.
 fn end_through(ends: &Ends, path: &Path) -> (u64, usize) {
     let inner = std::fs::File::open(path).unwrap();
     let meta = inner.metadata().unwrap();
-    let mut file = CountingFile { inner, read: 0 };
+    let mut file = Counting { inner, read: 0 };
     let end = ends
         .complete_end(&mut file, FileId::of(&meta), meta.len())
         .unwrap();

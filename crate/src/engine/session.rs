@@ -68,6 +68,21 @@ struct Ahead {
     rows: Transcript,
 }
 
+/// What the last older page fetched from the server showed about the cache below it: nothing
+/// cached in `[after + 1, before)` (`after` the bound that page was asked with, `None` for
+/// none), so the page before `before` is not the cache's either and is asked with the same
+/// bound. Lets the next [`Session::older`] ask the server at once, while the page before it is
+/// still being stored, rather than wait for the cache's lock to look. Valid in the epoch and
+/// purges it was found in. (A writer in another tab never writes this session while this one
+/// does; while this one only reads, the most it costs is a page the cache could have served.)
+#[derive(Clone, Copy)]
+struct Uncached {
+    epoch: u64,
+    purges: u64,
+    before: u64,
+    after: Option<u64>,
+}
+
 /// One open session: the cache's rows drawn at once, checked with one probe, kept live by the
 /// stream, paged back through the cache first and the server only for the gap.
 ///
@@ -100,6 +115,8 @@ pub struct Session<S: Store, T: Transport> {
     /// `FILE_HEADER`), while the server names one: an older page of another file is refused.
     file: RefCell<Option<String>>,
     loading_older: Cell<bool>,
+    /// See [`Uncached`]: set by an older page from the server, taken by the next one.
+    uncached: Cell<Option<Uncached>>,
     /// Older pages read from the cache before they are asked for, the next one first: each
     /// one's `before` is the oldest seq of the one before it.
     ahead: RefCell<VecDeque<Ahead>>,
@@ -153,6 +170,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             purges: Cell::new(0),
             file: RefCell::new(None),
             loading_older: Cell::new(false),
+            uncached: Cell::new(None),
             ahead: RefCell::default(),
             reading_ahead: Mutex::new(()),
             commands,
@@ -203,6 +221,13 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// future also closes, at any await, which the cache survives as it survives a crash.
     pub fn close(&self) {
         let _ = self.commands.unbounded_send(Command::Close);
+    }
+
+    /// Resolves once no write to this session's cache is under way. An older page from the
+    /// server is stored after it is shown ([`Session::older_then`]): what reads the store
+    /// without this session (a search) waits here first to find it.
+    pub async fn stored(&self) {
+        drop(self.cache().await);
     }
 
     /// The cache's size for this session, in bytes (what a reload would discard).
@@ -826,7 +851,10 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 return Ok(());
             };
             let want = ((oldest - anchor) as usize).min(MAX_LIMIT);
-            match self.older_page(Some(inbox), oldest, want, false).await? {
+            match self
+                .older_page(Some(inbox), oldest, want, false, || {})
+                .await?
+            {
                 Ok(true) => {}
                 // The app's own older page was shown meanwhile (its scroll handler as the view
                 // first draws): go on from where it reached. A reload or a reset ends it.
@@ -844,13 +872,15 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
 
     /// Shows the page before `before`: from the cache when the suffix covers it, else from the
     /// server with `after` = the end of the nearest chunk below, stored with `before` as its
-    /// coverage end. Answers whether anything was shown.
+    /// coverage end. Answers whether anything was shown. `shown` is called once the page is
+    /// shown, before a page from the server is stored.
     async fn older_page(
         &self,
         inbox: Option<&mut mpsc::UnboundedReceiver<Command>>,
         before: u64,
         limit: usize,
         rows: bool,
+        shown: impl FnOnce(),
     ) -> Result<TransportResult<bool>, Command> {
         let (epoch, purges) = (self.epoch.get(), self.purges.get());
         // A page read ahead: its lines, folded already.
@@ -858,9 +888,17 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             self.take_ahead(before, limit, rows)
                 .map(|a| (a.lines, Some(a.rows)))
         };
+        let uncached = self
+            .uncached
+            .take()
+            .filter(|u| (u.epoch, u.purges, u.before) == (epoch, purges, before));
         let (local, gap_after) = if let Some(page) = ahead() {
             // Read ahead already: no wait for the lock a read-ahead of later pages holds.
             (Some(page), None)
+        } else if let Some(uncached) = uncached {
+            // Not the cache's (the page after it came from the server): no wait for the lock
+            // that page's write holds.
+            (None, uncached.after)
         } else {
             let mut cache = self.cache().await;
             // Asked again under the lock: a read-ahead in flight holds it until its page is kept.
@@ -888,6 +926,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             if self.epoch.get() == epoch && self.view.borrow().oldest == Some(before) {
                 self.view.borrow_mut().counters.local_pages += 1;
                 self.show_older(&lines, folded);
+                shown();
                 return Ok(Ok(true));
             }
             return Ok(Ok(false));
@@ -938,14 +977,28 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             break (page.lines, true);
         };
         let (lines, fetched) = page;
-        if fetched && self.purges.get() == purges {
-            self.cache().await.store_page(&lines, before, rows).await;
+        let current = self.epoch.get() == epoch && self.view.borrow().oldest == Some(before);
+        if current {
+            self.show_older(&lines, None);
+            shown();
         }
-        if self.epoch.get() != epoch || self.view.borrow().oldest != Some(before) {
-            return Ok(Ok(false));
+        if fetched {
+            // Stopping above the chunk below (a page asked again without the bound reaches
+            // below it): the page before this one is not the cache's either.
+            let first = lines.first().map(Line::seq);
+            if let Some(first) = first.filter(|f| gap_after.is_none_or(|a| a + 1 < *f)) {
+                self.uncached.set(Some(Uncached {
+                    epoch,
+                    purges,
+                    before: first,
+                    after: gap_after,
+                }));
+            }
+            if self.purges.get() == purges {
+                self.cache().await.store_page(&lines, before, rows).await;
+            }
         }
-        self.show_older(&lines, None);
-        Ok(Ok(!lines.is_empty()))
+        Ok(Ok(current && !lines.is_empty()))
     }
 
     /// Whether an older page read from file `file` may join the rows: not when the server
@@ -1043,8 +1096,17 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// Shows the next older page of `page_rows` rows (the seed's scroll-back pager): from the
     /// cache when it holds it, else from the server for the gap only. Answers whether rows were
     /// added; `Ok(false)` when there is no more history, the session is not ready, a page is
-    /// already loading, or what is shown changed meanwhile.
+    /// already loading, or what is shown changed meanwhile. Answers once a page from the server
+    /// is stored too; see [`Session::older_then`] for an answer as soon as it is shown.
     pub async fn older(&self) -> TransportResult<bool> {
+        self.older_then(|| {}).await
+    }
+
+    /// [`Session::older`], calling `shown` as soon as the page is shown: a page from the server
+    /// is stored after that, and the next call may begin meanwhile (its request leaves at once
+    /// when the page it asks for is not the cache's either; anything that reads the cache waits
+    /// for the write). `shown` is not called when nothing was shown.
+    pub async fn older_then(&self, shown: impl FnOnce()) -> TransportResult<bool> {
         let before = {
             let view = self.view.borrow();
             match (view.ready, view.more_history, view.oldest) {
@@ -1052,18 +1114,29 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 _ => return Ok(false),
             }
         };
-        // Cleared however this ends: a caller that drops the future half-way (a timeout, a
-        // select) must not leave the session refusing every older page after it.
-        struct Loading<'a>(&'a Cell<bool>);
+        // Cleared once the page is shown, or however this ends: a caller that drops the future
+        // half-way (a timeout, a select) must not leave the session refusing every older page
+        // after it. Cleared once only: a next call may be loading by the time this one ends.
+        struct Loading<'a>(Option<&'a Cell<bool>>);
+        impl Loading<'_> {
+            fn end(&mut self) {
+                if let Some(loading) = self.0.take() {
+                    loading.set(false);
+                }
+            }
+        }
         impl Drop for Loading<'_> {
             fn drop(&mut self) {
-                self.0.set(false);
+                self.end();
             }
         }
         self.loading_older.set(true);
-        let _loading = Loading(&self.loading_older);
+        let mut loading = Loading(Some(&self.loading_older));
         let shown = self
-            .older_page(None, before, self.config.page_rows, true)
+            .older_page(None, before, self.config.page_rows, true, || {
+                loading.end();
+                shown();
+            })
             .await;
         match shown {
             Ok(result) => result,

@@ -16,15 +16,17 @@ use scrollback::fold::Transcript;
 use scrollback::protocol::{
     last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES, OPENING_WINDOW,
 };
-use scrollback::store::FsStore;
+use scrollback::store::{Entry, FsStore, Meta, Store, StoreResult};
 use scrollback::transport::{HttpTransport, Transport};
 use scrollback_server::spawn;
 use scrollback_server::transcript;
 use serde_json::{json, Value};
+use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tokio::task::LocalSet;
 
 use crate::support::{Recorded, Running, TestServer};
@@ -522,6 +524,147 @@ async fn an_older_page_dropped_half_way_leaves_the_next_one_free_to_load() {
             );
             assert!(s.session.with_view(|v| v.oldest) < oldest);
             s.close().await;
+        })
+        .await;
+}
+
+/// The cache's folder, with the writes of chunks fetched as older pages held back while
+/// `held` says so (a slow disk, made to order); how many wait is counted.
+struct HeldPages {
+    inner: FsStore,
+    held: watch::Receiver<bool>,
+    waiting: AtomicUsize,
+}
+
+impl Store for HeldPages {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        self.inner.list(dir).await
+    }
+    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
+        self.inner.stat(path).await
+    }
+    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
+        self.inner.read(path, offset, len).await
+    }
+    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        if path.ends_with(".rows.jsonl") {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            let _ = self.held.clone().wait_for(|held| !held).await;
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.inner.write(path, bytes).await
+    }
+    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
+        self.inner.append(path, bytes).await
+    }
+    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
+        self.inner.truncate(path, len).await
+    }
+    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
+        self.inner.rename(from, to).await
+    }
+    async fn remove(&self, path: &str) -> StoreResult<()> {
+        self.inner.remove(path).await
+    }
+}
+
+/// Polls `cond` every 5 ms until it holds (30 s at most, then fails with `what`).
+async fn until(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..6000 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("waited 30 s for {what}");
+}
+
+/// A first visit's scroll back: each older page comes from the server, and is answered as soon
+/// as it is shown, before it is stored; the next page is asked and shown while the one before
+/// it is still being written. Both are stored all the same, with nothing asked twice.
+#[tokio::test]
+async fn an_older_page_is_answered_once_shown_and_the_next_is_asked_while_it_is_stored() {
+    LocalSet::new()
+        .run_until(async {
+            let env = Env::start(false, None).await;
+            env.base.long_session("slow", 3000);
+            let (hold, held) = watch::channel(false);
+            let store = Arc::new(HeldPages {
+                inner: FsStore::new(&env.base.cache),
+                held,
+                waiting: AtomicUsize::new(0),
+            });
+            let transport = HttpTransport::new(&env.base.server.url(), None).unwrap();
+            let client =
+                Engine::assemble(store.clone(), Recorded::new(transport), Config::default()).await;
+            let s = Running::open(&client, "slow").await;
+            s.live().await;
+            client.transport().queries.borrow_mut().clear();
+            hold.send(true).unwrap();
+
+            let older = |shown: Rc<Cell<bool>>| {
+                let session = s.session.clone();
+                tokio::task::spawn_local(
+                    async move { session.older_then(|| shown.set(true)).await },
+                )
+            };
+            let oldest = || s.session.with_view(|v| v.oldest.unwrap());
+            let window = oldest();
+            let shown = Rc::new(Cell::new(false));
+            let first = older(shown.clone());
+            until("the first page shown", || shown.get()).await;
+            let page = oldest();
+            assert!(page < window, "the first older page is shown");
+            until("its write", || store.waiting.load(Ordering::SeqCst) == 1).await;
+            assert!(!first.is_finished(), "its write is held");
+
+            let shown = Rc::new(Cell::new(false));
+            let second = older(shown.clone());
+            until("the second page shown", || shown.get()).await;
+            assert!(oldest() < page, "the second older page is shown");
+            assert!(
+                !first.is_finished() && !second.is_finished(),
+                "while the first page's write is still held"
+            );
+            assert_eq!(
+                *client.transport().queries.borrow(),
+                [
+                    format!("before={window}&limit=40&coalesce=true&bytes=65536"),
+                    format!("before={page}&limit=40&coalesce=true&bytes=65536"),
+                ],
+                "each page asked once, neither bounded: nothing is cached below the window"
+            );
+
+            // What reads the store without the session (a search) waits for the writes.
+            let stored = {
+                let session = s.session.clone();
+                tokio::task::spawn_local(async move { session.stored().await })
+            };
+            tokio::task::yield_now().await;
+            assert!(!stored.is_finished(), "`stored` waits for the held writes");
+
+            hold.send(false).unwrap();
+            stored.await.unwrap();
+            assert!(first.await.unwrap().unwrap());
+            assert!(second.await.unwrap().unwrap());
+            let reached = oldest();
+            s.close().await;
+
+            // Both pages were stored: a reopen pages back over them with no request.
+            let again = Running::open(&env.client(None).await, "slow").await;
+            again.live().await;
+            let t0 = env.stats("transcript").await;
+            while again.session.with_view(|v| v.oldest) > Some(reached) {
+                assert!(again.session.older().await.unwrap());
+            }
+            assert_eq!(
+                env.stats("transcript").await.0,
+                t0.0,
+                "both pages are the cache's"
+            );
+            assert_shows_server(&again.session, &env.base.lines("slow"));
+            again.close().await;
+            env.base.server.shutdown().await.unwrap();
         })
         .await;
 }

@@ -375,7 +375,9 @@ export declare class SessionView {
   /**
    * Loads one page of older history (from the cache when it holds it) into `state.rows`;
    * resolves to whether more history remains (`state.moreHistory`): `false` once the page just
-   * loaded reached the session's first line, or when there was nothing older to load.
+   * loaded reached the session's first line, or when there was nothing older to load. It
+   * resolves once the page is shown: a page from the server is written to the cache after that
+   * (`cachedSize` and `search` wait for the write).
    */
   loadOlder(): Promise<boolean>;
   /** Bytes cached for this session. */

@@ -271,6 +271,10 @@ test('opfs: a full quota is said in the view, the rows go on; a reload once ther
   const full = await p.evaluate(async () => {
     const rows = view.state.rows.length;
     for (let i = 0; i < 5 && !view.state.storageError; i++) await view.loadOlder();
+    // A page is answered once shown; its write (and so the error) follows.
+    for (const until = Date.now() + 30_000; !view.state.storageError && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     return { before: rows, after: view.state.rows.length, error: view.state.storageError, live: view.state.live };
   });
   assert.ok(full.after > full.before, `older pages are shown: ${full.before} -> ${full.after}`);

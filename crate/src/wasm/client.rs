@@ -241,10 +241,13 @@ impl Client {
         sessions: Option<Vec<String>>,
     ) -> js_sys::Promise {
         let engine = self.engine.clone();
+        let tally = self.tally.clone();
         future_to_promise(async move {
             if !engine.cache().searches() {
                 return Err(BindingError::SearchOff.into());
             }
+            // What the views showed is searched: the pages they are still storing too.
+            tally.stored().await;
             let hits = engine
                 .search(&query, limit as usize, sessions.as_deref())
                 .await;

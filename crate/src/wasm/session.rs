@@ -81,6 +81,18 @@ impl Tally {
         }
     }
 
+    /// Resolves once no session of this worker, open or closing, has a write to its cache
+    /// under way ([`Session::stored`]): a page `loadOlder` answered is searchable after it.
+    pub(super) async fn stored(&self) {
+        let lives: Vec<Rc<Live>> = (self.open.borrow().iter())
+            .chain(self.closing.borrow().iter())
+            .cloned()
+            .collect();
+        for live in lives {
+            live.session.stored().await;
+        }
+    }
+
     /// How many sessions are open (not closed yet).
     pub(super) fn open_count(&self) -> usize {
         self.open.borrow().len()
@@ -316,18 +328,30 @@ impl SessionHandle {
     }
 
     /// Shows one older page (from the cache when it has it, or from the pages read ahead after
-    /// the last call). Resolves to whether more history remains above.
+    /// the last call). Resolves to whether more history remains above, as soon as the page is
+    /// shown: a page from the server is stored after that, while the app handles this one.
     #[wasm_bindgen(js_name = loadOlder)]
     pub fn load_older(&self) -> js_sys::Promise {
         let live = self.live.clone();
-        future_to_promise(async move {
-            live.session.older().await.map_err(BindingError::from)?;
-            let more = live.session.with_view(|v| v.more_history);
-            if more {
+        let (answer, answered) = oneshot::channel();
+        spawn_local(async move {
+            let answer = Cell::new(Some(answer));
+            let more = || live.session.with_view(|v| v.more_history);
+            let send = |result: Result<bool, BindingError>| {
+                if let Some(answer) = answer.take() {
+                    let _ = answer.send(result);
+                }
+            };
+            let result = live.session.older_then(|| send(Ok(more()))).await;
+            send(result.map(|_| more()).map_err(BindingError::from));
+            if more() {
                 // The pages read ahead topped up, from the cache, while the page handles this one.
-                let ahead = live.clone();
-                spawn_local(async move { ahead.session.read_ahead().await });
+                live.session.read_ahead().await;
             }
+        });
+        future_to_promise(async move {
+            // The task always answers before it ends, and a spawned task runs to its end.
+            let more = answered.await.unwrap_or(Ok(false))?;
             Ok(more.into())
         })
     }

@@ -345,8 +345,9 @@ impl SessionHandle {
             let result = live.session.older_then(|| send(Ok(more()))).await;
             send(result.map(|_| more()).map_err(BindingError::from));
             if more() {
-                // The pages read ahead topped up, from the cache, while the page handles this one.
-                live.session.read_ahead().await;
+                // The pages read ahead topped up, from the cache, while the page handles this one
+                // (a task of its own, queued after the answer's).
+                spawn_local(async move { live.session.read_ahead().await });
             }
         });
         future_to_promise(async move {

@@ -1,52 +1,23 @@
 //! The conformance suite against the native filesystem store, each test in its own folder.
 #![cfg(not(target_arch = "wasm32"))]
 
-use scrollback::store::{Entry, FsStore, Meta, Store, StoreResult};
+use scrollback::store::{FsStore, Store};
+use scrollback::testing::{Hook, Hooked};
 
-/// A filesystem store in a temporary folder that is deleted with it.
-struct TempFs {
-    store: FsStore,
+/// Keeps a temporary folder (deleted with it) for as long as the store in it lives.
+struct KeepDir {
     _dir: tempfile::TempDir,
 }
 
-impl TempFs {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("a temporary folder");
-        TempFs {
-            store: FsStore::new(dir.path()),
-            _dir: dir,
-        }
-    }
+impl Hook for KeepDir {}
+
+/// A filesystem store in a temporary folder that is deleted with it.
+fn temp_fs() -> Hooked<FsStore, KeepDir> {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    Hooked::new(FsStore::new(dir.path()), KeepDir { _dir: dir })
 }
 
-impl Store for TempFs {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-        self.store.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        self.store.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        self.store.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        self.store.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        self.store.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        self.store.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        self.store.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        self.store.remove(path).await
-    }
-}
-
-scrollback::store_suite!(async || TempFs::new(); clock);
+scrollback::store_suite!(async || temp_fs(); clock);
 
 #[test]
 fn nothing_escapes_the_root_and_writes_are_whole() {

@@ -779,54 +779,33 @@ mod tests {
     use super::*;
     use crate::chunks::{Cache, SessionCache};
     use crate::protocol::Line;
-    use crate::store::{Entry, MemoryStore, StoreResult};
+    use crate::store::{MemoryStore, StoreResult};
+    use crate::testing::{Hook, Hooked, Op};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    /// The memory store, counting the reads and stats asked of it.
+    /// What a [`Counting`] store counts: the reads (`read_end` too) and stats asked of it. It
+    /// lets another task run before each write, as a browser's store does.
     #[derive(Default)]
-    struct Counting {
-        inner: MemoryStore,
+    struct Counts {
         reads: AtomicUsize,
         stats: AtomicUsize,
     }
 
-    impl Store for Counting {
-        async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-            self.inner.list(dir).await
-        }
-        async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-            self.stats.fetch_add(1, Ordering::SeqCst);
-            self.inner.stat(path).await
-        }
-        async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-            self.reads.fetch_add(1, Ordering::SeqCst);
-            self.inner.read(path, offset, len).await
-        }
-        async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
-            self.reads.fetch_add(1, Ordering::SeqCst);
-            self.inner.read_end(path, len).await
-        }
-        async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-            crate::store::yield_now().await; // as a browser's store does: another task runs meanwhile
-            self.inner.write(path, bytes).await
-        }
-        async fn writer(&self, key: &str, wait: bool) -> Option<crate::store::WriterRole> {
-            self.inner.writer(key, wait).await
-        }
-        async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-            self.inner.append(path, bytes).await
-        }
-        async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-            self.inner.truncate(path, len).await
-        }
-        async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-            self.inner.rename(from, to).await
-        }
-        async fn remove(&self, path: &str) -> StoreResult<()> {
-            self.inner.remove(path).await
+    impl Hook for Counts {
+        async fn before(&self, op: Op<'_>) -> StoreResult<()> {
+            match op {
+                Op::Stat(_) => _ = self.stats.fetch_add(1, Ordering::SeqCst),
+                Op::Read(_) | Op::ReadEnd(_) => _ = self.reads.fetch_add(1, Ordering::SeqCst),
+                Op::Write(_) => crate::store::yield_now().await,
+                _ => {}
+            }
+            Ok(())
         }
     }
+
+    /// The memory store, counting the reads and stats asked of it.
+    type Counting = Hooked<MemoryStore, Counts>;
 
     /// A store that counts, a session in it that another tab's cache writes (its writes reach
     /// the memo under test only through the store), opened, and the server's folder.
@@ -872,8 +851,8 @@ mod tests {
             let (memo, live) = (Memo::default(), Live::default());
             let found = |text| seqs_found(&store, &dir, &memo, &live, text);
             let recheck = || async { memo.0.lock().await.checked = 0 };
-            let reads = || store.reads.load(Ordering::SeqCst);
-            let stats = || store.stats.load(Ordering::SeqCst);
+            let reads = || store.hook.reads.load(Ordering::SeqCst);
+            let stats = || store.hook.stats.load(Ordering::SeqCst);
             assert_eq!(found("aardvark").await.len(), 3);
 
             // Nothing changed: the first recheck reads the blob's end (the load took no
@@ -930,7 +909,7 @@ mod tests {
                 .await
                 .unwrap();
             let (memo, live) = (Memo::default(), Live::default());
-            let reads = || store.reads.load(Ordering::SeqCst);
+            let reads = || store.hook.reads.load(Ordering::SeqCst);
             let marked = |hits: &[Hit]| hits.iter().map(Hit::marked).collect::<Vec<_>>();
             let first = search(&*store, &dir, &memo, &live, "aard", 10, None).await;
             let want: Vec<String> = (1..=3).map(|n| format!("the [aardvark] {n}")).collect();
@@ -1019,8 +998,8 @@ mod tests {
             assert_eq!(want[4].len(), 3);
 
             let (reads, stats) = (
-                || store.reads.load(Ordering::SeqCst),
-                || store.stats.load(Ordering::SeqCst),
+                || store.hook.reads.load(Ordering::SeqCst),
+                || store.hook.stats.load(Ordering::SeqCst),
             );
             let memo = Memo::default();
             let (r, s) = (reads(), stats());
@@ -1183,13 +1162,13 @@ mod tests {
             let (store, mut session, dir) = other_tab().await;
             session.append(&user(1, "the aardvark")).await;
             let (memo, live) = (Memo::default(), Live::default());
-            let stats = || store.stats.load(Ordering::SeqCst);
+            let stats = || store.hook.stats.load(Ordering::SeqCst);
             let seqs = |hits: Vec<Hit>| hits.iter().map(|h| h.seq).collect::<Vec<_>>();
 
-            let (r, s) = (store.reads.load(Ordering::SeqCst), stats());
+            let (r, s) = (store.hook.reads.load(Ordering::SeqCst), stats());
             recheck(&*store, &dir, &memo, &live).await;
             assert_eq!(
-                (store.reads.load(Ordering::SeqCst), stats()),
+                (store.hook.reads.load(Ordering::SeqCst), stats()),
                 (r, s),
                 "nothing loaded yet: nothing asked"
             );
@@ -1229,7 +1208,7 @@ mod tests {
             session.append(&user(1, "the aardvark")).await;
             let (memo, live) = (Memo::default(), Live::default());
             let found = |text| seqs_found(&store, &dir, &memo, &live, text);
-            let reads = || store.reads.load(Ordering::SeqCst);
+            let reads = || store.hook.reads.load(Ordering::SeqCst);
             let last = || notices.lock().unwrap().last().cloned().unwrap();
             assert_eq!(found("aardvark").await, vec![1]);
 

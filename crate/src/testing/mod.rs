@@ -3,6 +3,8 @@
 //!
 //! - [`store`]: the storage trait's operations, as every backend must answer them;
 //! - [`rules`]: every rule of the chunk store;
+//! - [`Hooked`]: a store that runs a test's [`Hook`] before each operation it forwards (to
+//!   let other tasks run, as [`Yield`] does, or to hold, count or fail some of them);
 //! - [`async_test!`](crate::async_test): one async test, a `#[test]` natively (driven by
 //!   `pollster`, a dev-dependency of the invoking crate) and a `#[wasm_bindgen_test]` on wasm32:
 //!   the one place that attribute pair is written, for every suite macro;
@@ -15,8 +17,11 @@
 //! origin) do not collide. A test file that uses the kit needs the feature, which the crate's
 //! own tests get from its dev-dependency on itself (`Cargo.toml`).
 
+mod hooked;
 pub mod rules;
 pub mod store;
+
+pub use hooked::{Hook, Hooked, Op, Yield};
 
 use crate::protocol::Line;
 use crate::store::{MemoryStore, Store};

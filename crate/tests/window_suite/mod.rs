@@ -8,14 +8,12 @@
 
 #![allow(dead_code)]
 
-use scrollback::store::{Entry, Meta, Store, StoreResult};
+use scrollback::store::{Store, StoreResult};
+use scrollback::testing::{Hook, Hooked, Op, Yield};
 use scrollback::window::{
     BackfillRequest, BackfillStop, CharsPerToken, ChatFile, ChatTail, Chats, Cursor, PatchOp,
     PromptBackfill, WindowError, WriteOptions,
 };
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 /// Makes one test per case for a store factory.
 macro_rules! window_cases {
@@ -808,50 +806,26 @@ pub async fn a_backup_undoes_the_last_write<S: Store>(store: S) {
     ));
 }
 
-/// A store whose appends to a chat's backup fail while `failing` is set (a full disk while the
-/// backup is copied).
-pub struct FailingBackup<'a, S> {
-    store: &'a S,
-    failing: std::cell::Cell<bool>,
-}
+/// Fails the appends to a chat's backup while it is set (a full disk while the backup is
+/// copied).
+#[derive(Default)]
+pub struct FailingBackup(std::cell::Cell<bool>);
 
-impl<S: Store> Store for FailingBackup<'_, S> {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-        self.store.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        self.store.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        self.store.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        self.store.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        if self.failing.get() && path.ends_with(".bak") {
-            return Err(scrollback::store::StoreError::QuotaExceeded);
+impl Hook for FailingBackup {
+    async fn before(&self, op: Op<'_>) -> StoreResult<()> {
+        match op {
+            Op::Append(path) if self.0.get() && path.ends_with(".bak") => {
+                Err(scrollback::store::StoreError::QuotaExceeded)
+            }
+            _ => Ok(()),
         }
-        self.store.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        self.store.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        self.store.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        self.store.remove(path).await
     }
 }
 
 /// A write whose backup could not be copied fails and changes nothing, and leaves no undo: the
 /// backup of the write before is gone, and a half-copied one is never restored.
 pub async fn a_backup_cut_off_is_never_restored<S: Store>(store: S) {
-    let chats = Chats::new(FailingBackup {
-        store: &store,
-        failing: std::cell::Cell::new(false),
-    });
+    let chats = Chats::new(Hooked::new(store, FailingBackup::default()));
     let chat = chat_of(&chats, 30).await;
     let t = chat.tail(10, false).await.unwrap();
     let op = PatchOp::RewriteFromIndex {
@@ -861,10 +835,10 @@ pub async fn a_backup_cut_off_is_never_restored<S: Store>(store: S) {
     let c = chat.patch(t.cursor, HEADER, &op, opts()).await.unwrap();
     let patched = bytes(chats.store(), PATH).await;
     // A header change backs up the whole file: its copy fails.
-    chats.store().failing.set(true);
+    chats.store().hook.0.set(true);
     let other = HEADER.replace("x", "yy");
     assert!(chat.save(c, &other, &[], opts()).await.is_err());
-    chats.store().failing.set(false);
+    chats.store().hook.0.set(false);
     assert_eq!(
         bytes(chats.store(), PATH).await,
         patched,
@@ -877,59 +851,9 @@ pub async fn a_backup_cut_off_is_never_restored<S: Store>(store: S) {
     assert_eq!(bytes(chats.store(), PATH).await, patched);
 }
 
-/// A store that yields to the executor before every operation, so two tasks interleave.
-pub struct Yielding<'a, S>(pub &'a S);
-
-struct YieldNow(bool);
-impl Future for YieldNow {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
-impl<S: Store> Store for Yielding<'_, S> {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-        YieldNow(false).await;
-        self.0.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        YieldNow(false).await;
-        self.0.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        YieldNow(false).await;
-        self.0.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        YieldNow(false).await;
-        self.0.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        YieldNow(false).await;
-        self.0.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        YieldNow(false).await;
-        self.0.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        YieldNow(false).await;
-        self.0.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        YieldNow(false).await;
-        self.0.remove(path).await
-    }
-}
-
+/// (Each storage call yields to the executor first, so that the two writes interleave.)
 pub async fn writes_to_one_chat_are_serialized<S: Store>(store: S) {
-    let chats = Chats::new(Yielding(&store));
+    let chats = Chats::new(Hooked::new(store, Yield));
     let chat = chat_of(&chats, 10).await;
     let t = chat.tail(3, false).await.unwrap();
     // Two writers with the same cursor at once (two commands racing): one wins, the other is
@@ -955,7 +879,7 @@ pub async fn writes_to_one_chat_are_serialized<S: Store>(store: S) {
         matches!(err, WindowError::SignatureMismatch { .. }),
         "{err:?}"
     );
-    let on_disk = bytes(&store, PATH).await;
+    let on_disk = bytes(&chats.store().inner, PATH).await;
     let appended = file_bytes(HEADER, &msgs(0..11));
     let mut rewritten_lines = msgs(0..7);
     rewritten_lines.push(msg(77));

@@ -16,7 +16,8 @@ use scrollback::fold::Transcript;
 use scrollback::protocol::{
     last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES, OPENING_WINDOW,
 };
-use scrollback::store::{Entry, FsStore, Meta, Store, StoreResult};
+use scrollback::store::{FsStore, StoreResult};
+use scrollback::testing::{Hook, Hooked, Op};
 use scrollback::transport::{HttpTransport, Transport};
 use scrollback_server::spawn;
 use scrollback_server::transcript;
@@ -528,43 +529,23 @@ async fn an_older_page_dropped_half_way_leaves_the_next_one_free_to_load() {
         .await;
 }
 
-/// The cache's folder, with the writes of chunks fetched as older pages held back while
-/// `held` says so (a slow disk, made to order); how many wait is counted.
+/// Holds back the writes of chunks fetched as older pages while `held` says so (a slow disk,
+/// made to order); how many wait is counted.
 struct HeldPages {
-    inner: FsStore,
     held: watch::Receiver<bool>,
     waiting: AtomicUsize,
 }
 
-impl Store for HeldPages {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
-        self.inner.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        self.inner.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        self.inner.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        if path.ends_with(".rows.jsonl") {
-            self.waiting.fetch_add(1, Ordering::SeqCst);
-            let _ = self.held.clone().wait_for(|held| !held).await;
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
+impl Hook for HeldPages {
+    async fn before(&self, op: Op<'_>) -> StoreResult<()> {
+        if let Op::Write(path) = op {
+            if path.ends_with(".rows.jsonl") {
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                let _ = self.held.clone().wait_for(|held| !held).await;
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+            }
         }
-        self.inner.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        self.inner.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        self.inner.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        self.inner.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        self.inner.remove(path).await
+        Ok(())
     }
 }
 
@@ -589,11 +570,13 @@ async fn an_older_page_is_answered_once_shown_and_the_next_is_asked_while_it_is_
             let env = Env::start(false, None).await;
             env.base.long_session("slow", 3000);
             let (hold, held) = watch::channel(false);
-            let store = Arc::new(HeldPages {
-                inner: FsStore::new(&env.base.cache),
-                held,
-                waiting: AtomicUsize::new(0),
-            });
+            let store = Arc::new(Hooked::new(
+                FsStore::new(&env.base.cache),
+                HeldPages {
+                    held,
+                    waiting: AtomicUsize::new(0),
+                },
+            ));
             let transport = HttpTransport::new(&env.base.server.url(), None).unwrap();
             let client =
                 Engine::assemble(store.clone(), Recorded::new(transport), Config::default()).await;
@@ -615,7 +598,10 @@ async fn an_older_page_is_answered_once_shown_and_the_next_is_asked_while_it_is_
             until("the first page shown", || shown.get()).await;
             let page = oldest();
             assert!(page < window, "the first older page is shown");
-            until("its write", || store.waiting.load(Ordering::SeqCst) == 1).await;
+            until("its write", || {
+                store.hook.waiting.load(Ordering::SeqCst) == 1
+            })
+            .await;
             assert!(!first.is_finished(), "its write is held");
 
             let shown = Rc::new(Cell::new(false));

@@ -6,7 +6,8 @@
 
 use scrollback::engine::{Engine, Session, View};
 use scrollback::protocol::{CatchUpQuery, Line, SessionSummary, TranscriptQuery};
-use scrollback::store::{Entry, Meta, Store, StoreResult, WriterRole};
+use scrollback::store::{Store, StoreResult};
+use scrollback::testing::{Hook, Op};
 use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
 use scrollback_server::{spawn, Config, Server};
 use std::cell::RefCell;
@@ -258,47 +259,16 @@ impl<S: Store + 'static, T: Transport + 'static> Running<S, T> {
     }
 }
 
-/// A store that lets the other tasks run before each of its operations, as a browser's store
-/// does (every IndexedDB or OPFS call is answered in a later turn): what another task does in
-/// the middle of a store operation is tried natively.
+/// Lets the other tasks run before each store operation, as a browser's store does (every
+/// IndexedDB or OPFS call is answered in a later turn): what another task does in the middle of
+/// a store operation is tried natively. Tokio's yield, so that a test's own
+/// `tokio::task::yield_now` loop and the store's calls take turns.
 #[derive(Debug, Default)]
-pub struct Yielding<S>(pub S);
+pub struct Yielding;
 
-impl<S: Store> Store for Yielding<S> {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+impl Hook for Yielding {
+    async fn before(&self, _: Op<'_>) -> StoreResult<()> {
         tokio::task::yield_now().await;
-        self.0.list(dir).await
-    }
-    async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
-        tokio::task::yield_now().await;
-        self.0.stat(path).await
-    }
-    async fn read(&self, path: &str, offset: u64, len: usize) -> StoreResult<Vec<u8>> {
-        tokio::task::yield_now().await;
-        self.0.read(path, offset, len).await
-    }
-    async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        tokio::task::yield_now().await;
-        self.0.write(path, bytes).await
-    }
-    async fn append(&self, path: &str, bytes: &[u8]) -> StoreResult<u64> {
-        tokio::task::yield_now().await;
-        self.0.append(path, bytes).await
-    }
-    async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
-        tokio::task::yield_now().await;
-        self.0.truncate(path, len).await
-    }
-    async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
-        tokio::task::yield_now().await;
-        self.0.rename(from, to).await
-    }
-    async fn remove(&self, path: &str) -> StoreResult<()> {
-        tokio::task::yield_now().await;
-        self.0.remove(path).await
-    }
-    async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
-        tokio::task::yield_now().await;
-        self.0.writer(key, wait).await
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@ use scrollback::chunks::Cache;
 use scrollback::engine::{Config, Engine, Session};
 use scrollback::protocol::{last_seq, Line, TranscriptQuery, MAX_LIMIT};
 use scrollback::store::{MemoryStore, Store};
+use scrollback::testing::Hooked;
 use scrollback::transport::{HttpTransport, Transport};
 use std::path::Path;
 use std::rc::Rc;
@@ -167,7 +168,7 @@ fn a_session_opened_while_its_search_segment_is_built_writes_from_the_start() {
     local(async {
         let base = TestServer::start(|config| config.sandbox = true).await;
         let transport = Recorded::new(HttpTransport::new(&base.server.url(), None).unwrap());
-        let store = Arc::new(Yielding(MemoryStore::new()));
+        let store = Arc::new(Hooked::new(MemoryStore::new(), Yielding));
         let cache = Cache::for_server(store.clone(), transport.server()).await;
         let dir = format!("{}/{}", cache.dir(), encode("long").unwrap());
         let engine = Rc::new(Engine::new(cache, transport, Config::default()));
@@ -181,7 +182,7 @@ fn a_session_opened_while_its_search_segment_is_built_writes_from_the_start() {
         // The worker's idle build of what the session indexed, under way: it holds the role.
         let building = engine.clone();
         let build = tokio::task::spawn_local(async move { building.build_search().await });
-        while store.0.writer(&dir, false).await.is_some() {
+        while store.inner.writer(&dir, false).await.is_some() {
             assert!(
                 !build.is_finished(),
                 "the build never held the session's role"

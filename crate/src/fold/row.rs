@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 /// One row of a chat transcript. Every row sits at the seq of the line that started it and
 /// carries that line's timestamp; it serializes (for JavaScript) as an object whose `kind` names
-/// the variant, fields in camelCase, and reads back from the same (through [`RowFields`]).
+/// the variant, fields in camelCase, and reads back from the same (through its `RowFields`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "kind",

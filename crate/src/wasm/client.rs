@@ -183,7 +183,7 @@ impl Client {
             let at = anchor(at)?;
             // An id no URL can hold is the caller's mistake, refused before a view starts.
             crate::transport::usable_id(&id).map_err(BindingError::from)?;
-            tally.closed_runs_ended(&id).await;
+            tally.closed_runs_ended(Some(&id)).await;
             let known = summaries.borrow().get(&id).cloned();
             let session = match known {
                 Some(summary) => engine.open(summary, at),
@@ -257,11 +257,15 @@ impl Client {
 
     /// Readies search ahead of the first `search`: builds the search segments that are behind
     /// their blobs and loads every session's index (the worker calls it in idle time after
-    /// it opens).
+    /// it opens). A view closed just before gives up its session's writer role first (after
+    /// the page it was still storing), so that its segment is built now, not skipped until the
+    /// next idle build.
     #[wasm_bindgen(js_name = warmSearch)]
     pub fn warm_search(&self) -> js_sys::Promise {
         let engine = self.engine.clone();
+        let tally = self.tally.clone();
         future_to_promise(async move {
+            tally.closed_runs_ended(None).await;
             engine.warm_search().await;
             Ok(JsValue::UNDEFINED)
         })

@@ -56,11 +56,12 @@ impl Tally {
         let _ = ended.await;
     }
 
-    /// Resolves once no session of `id` closed in this worker still runs: a session opened
-    /// again right after its view closed waits the moment its writer role takes to be given up,
-    /// rather than open as a reader and take the role over with a second check.
-    pub(super) async fn closed_runs_ended(&self, id: &str) {
-        while self.closing.borrow().iter().any(|l| l.session.id() == id) {
+    /// Resolves once no session closed in this worker still runs (of `id` only, when given): a
+    /// session opened again right after its view closed waits the moment its writer role takes
+    /// to be given up, rather than open as a reader and take the role over with a second check;
+    /// a search warm-up waits for every such role, rather than skip the sessions that hold one.
+    pub(super) async fn closed_runs_ended(&self, id: Option<&str>) {
+        while (self.closing.borrow().iter()).any(|l| id.is_none_or(|id| l.session.id() == id)) {
             let (done, ended) = oneshot::channel();
             self.ended.borrow_mut().push(done);
             let _ = ended.await;

@@ -489,7 +489,8 @@ export declare class Scrollback {
    * Readies search now: builds the search segments that are behind what was cached and loads
    * each session's index header, so the next `search` does not wait (the worker also does it by
    * itself shortly after `open`, and builds what it wrote every minute). Resolves when done.
-   * With `search: false`, removes every session's index instead.
+   * A view closed just before is let finish storing what it showed first, so that its session
+   * is built too. With `search: false`, removes every session's index instead.
    */
   warmSearch(): Promise<void>;
   /** What the cache has saved and cost so far. */

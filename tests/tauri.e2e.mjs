@@ -21,20 +21,36 @@ const APP = path.join(ROOT, 'examples/tauri/target/debug/scrollback-tauri-exampl
 const DEADLINE_MS = 120_000;
 
 let server, driver, driverUrl, home, sessionId;
+// The driver's stderr (the app's own output goes there too), its last 5,000 characters.
+let driverLog = '';
+
+// The steps taken so far, each with its time since the start: a failure names the step it
+// was in (a call that never answers fails at DEADLINE_MS, and says which one it was).
+const started = Date.now();
+const steps = [];
+const step = (name) => steps.push(`${((Date.now() - started) / 1000).toFixed(1)} s: ${name}`);
+const where = () => `\nsteps so far:\n  ${steps.join('\n  ')}\nWebKitWebDriver's stderr (last 5,000 characters):\n${driverLog}`;
 
 const note = (i) => JSON.stringify({ mes: `note ${i}` });
 const HEADER = JSON.stringify({ chat_metadata: { integrity: 'notes' } });
 
-/** One WebDriver call; rejects with the driver's error. */
+/** One WebDriver call; rejects with the driver's error, or its own, naming the call. */
 async function wd(method, url, body) {
-  const res = await fetch(`${driverUrl}${url}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(DEADLINE_MS),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`WebDriver ${method} ${url}: ${JSON.stringify(json.value)}`);
+  let json;
+  let ok;
+  try {
+    const res = await fetch(`${driverUrl}${url}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(DEADLINE_MS),
+    });
+    ok = res.ok;
+    json = await res.json();
+  } catch (e) {
+    throw new Error(`WebDriver ${method} ${url}: ${e.message}`);
+  }
+  if (!ok) throw new Error(`WebDriver ${method} ${url}: ${JSON.stringify(json.value)}`);
   return json.value;
 }
 
@@ -86,23 +102,26 @@ before(async () => {
       XDG_CONFIG_HOME: path.join(home, 'config'),
     },
   });
-  let log = '';
-  driver.stderr.on('data', (c) => { log = (log + c).slice(-5000); });
+  driver.stderr.on('data', (c) => { driverLog = (driverLog + c).slice(-5000); });
   const deadline = Date.now() + DEADLINE_MS;
   for (;;) {
     try { if ((await (await fetch(`${driverUrl}/status`)).json()).value.ready) break; } catch { /* starting */ }
-    if (driver.exitCode !== null || Date.now() > deadline) throw new Error(`WebKitWebDriver did not start: ${log}`);
+    if (driver.exitCode !== null || Date.now() > deadline) throw new Error(`WebKitWebDriver did not start: ${driverLog}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  step('WebKitWebDriver ready');
 });
 
 /** Launches the app (a WebDriver session whose browser is the app's binary) and waits for its page. */
 async function launch() {
+  step('launching the app (a new WebDriver session)');
   const session = await wd('POST', '/session', {
-    capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: APP, args: [] }, timeouts: { script: DEADLINE_MS } } },
+    capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: APP, args: [] }, timeouts: { script: DEADLINE_MS - 10_000 } } },
   });
   sessionId = session.sessionId;
+  step('the app runs; waiting for its page to start');
   await appReady();
+  step('the app\'s page started');
 }
 
 /** The live app processes WebKitWebDriver started (its children, or orphans, running APP). */
@@ -128,12 +147,15 @@ async function quit() {
   const id = sessionId;
   sessionId = null;
   assert.equal((await appPids()).length, 1, 'the app runs, as one process');
+  step('quitting the app (the WebDriver session ends)');
   await wd('DELETE', `/session/${id}`);
+  step('session ended; waiting for the app\'s process to exit');
   const deadline = Date.now() + 30_000;
   for (let pids = await appPids(); pids.length > 0; pids = await appPids()) {
     if (Date.now() > deadline) for (const pid of pids) process.kill(pid, 'SIGTERM');
     await new Promise((r) => setTimeout(r, 100));
   }
+  step('the app\'s process exited');
 }
 
 after(async () => {
@@ -146,11 +168,21 @@ after(async () => {
 });
 
 test('the Tauri app follows a session from the server, then from its cache, and edits a local chat through its commands', async () => {
+  try {
+    await scenario();
+  } catch (e) {
+    e.message += where();
+    throw e;
+  }
+});
+
+async function scenario() {
   await launch();
   // The session, drawn from the server (a cold cache: nothing to probe).
   const drawn = `await app.session;
     return { rows: app.view.state.rows.length, text: document.getElementById('rows').textContent,
       counters: await app.sb.counters(), storage: app.sb.storage, cached: await app.view.cachedSize() };`;
+  step('waiting for the session drawn from the server');
   const first = await inApp(drawn);
   assert.ok(first.rows > 0, 'rows were drawn');
   assert.ok(first.text.length > 0);
@@ -166,6 +198,7 @@ test('the Tauri app follows a session from the server, then from its cache, and 
   const idb = path.join(home, 'data/dev.scrollback.example/databases/indexeddb/v1/tauri_localhost_0');
   assert.ok((await fs.readdir(idb)).length > 0, `the cache is on disk in ${idb}`);
   await launch();
+  step('waiting for the session drawn from the cache');
   const second = await inApp(drawn);
   assert.equal(second.counters.probesPassed, 1, `the cache was confirmed by the server: ${JSON.stringify(second.counters)}`);
   assert.equal(second.counters.probesFailed, 0);
@@ -174,6 +207,7 @@ test('the Tauri app follows a session from the server, then from its cache, and 
     `less was downloaded: ${second.counters.bytesDownloaded} < ${first.counters.bytesDownloaded}`);
 
   // The local chat through the commands: the tail (50 of 60), an older page, a patch each way.
+  step('reading and patching the local chat');
   const notes = await inApp(`await app.notes;
     const tail = { lines: app.lines.length, first: app.lines[0], more: app.window.hasMoreBefore };
     const older = await app.showOlder();
@@ -195,4 +229,4 @@ test('the Tauri app follows a session from the server, then from its cache, and 
   expected[1 + 3] = JSON.stringify({ mes: 'edited in the app' });
   const onDisk = await fs.readFile(path.join(home, 'chats-data/chats/notes.jsonl'), 'utf8');
   assert.equal(onDisk, expected.join('\n') + '\n', 'the file the Rust side wrote');
-});
+}

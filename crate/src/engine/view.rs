@@ -1,6 +1,6 @@
 //! What a UI renders of one session, and how it learns that it changed.
 
-use crate::fold::{Row, SessionState, Transcript};
+use crate::fold::{Queued, Row, SessionState, Transcript, Waiting};
 use crate::protocol::{CatchUpAnswer, Line, SessionSummary};
 use serde::{Deserialize, Serialize};
 
@@ -102,16 +102,16 @@ impl View {
 }
 
 /// A screen as the page saves it (`js/screen.js`): the newest rows a view showed, the fields
-/// that describe the session (other fields are ignored), and its cursor's fingerprint.
+/// that describe the session (other fields are ignored), and its cursor's fingerprint. Its JSON
+/// is flat, as [`View`]'s: the session state's fields beside the screen's own.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "ScreenFields")]
 pub struct SavedScreen {
     /// The session's id.
     pub id: String,
     /// The newest rows shown, oldest first.
     pub rows: Vec<Row>,
     /// Status, model, permission mode, context tokens, queued messages, waiting commands.
-    #[serde(flatten)]
     pub state: SessionState,
     /// Whether older history may exist above the oldest row.
     pub more_history: bool,
@@ -119,6 +119,50 @@ pub struct SavedScreen {
     pub cursor: u64,
     /// That line's fingerprint ([`View::cursor_fingerprint`]).
     pub cursor_fingerprint: String,
+}
+
+/// A [`SavedScreen`]'s JSON, read in one pass. (`#[serde(flatten)]` buffers every field the
+/// outer struct does not name before it reads the inner one: a deserializer of 25 kB, a tenth
+/// of the page's small module, which reads saved screens.) A field the session state gains
+/// fails to compile in `from` below until it is read here too.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScreenFields {
+    id: String,
+    rows: Vec<Row>,
+    more_history: bool,
+    cursor: u64,
+    cursor_fingerprint: String,
+    status: Option<String>,
+    model: Option<String>,
+    permission_mode: Option<String>,
+    context_tokens: Option<u64>,
+    queued: Option<Vec<Queued>>,
+    waiting_commands: Option<Vec<Waiting>>,
+    compacting_since: Option<f64>,
+}
+
+impl From<ScreenFields> for SavedScreen {
+    fn from(f: ScreenFields) -> SavedScreen {
+        // A field left out takes the state's default, as `SessionState`'s own `serde(default)`.
+        let d = SessionState::default();
+        SavedScreen {
+            id: f.id,
+            rows: f.rows,
+            state: SessionState {
+                status: f.status.unwrap_or(d.status),
+                model: f.model.unwrap_or(d.model),
+                permission_mode: f.permission_mode.unwrap_or(d.permission_mode),
+                context_tokens: f.context_tokens.or(d.context_tokens),
+                queued: f.queued.unwrap_or(d.queued),
+                waiting_commands: f.waiting_commands.unwrap_or(d.waiting_commands),
+                compacting_since: f.compacting_since.or(d.compacting_since),
+            },
+            more_history: f.more_history,
+            cursor: f.cursor,
+            cursor_fingerprint: f.cursor_fingerprint,
+        }
+    }
 }
 
 /// Why a session stopped (see [`View::error`]).
@@ -306,5 +350,46 @@ mod tests {
         let mut whole = serde_json::to_value(&view).unwrap();
         whole.as_object_mut().unwrap().remove("rows");
         assert_eq!(serde_json::to_value(view.fields()).unwrap(), whole);
+    }
+
+    #[test]
+    fn a_saved_screen_reads_back_every_field_of_the_view_it_was_saved_from() {
+        let mut view = View::new("s");
+        view.state = SessionState {
+            status: "running".into(),
+            model: "m".into(),
+            permission_mode: "plan".into(),
+            context_tokens: Some(7),
+            queued: vec![Queued {
+                id: "q".into(),
+                text: "t".into(),
+                seq: 3,
+            }],
+            waiting_commands: vec![Waiting {
+                id: "c".into(),
+                command: "ls".into(),
+                seq: 4,
+            }],
+            compacting_since: Some(1.5),
+        };
+        view.more_history = true;
+        view.cursor = 9;
+        view.cursor_fingerprint = Some("f".into());
+        let screen: SavedScreen =
+            serde_json::from_str(&serde_json::to_string(&view).unwrap()).unwrap();
+        assert_eq!(screen.id, "s");
+        assert_eq!(screen.state, view.state);
+        assert!(screen.more_history);
+        assert_eq!(
+            (screen.cursor, screen.cursor_fingerprint.as_str()),
+            (9, "f")
+        );
+
+        // The state's fields left out read as its defaults; the screen's own are required.
+        let bare = r#"{"id":"s","rows":[],"moreHistory":false,"cursor":0,"cursorFingerprint":""}"#;
+        let screen: SavedScreen = serde_json::from_str(bare).unwrap();
+        assert_eq!(screen.state, SessionState::default());
+        let err = serde_json::from_str::<SavedScreen>(r#"{"id":"s","rows":[]}"#).unwrap_err();
+        assert!(err.to_string().contains("moreHistory"), "{err}");
     }
 }

@@ -160,12 +160,28 @@ struct ErrorEvent {
 
 /// Reads the fields a shape names from the line's event text, without building the event's map
 /// (the map parses and copies every field, and a fold reads most lines once). A text that does
-/// not read so, such as one naming a field twice (which a map reads as its last value) or one
-/// of the wrong shape, is read from the map, as before: the same value, or the same error.
+/// not read so is read again from the map's own text: the map keeps a field named twice at its
+/// last value, and reads a lone surrogate escape as U+FFFD, where the text's read refuses both;
+/// one of the wrong shape fails again, with the same error. (From the map's text, not from the
+/// map itself: a shape read from a `Value` as well as from a text is a second deserializer for
+/// every shape, a third of the page's small module once.) An error names what is wrong, without
+/// a position in a text that is not the line's.
 fn read<T: serde::de::DeserializeOwned>(line: &Line) -> Result<T, String> {
-    serde_json::from_str(line.event_text())
-        .or_else(|_| T::deserialize(line.event()))
-        .map_err(|e| e.to_string())
+    serde_json::from_str(line.event_text()).or_else(|_| {
+        let text = serde_json::to_string(line.event()).unwrap_or_default();
+        serde_json::from_str(&text).map_err(without_position)
+    })
+}
+
+/// A read's error without its position. (Not inlined: `read` has a copy for every shape.)
+#[inline(never)]
+fn without_position(e: serde_json::Error) -> String {
+    // (serde_json's message is "{what} at line {l} column {c}" when it has a position.)
+    let mut message = e.to_string();
+    if e.line() != 0 {
+        message.truncate(message.rfind(" at line ").unwrap_or(message.len()));
+    }
+    message
 }
 
 impl Event {
@@ -245,5 +261,45 @@ impl Event {
             },
             EventKind::Unknown => Event::Unknown,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(json: &str) -> Result<Event, String> {
+        Event::read(&Line::parse(&format!(r#"{{"seq":1,"ts":1,"event":{json}}}"#)).unwrap())
+    }
+
+    #[test]
+    fn a_text_the_shape_refuses_is_read_as_its_map_reads_it() {
+        // A field named twice: its last value, as the map keeps it.
+        let call = r#"{"type":"toolCall","id":"a","name":"n","input":{},"id":"b"}"#;
+        assert_eq!(
+            event(call).unwrap(),
+            Event::ToolCall {
+                id: "b".into(),
+                name: "n".into(),
+                input: serde_json::json!({}),
+            }
+        );
+        // A lone surrogate escape: U+FFFD, as the map reads it.
+        let message = r#"{"type":"userMessage","text":"a\ud800b"}"#;
+        assert_eq!(
+            event(message).unwrap(),
+            Event::UserMessage {
+                text: "a\u{fffd}b".into(),
+                queued_id: None,
+            }
+        );
+    }
+
+    #[test]
+    fn a_shape_that_does_not_read_is_an_error_naming_what_is_wrong() {
+        let no_id = event(r#"{"type":"toolCall","name":"n","input":{}}"#).unwrap_err();
+        assert_eq!(no_id, "missing field `id`");
+        let wrong = event(r#"{"type":"usageDelta","context":"many"}"#).unwrap_err();
+        assert_eq!(wrong, r#"invalid type: string "many", expected u64"#);
     }
 }

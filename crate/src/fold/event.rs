@@ -164,7 +164,7 @@ struct ErrorEvent {
 /// last value, and reads a lone surrogate escape as U+FFFD, where the text's read refuses both;
 /// one of the wrong shape fails again, with the same error. (From the map's text, not from the
 /// map itself: a shape read from a `Value` as well as from a text is a second deserializer for
-/// every shape, a third of the page's small module once.) An error names what is wrong, without
+/// every shape, about 12 kB of the page's small module.) An error names what is wrong, without
 /// a position in a text that is not the line's.
 fn read<T: serde::de::DeserializeOwned>(line: &Line) -> Result<T, String> {
     serde_json::from_str(line.event_text()).or_else(|_| {

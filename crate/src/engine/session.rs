@@ -29,6 +29,9 @@ enum Command {
     /// The server's file is not the one cached (replaced, or shorter than the cache): the
     /// cache is already purged and the screen cleared; open again, cold.
     Reopen,
+    /// Stopped for the token ([`Session::resume`]): the app has a new one; open again from the
+    /// cache, nothing purged.
+    Resume,
     /// Not from the UI: a retry cannot help ([`Retry`]); wait for a reload or the close.
     Stopped,
     /// Not from the UI: this reader was handed the writer role (the writer's tab went away).
@@ -215,6 +218,19 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
     /// for the opening window).
     pub fn reload(&self, anchor: Option<u64>) {
         let _ = self.commands.unbounded_send(Command::Reload(anchor));
+    }
+
+    /// Opens again a session stopped because the server refused the token (its
+    /// [`View::error`] is `unauthorized`): called once the transport has a new one. The rows
+    /// are drawn from the cache again and checked, the older ones restored down to the oldest
+    /// shown; nothing is purged. Does nothing to a session not stopped so.
+    pub fn resume(&self) {
+        let unauthorized = Some(Retry::Unauthorized.kind());
+        if self.view.borrow().error.as_ref().map(|e| e.kind) == unauthorized {
+            // Cleared at once: the app sees it trying again, and a second call does nothing.
+            self.update(Change::State, |v| v.error = None);
+            let _ = self.commands.unbounded_send(Command::Resume);
+        }
     }
 
     /// Asks the running [`Session::run`] to close the stream and return. Dropping the `run`
@@ -405,7 +421,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 self.give_up_role().await;
                 self.update(Change::State, |v| v.writer = false);
                 command = inbox.next().await.unwrap_or(Command::Close);
-                if matches!(command, Command::Reload(_)) {
+                if matches!(command, Command::Reload(_) | Command::Resume) {
                     self.claim().await;
                 }
             }
@@ -425,6 +441,12 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 }
                 // The old file's seqs mean nothing in the new one: open at the newest.
                 Command::Reopen => anchor = None,
+                // Drawn again from the cache, back to the oldest row it showed.
+                Command::Resume => {
+                    anchor = self.view.borrow().oldest;
+                    self.clear(false);
+                    self.backoff.borrow_mut().reset();
+                }
             }
         }
         self.give_up_role().await;

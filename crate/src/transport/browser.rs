@@ -45,7 +45,8 @@ pub struct BrowserTransport {
     port: u16,
     /// The URL's path without its trailing slashes (`""` at the root of the origin).
     prefix: String,
-    token: Option<String>,
+    /// Sent with every request from now on: [`BrowserTransport::set_token`] replaces it.
+    token: RefCell<Option<String>>,
     counters: Rc<Cell<WireCounters>>,
     early: RefCell<Option<Early>>,
 }
@@ -94,10 +95,16 @@ impl BrowserTransport {
             host: url.hostname(),
             port,
             prefix: url.pathname().trim_end_matches('/').to_string(),
-            token: token.filter(|t| !t.is_empty()),
+            token: RefCell::new(token.filter(|t| !t.is_empty())),
             counters: Rc::default(),
             early: RefCell::default(),
         })
+    }
+
+    /// Replaces the token (`None` or empty: none) for every request and stream made from now on
+    /// (an app's access token refreshed); one under way keeps the token it was sent with.
+    pub fn set_token(&self, token: Option<String>) {
+        *self.token.borrow_mut() = token.filter(|t| !t.is_empty());
     }
 
     /// Takes over a request the page made before the module was ready: the first request of
@@ -215,7 +222,7 @@ impl BrowserTransport {
         // Never the browser's HTTP cache: an answer kept there (a proxy's `max-age`, say) is the
         // file as it was, and a replaced file would be answered with the old one again.
         let mut request = (request.abort_signal(Some(&signal))).cache(RequestCache::NoStore);
-        if let Some(token) = &self.token {
+        if let Some(token) = &*self.token.borrow() {
             request = request.header("Authorization", &format!("Bearer {token}"));
         }
         let request: Request = match body {
@@ -367,7 +374,7 @@ impl Transport for BrowserTransport {
     ) -> TransportResult<BrowserStream> {
         let path = self.url(&["sessions", id, "events"])?;
         let mut url = format!("{path}?{}", crate::protocol::events_query(after, at));
-        if let Some(token) = &self.token {
+        if let Some(token) = &*self.token.borrow() {
             url.push_str("&token=");
             url.push_str(&String::from(js_sys::encode_uri_component(token)));
         }

@@ -11,6 +11,7 @@ use crate::protocol::{
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
 use reqwest::{header, Client, RequestBuilder, Response, Url};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// How long a request (not the stream) may take before it counts as a network error.
@@ -23,7 +24,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct HttpTransport {
     client: Client,
     base: Url,
-    token: Option<String>,
+    /// Shared by the clones: [`HttpTransport::set_token`] renews it for all of them.
+    token: Arc<RwLock<Option<String>>>,
 }
 
 impl HttpTransport {
@@ -50,8 +52,15 @@ impl HttpTransport {
         Ok(HttpTransport {
             client,
             base,
-            token: token.filter(|t| !t.is_empty()),
+            token: Arc::new(RwLock::new(token.filter(|t| !t.is_empty()))),
         })
+    }
+
+    /// Replaces the token (`None` or empty: none) for every request and stream made from now on,
+    /// by this transport and its clones (an access token refreshed); one under way keeps the
+    /// token it was sent with.
+    pub fn set_token(&self, token: Option<String>) {
+        *self.token.write().unwrap_or_else(|e| e.into_inner()) = token.filter(|t| !t.is_empty());
     }
 
     /// The server's address as given (scheme, host, port, path).
@@ -90,7 +99,7 @@ impl HttpTransport {
     }
 
     fn with_token(&self, request: RequestBuilder) -> RequestBuilder {
-        match &self.token {
+        match &*self.token.read().unwrap_or_else(|e| e.into_inner()) {
             Some(token) => request.bearer_auth(token),
             None => request,
         }

@@ -222,6 +222,15 @@ impl Env {
     /// The same, with `config`'s other numbers.
     async fn client_with(&self, token: Option<&str>, config: Config) -> Engine<FsStore, Recorded> {
         let transport = HttpTransport::new(&self.front, token.map(str::to_string)).unwrap();
+        self.client_over(transport, config).await
+    }
+
+    /// The same, through `transport` (a clone of which can renew its token).
+    async fn client_over(
+        &self,
+        transport: HttpTransport,
+        config: Config,
+    ) -> Engine<FsStore, Recorded> {
         let store = Arc::new(FsStore::new(&self.base.cache));
         let clocked = Recorded::fast_clock(transport, self.sleeps.clone());
         let config = Config {
@@ -350,6 +359,80 @@ fn a_wrong_token_is_an_authentication_error_that_stops() {
             })
             .await;
         opened.close().await;
+    });
+}
+
+#[test]
+fn a_session_stopped_for_its_token_resumes_from_the_cache_when_told_nothing_purged() {
+    local(async {
+        let env = Env::start(Some("good")).await;
+        let warm_client = env.client(Some("good")).await;
+        let warm = open(&warm_client, "welcome");
+        warm.wait("live", |v| v.live).await;
+        let shown = warm.session.view().transcript.rows().clone();
+        warm.close().await;
+        let size = warm_client.cache().session_size("welcome").await;
+        assert!(size > 0, "cached");
+
+        // The app's token has expired: the server refuses the reopen's check.
+        let transport = HttpTransport::new(&env.front, Some("expired".into())).unwrap();
+        let client = env.client_over(transport.clone(), Config::default()).await;
+        let again = open(&client, "welcome");
+        again.wait("stopped", |v| v.error.is_some()).await;
+        let view = again.session.view();
+        assert_eq!(view.error.unwrap().kind, "unauthorized");
+        assert_eq!(view.transcript.rows(), &shown, "the cached rows stay shown");
+        assert!(!view.writer, "a stopped session holds no writer role");
+
+        // The app has a fresh token: the session opens again from its cache.
+        transport.set_token(Some("good".into()));
+        again.session.resume();
+        assert_eq!(again.session.view().error, None, "trying again at once");
+        again
+            .wait("live again, writing", |v| v.live && v.verified && v.writer)
+            .await;
+        let view = again.session.view();
+        assert_eq!(view.error, None);
+        assert_eq!(view.transcript.rows(), &shown, "the same rows");
+        assert_eq!(
+            view.counters.requests, 3,
+            "the refused check, the check, the stream"
+        );
+        assert_eq!(
+            (view.counters.probes_passed, view.counters.probes_failed),
+            (1, 0)
+        );
+        assert!(env.sleeps().is_empty(), "nothing waited to retry");
+        again.close().await;
+        assert_eq!(
+            client.cache().session_size("welcome").await,
+            size,
+            "nothing purged, nothing fetched again"
+        );
+    });
+}
+
+#[test]
+fn resume_leaves_a_session_stopped_for_another_reason_as_it_is() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        env.script(&[Canned::new(
+            "/transcript",
+            400,
+            r#"{"error":"limit must be at most 10000"}"#,
+        )]);
+        let opened = open(&client, "welcome");
+        opened.wait("the error", |v| v.error.is_some()).await;
+        opened.session.resume();
+        let error = opened.session.view().error.map(|e| e.kind);
+        assert_eq!(
+            error,
+            Some("refused"),
+            "still stopped: a new token cannot help"
+        );
+        let session = opened.close().await;
+        assert_eq!(session.view().counters.requests, 1, "nothing asked again");
     });
 }
 

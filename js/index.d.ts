@@ -298,7 +298,8 @@ export interface SessionState {
   /**
    * Why the session stopped, when retrying cannot help: `gone` (the server has no such session;
    * its cache was purged), `unauthorized` (the server's own 401/403: the token is missing or
-   * wrong), `refused` (another 4xx from the server). Nothing more is asked until `reload()`.
+   * wrong: `Scrollback.setToken` opens it again from the cache), `refused` (another 4xx from
+   * the server). Nothing more is asked until `reload()` (or, for `unauthorized`, `setToken`).
    * Network errors, 5xx and a proxy's or a portal's pages are retried with backoff instead, and
    * show in `banner`.
    */
@@ -493,6 +494,13 @@ export declare class Scrollback {
    * is built too. With `search: false`, removes every session's index instead.
    */
   warmSearch(): Promise<void>;
+  /**
+   * Replaces the server's token (an access token refreshed; `null` or `''`: none) for every
+   * request and stream from now on. A view the server had stopped for its token (`error.kind`
+   * `'unauthorized'`) opens again: its rows are drawn from the cache again and checked, nothing
+   * purged (unlike `reload()`). Resolves once the worker has the token.
+   */
+  setToken(token: string | null): Promise<void>;
   /** What the cache has saved and cost so far. */
   counters(): Promise<Counters>;
   /**

@@ -535,6 +535,19 @@ export class Scrollback {
   }
 
   /**
+   * Replaces the server's token (an access token refreshed; `null` or `''`: none) for every
+   * request and stream from now on. A view the server had stopped for its token (`error.kind`
+   * `'unauthorized'`) opens again: its rows are drawn from the cache again and checked, nothing
+   * purged (unlike `reload()`). Resolves once the worker has the token.
+   * @param {string | null} token
+   * @returns {Promise<void>}
+   */
+  async setToken(token) {
+    if (token !== null && typeof token !== 'string') throw new TypeError('setToken needs a token (a string, or null for none)');
+    return this.#call('setToken', token);
+  }
+
+  /**
    * What the cache has saved and cost so far, over all sessions opened through this object.
    * @returns {Promise<import('./index.js').Counters>}
    */

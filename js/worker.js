@@ -204,6 +204,7 @@ const ops = {
   benchAppend: (id, jsonl, batch, indexing) => need().benchAppend(id, jsonl, batch, indexing),
   benchSizes: () => need().benchSizes(),
   counters: () => need().counters(),
+  setToken: (token) => need().setToken(token),
   async openChats(options) {
     if (client || chatStore) throw new Error('Scrollback is already open');
     chatStore = await Chats.open(options);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { WAIT, pageAt, sharedServer } from './lib/setup.mjs';
+import { startServer } from './lib/server.mjs';
 
 const shared = sharedServer();
 
@@ -115,6 +116,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.searchOptions = await caught(() => sb.search('build', 'abc'));
     r.searchLimit = await caught(() => sb.search('build', { limit: -1 }));
     r.searchMisspelt = await caught(() => sb.search('build', { limt: 2 }));
+    r.tokenNumber = await caught(() => sb.setToken(42));
 
     const chats = sb.chats();
     r.header = await caught(() => chats.replace('notes', 42, []));
@@ -154,6 +156,7 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.ftpServer, /bad server URL .*http/, 'a server that is not http(s)');
   typeError(r.misspelt, /"budget": it takes server, token, storage, budgetBytes, search, opening, onOpeningScreen$/, 'a misspelt option, with the ones there are');
   typeError(r.notData, /plain data/, 'a function in the options');
+  typeError(r.tokenNumber, /setToken needs a token \(a string, or null for none\)/, 'a token that is not a string');
   typeError(r.postText, /message must be a string/, 'a message that is not a string');
   typeError(r.postId, /session id must be a string/, 'an id that is not a string');
   typeError(r.deleteId, /session id must be a string/, 'deleting with an id that is not a string');
@@ -192,4 +195,61 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.reloadString, /anchor must be a whole number/, 'a reload anchor that is a string');
   assert.equal(r.search, true);
   assert.deepEqual(errors, []);
+});
+
+test('a token the server refuses stops the view; setToken with a good one opens it again from the cache, nothing purged', async (t) => {
+  // The API on a server of its own that requires a token, called from the shared server's
+  // origin: another origin, so that no cookie of the API's carries the token in its place.
+  const api = await startServer({ args: ['--token', 'good-token', '--allow-origin', shared.server.url] });
+  t.after(() => api.dispose());
+  const { page, context } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  // What the page asks the API (the worker's requests and its streams).
+  const asked = [];
+  context.on('request', (r) => {
+    const url = new URL(r.url());
+    if (url.origin === api.url) asked.push(`${r.method()} ${url.pathname}`);
+  });
+  // Opens Scrollback with `token` and the session (`window.sb`, `window.view`).
+  const openWith = (token) => page.evaluate(async ({ server, token }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    window.sb = await Scrollback.open({ server, token, storage: 'indexeddb' });
+    window.view = await window.sb.openSession('fix-build');
+  }, { server: api.url, token });
+  const shown = () => page.evaluate(async () => {
+    const { error, rows, live } = window.view.state;
+    return { error, live, rows: rows.map((r) => r.seq), size: await window.view.cachedSize() };
+  });
+  const close = () => page.evaluate(async () => { window.view.close(); await window.sb.close(); });
+
+  await openWith('good-token');
+  await page.waitForFunction(() => window.view.state.live, null, WAIT);
+  const opened = await shown();
+  await close();
+  assert.ok(opened.rows.length > 0 && opened.size > 0, 'cached with the good token');
+
+  // The app's token has expired: the reopen's check is refused and the view stops.
+  await openWith('expired-token');
+  await page.waitForFunction(() => window.view.state.error, null, WAIT);
+  const stopped = await shown();
+  assert.equal(stopped.error.kind, 'unauthorized');
+  assert.equal(stopped.error.status, 401);
+  assert.equal(stopped.live, false);
+  assert.deepEqual(stopped.rows, opened.rows, 'the cached rows stay shown');
+  const before = asked.length;
+
+  // The app gets a fresh token: the view opens again from its cache. Its error goes at once (it
+  // is trying again); a token refused again would bring the error back.
+  await page.evaluate(() => window.sb.setToken('good-token'));
+  await page.waitForFunction(() => {
+    const s = window.view.state;
+    if (!s.error) window.cleared = true;
+    return (s.live && s.verified) || (window.cleared && s.error);
+  }, null, WAIT);
+  const resumed = await shown();
+  await close();
+  assert.equal(resumed.error, null);
+  assert.deepEqual(resumed.rows, opened.rows, 'the same rows');
+  assert.equal(resumed.size, opened.size, 'nothing purged, nothing stored again');
+  assert.deepEqual(asked.slice(before), ['GET /sessions/fix-build/catchup', 'GET /sessions/fix-build/events'],
+    'the check and the stream: no page fetched, the rows came from the cache');
 });

@@ -81,6 +81,9 @@ await opened.search('x', { limit: '5' });
 const rows: Row[] = view.state.rows;
 for (const row of rows) if (row.kind === 'assistant') row.lastSeq.toFixed(); else if (row.kind === 'tool') row.result?.isError;
 const more: boolean = await view.loadOlder();
+await sb.setToken('a refreshed token'); await sb.setToken(null);
+// @ts-expect-error: a token is a string (or null for none)
+await sb.setToken(42);
 const c: Counters = await sb.counters();
 c.probesPassed + c.pagesLocal + (await view.cachedSize());
 await view.reload(); await view.reload(12); view.close();

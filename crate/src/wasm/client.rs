@@ -109,6 +109,15 @@ impl Client {
         self.engine.transport().expect(url, answer);
     }
 
+    /// Replaces the server's token (an app's access token refreshed; `null` or empty: none) for
+    /// every request and stream from now on, and opens again each open session the server had
+    /// stopped for its token (`unauthorized`), from its cache.
+    #[wasm_bindgen(js_name = setToken)]
+    pub fn set_token(&self, token: Option<String>) {
+        self.engine.transport().set_token(token);
+        self.tally.resume();
+    }
+
     /// The engine (shared with the benchmark hooks).
     pub(super) fn engine(&self) -> Rc<BrowserEngine> {
         self.engine.clone()

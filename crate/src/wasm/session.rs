@@ -118,6 +118,13 @@ impl Tally {
         ));
     }
 
+    /// Each open session stopped for its token opens again ([`Session::resume`]).
+    pub(super) fn resume(&self) {
+        for live in self.open.borrow().iter() {
+            live.session.resume();
+        }
+    }
+
     /// Each open session, given a fresh list: the summary it has there becomes its own.
     pub(super) fn take_summaries(&self, list: &[SessionSummary]) {
         for live in self.open.borrow().iter() {

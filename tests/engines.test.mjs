@@ -6,7 +6,8 @@
 // warm-up built; what another worker on the store caches, found at once, also when it closes
 // right after), `view.reload()`, and
 // a stream that goes silent without closing (through a relay) reconnected by the server's
-// keep-alive; `clearCache()` (a sign-out). One description for all engines.
+// keep-alive; `clearCache()` (a sign-out); a token refused, then renewed with `setToken`. One
+// description for all engines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -282,6 +283,64 @@ it('view.reload() purges the session and draws it again from the server', async 
   assert.ok(out.counters.requests > out.requests, 'the reload asked the server again');
   assert.ok(out.after > 0 && out.after < out.before, `the older cached pages went: ${out.before} -> ${out.after} bytes`);
   await closeAll();
+});
+
+it('a token the server refuses stops the view with its cached rows; setToken with a fresh one reopens it from the cache, nothing purged', async () => {
+  await reload();
+  // An API that requires a token, on another origin than the page's (no cookie of its stands in
+  // for the token).
+  const api = await startServer({ args: ['--token', 'good-token', '--allow-origin', server.url] });
+  try {
+    const out = await browser.run(async ({ api }) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      const wait = async (check, what) => {
+        const deadline = Date.now() + 60_000;
+        while (!check()) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      const seqs = (view) => view.state.rows.map((r) => r.seq);
+      let sb = await Scrollback.open({ server: api, token: 'good-token', storage: 'auto' });
+      let view = await sb.openSession('fix-build');
+      await wait(() => view.state.live, 'live');
+      const cached = { rows: seqs(view), size: await view.cachedSize() };
+      view.close();
+      await sb.close();
+
+      // The token has expired: the reopen's check is refused.
+      sb = await Scrollback.open({ server: api, token: 'expired-token', storage: 'auto' });
+      view = await sb.openSession('fix-build');
+      await wait(() => view.state.error, 'the error');
+      const stopped = { error: view.state.error, live: view.state.live, rows: seqs(view) };
+      const requests = (await sb.counters()).requests;
+
+      // A fresh one: the error goes at once, and the view is checked and live again.
+      await sb.setToken('good-token');
+      let cleared = false;
+      await wait(() => {
+        if (!view.state.error) cleared = true;
+        return (view.state.live && view.state.verified) || (cleared && view.state.error);
+      }, 'live again');
+      const resumed = {
+        error: view.state.error, rows: seqs(view), size: await view.cachedSize(),
+        requests: (await sb.counters()).requests - requests,
+      };
+      view.close();
+      await sb.close();
+      return { cached, stopped, resumed };
+    }, { api: api.url });
+    assert.ok(out.cached.rows.length > 0 && out.cached.size > 0, 'cached with the good token');
+    assert.deepEqual({ kind: out.stopped.error?.kind, status: out.stopped.error?.status }, { kind: 'unauthorized', status: 401 });
+    assert.equal(out.stopped.live, false);
+    assert.deepEqual(out.stopped.rows, out.cached.rows, 'the cached rows stay shown');
+    assert.equal(out.resumed.error, null);
+    assert.deepEqual(out.resumed.rows, out.cached.rows, 'the same rows');
+    assert.equal(out.resumed.size, out.cached.size, 'nothing purged, nothing stored again');
+    assert.equal(out.resumed.requests, 2, 'the check and the stream: the rows came from the cache');
+  } finally {
+    await api.dispose();
+  }
 });
 
 /** `Scrollback.lastScreen` in a fresh page: the screen's rows' seqs and flags, or null. */

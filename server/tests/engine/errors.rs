@@ -413,6 +413,58 @@ fn a_session_stopped_for_its_token_resumes_from_the_cache_when_told_nothing_purg
 }
 
 #[test]
+fn a_stream_refused_for_its_token_resumes_with_the_older_pages_it_showed() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let warm = open(&client, "long");
+        warm.wait("live", |v| v.live).await;
+        assert!(warm.session.older().await.unwrap());
+        assert!(warm.session.older().await.unwrap());
+        warm.close().await;
+
+        // Reopened, checked, and its stream refused (the token expired between the two).
+        env.script(&[Canned::new(
+            "/events",
+            401,
+            r#"{"error":"missing or wrong token"}"#,
+        )]);
+        let again = open(&client, "long");
+        again.wait("stopped", |v| v.error.is_some()).await;
+        let error = again.session.view().error.unwrap();
+        assert_eq!((error.kind, error.status), ("unauthorized", Some(401)));
+        // Scrolled back meanwhile, through the cache.
+        assert!(again.session.older().await.unwrap());
+        assert!(again.session.older().await.unwrap());
+        let shown = again.session.view();
+        assert_eq!(shown.counters.local_pages, 2);
+
+        again.session.resume();
+        again
+            .wait("live again, down to the same oldest row", |v| {
+                v.live && v.verified && v.oldest == shown.oldest
+            })
+            .await;
+        let view = again.session.view();
+        assert_eq!(
+            view.transcript.rows(),
+            shown.transcript.rows(),
+            "the same rows"
+        );
+        assert!(
+            view.counters.local_pages > shown.counters.local_pages,
+            "the older rows drawn again from the cache"
+        );
+        assert_eq!(
+            view.counters.requests - shown.counters.requests,
+            2,
+            "the check and the stream, no page"
+        );
+        again.close().await;
+    });
+}
+
+#[test]
 fn resume_leaves_a_session_stopped_for_another_reason_as_it_is() {
     local(async {
         let env = Env::start(None).await;

@@ -465,31 +465,7 @@ fn a_stream_refused_for_its_token_resumes_with_the_older_pages_it_showed() {
 }
 
 #[test]
-fn resume_leaves_a_session_stopped_for_another_reason_as_it_is() {
-    local(async {
-        let env = Env::start(None).await;
-        let client = env.client(None).await;
-        env.script(&[Canned::new(
-            "/transcript",
-            400,
-            r#"{"error":"limit must be at most 10000"}"#,
-        )]);
-        let opened = open(&client, "welcome");
-        opened.wait("the error", |v| v.error.is_some()).await;
-        opened.session.resume();
-        let error = opened.session.view().error.map(|e| e.kind);
-        assert_eq!(
-            error,
-            Some("refused"),
-            "still stopped: a new token cannot help"
-        );
-        let session = opened.close().await;
-        assert_eq!(session.view().counters.requests, 1, "nothing asked again");
-    });
-}
-
-#[test]
-fn another_4xx_from_the_server_stops_with_its_message() {
+fn another_4xx_from_the_server_stops_with_its_message_and_a_new_token_does_not_resume_it() {
     local(async {
         let env = Env::start(None).await;
         let client = env.client(None).await;
@@ -504,7 +480,15 @@ fn another_4xx_from_the_server_stops_with_its_message() {
         assert_eq!((error.kind, error.status), ("refused", Some(400)));
         assert_eq!(error.message, "limit must be at most 10000");
         assert!(env.sleeps().is_empty());
-        opened.close().await;
+        opened.session.resume();
+        let error = opened.session.view().error.map(|e| e.kind);
+        assert_eq!(
+            error,
+            Some("refused"),
+            "still stopped: a new token cannot help"
+        );
+        let session = opened.close().await;
+        assert_eq!(session.view().counters.requests, 1, "nothing asked again");
     });
 }
 

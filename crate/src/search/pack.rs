@@ -17,9 +17,9 @@
 //!
 //! # Layout
 //!
-//! `SBP1`, the table's length (u32, little-endian), the table (per session: its folder's
-//! name, its documents counted, the blob bytes they cover, the blob's size and stamp when it
-//! was read, the last bytes covered), then a [segment](super::segment) over the sessions'
+//! `SBP2`, the table's length (u32, little-endian), the table (per session: its folder's
+//! name, its documents counted, those with words and their words, the blob bytes they cover,
+//! the blob's size and stamp when it was read, the last bytes covered), then a [segment](super::segment) over the sessions'
 //! documents one session after another, in the table's order (its column's lines follow one
 //! another through each session's blob, and on into the next's). A session folder without a
 //! blob is in the table with no documents (a first query asks it a `stat`, not two reads).
@@ -50,8 +50,9 @@ use std::sync::Arc;
 
 /// The pack's name, after its server's folder's.
 pub const PACK: &str = ".search.idx";
-/// `SBP1`: the first layout.
-const MAGIC: &[u8; 4] = b"SBP1";
+/// `SBP2`: each session's documents with words and their words in the table (what ranking
+/// counts, without decoding the column); `SBP1` had not.
+const MAGIC: &[u8; 4] = b"SBP2";
 /// The postings runs a pack keeps between queries (a worker that warms up lets it go).
 const ASKED: usize = 64;
 
@@ -66,6 +67,9 @@ pub(super) struct Entry {
     /// Where its documents start among the pack's.
     pub first: u32,
     pub docs: u32,
+    /// Those with words, and their words.
+    pub worded: u32,
+    pub words: u64,
     /// The bytes of its blob they were built from, and the last of them (at most 64).
     pub covered: u64,
     pub edge: Vec<u8>,
@@ -119,15 +123,7 @@ impl Pack {
     /// blob's size and stamp the pack recorded.
     pub fn part(self: &Arc<Self>, key: &str) -> Option<(Segment, Meta)> {
         let e = self.entries.get(key)?;
-        let part = Segment::part(
-            self,
-            &self.whole,
-            e.first,
-            e.docs,
-            e.covered,
-            e.edge.clone(),
-        );
-        Some((part?, e.seen))
+        Some((Segment::part(self, &self.whole, e)?, e.seen))
     }
 
     /// The postings of a query unit over every session (see [`Segment::postings`]): read once
@@ -217,6 +213,8 @@ fn table(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
     while !c.done() {
         let key = c.str()?.to_string();
         let docs = u32::try_from(c.varint()?).ok()?;
+        let worded = u32::try_from(c.varint()?).ok()?;
+        let words = c.varint()?;
         let covered = c.varint()?;
         let seen = Meta {
             size: c.varint()?,
@@ -227,6 +225,8 @@ fn table(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
         let entry = Entry {
             first,
             docs,
+            worded,
+            words,
             covered,
             edge,
             seen,
@@ -309,7 +309,13 @@ pub(super) async fn encode(parts: &[Part]) -> Vec<u8> {
             },
             None => None,
         };
-        let seg_column = part.segment.as_ref().map_or(&[][..], |s| s.metas());
+        let seg_column = match &part.segment {
+            Some(s) => match s.metas() {
+                Some(m) => m,
+                None => continue,
+            },
+            None => &[][..],
+        };
         let tail = (part.tail.docs.iter().zip(&part.lines)).map(|((doc, len), &bytes)| Line {
             len: *len,
             seq: doc.seq,
@@ -346,8 +352,11 @@ pub(super) async fn encode(parts: &[Part]) -> Vec<u8> {
         sources.push((first + seg_docs, Box::new(tail_terms)));
         column.extend(lines);
         covered += part.covered;
+        let mine = &column[first as usize..];
         put_str(&mut table, &part.key);
         put_varint(&mut table, u64::from(column.len() as u32 - first));
+        put_varint(&mut table, mine.iter().filter(|m| m.len > 0).count() as u64);
+        put_varint(&mut table, mine.iter().map(|m| u64::from(m.len)).sum());
         put_varint(&mut table, part.covered);
         put_varint(&mut table, part.seen.size);
         put_varint(&mut table, part.seen.modified);

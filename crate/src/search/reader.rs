@@ -544,6 +544,11 @@ pub(crate) async fn warm<S: Store>(store: &S, dir: &str, memo: &Memo) {
                         loaded
                     }
                 };
+                // Its column decoded whole now, in idle time, rather than by the first query
+                // for a common word.
+                if let Some(segment) = &loaded.segment {
+                    let _ = segment.metas();
+                }
                 Some((key.clone(), (id, loaded)))
             })
         });

@@ -11,13 +11,18 @@
 //! - a fixed header of 64 bytes: magic, `covered`, the words counted, where the
 //!   dictionary and the postings start, the whole size, the documents and the blocks counted,
 //!   the lengths of `head` and `edge` (the bytes just before `covered`: a segment whose blob
-//!   was rebuilt or cut under it is not used) and of the document column;
+//!   was rebuilt or cut under it is not used) and of the document column, and the documents
+//!   with words;
 //! - `head` (empty: segments built before held the blob's first bytes there, which a read
 //!   skips), `edge`;
 //! - the document column: per document, its length in words, its seq, its timestamp and its
 //!   line's length in the blob (varints; seqs and timestamps as deltas from the document
-//!   before, a timestamp that is not whole milliseconds as an f64 after its varint): all that
-//!   ranking needs, and where each line sits (the lines are in order), read with the header;
+//!   before, from zero at each run of 32 documents, a timestamp that is not whole
+//!   milliseconds as an f64 after its varint): all that ranking needs, and where each line
+//!   sits (the lines are in order), read with the header and decoded per document as a query
+//!   asks for it;
+//! - the skip table: per run of 32 documents, where it starts in the column (u32) and
+//!   where its first line starts in the blob (u64);
 //! - the block index: each dictionary block's first term, its length and where its first
 //!   term's postings start;
 //! - the dictionary: blocks of 64 terms in sorted order, front-coded (each term as the bytes
@@ -53,16 +58,24 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBI9`: an assistant message is one document however its deltas overlap
-/// ([`crate::protocol::continues`]). An older segment does not read, so it is removed and built
-/// again (a server's pack too: its segment is one): `SBI8` cut a message where a delta repeated
+/// `SBIA`: the document column in runs of [`SKIP`] with a skip table, decoded as a query asks
+/// (a worker's first query decoded every document of the server's pack first, 11-13 ms of its
+/// time on a slower machine). An older segment does not read, so it is removed and built again
+/// (a server's pack too: its segment is one): `SBI9` had no skip table; before it an assistant
+/// message could be cut in two where its deltas overlapped ([`crate::protocol::continues`]):
+/// `SBI8` cut a message where a delta repeated
 /// or overlapped the one before it (the wire's row rule); `SBI7` kept decomposed Hangul's jamo a
 /// word each and `ß` unfolded, as `SBI6` did half-width katakana and kana's sound marks written
 /// apart (now composed: `tokens::voiced`), `SBI5` kept Arabic and Hebrew vowel marks in its
 /// words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar as one word, as `SBI3` did Chinese,
 /// Japanese and Korean characters and emoji; `SBI2` wrote each term whole with its postings'
 /// start (about twice the bytes; `SBI3` front-codes the dictionary).
-const MAGIC: &[u8; 4] = b"SBI9";
+const MAGIC: &[u8; 4] = b"SBIA";
+/// Documents per run of the column: a document is found by decoding at most this many.
+const SKIP: usize = 32;
+/// A skip table entry's bytes: where the run starts in the column (u32), and its first line
+/// in the blob (u64).
+const SKIP_ENTRY: usize = 12;
 /// The fixed header's size.
 const FIXED: usize = 64;
 /// Terms per dictionary block.
@@ -102,6 +115,148 @@ pub(super) struct Meta {
     pub bytes: u32,
 }
 
+/// A segment's document column as written, with its skip table: a document is decoded when a
+/// query asks for it (from the start of its run), the whole column only when a query asks for
+/// a large share of it (once: kept), so that a worker's first query does not decode the
+/// 200,000 documents of a server's pack to rank a rare word's hundred.
+pub(super) struct Column {
+    bytes: Vec<u8>,
+    skips: Vec<u8>,
+    docs: u32,
+    /// The blob bytes its lines span (a line past them does not read).
+    covered: u64,
+    /// Every document, decoded at the first ask for most of them; `None`: it does not read.
+    all: std::sync::OnceLock<Option<Vec<Meta>>>,
+}
+
+impl std::fmt::Debug for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Column({} documents)", self.docs)
+    }
+}
+
+impl Column {
+    /// The column of `docs` documents from its bytes and its skip table's (`None`: their
+    /// sizes do not fit).
+    fn new(bytes: Vec<u8>, skips: Vec<u8>, docs: u32, covered: u64) -> Option<Column> {
+        let runs = (docs as usize).div_ceil(SKIP);
+        let column = Column {
+            bytes,
+            skips,
+            docs,
+            covered,
+            all: Default::default(),
+        };
+        let first = column.run(0);
+        let fits = column.skips.len() == runs * SKIP_ENTRY
+            && (docs == 0 || first == Some((0, 0)))
+            && (0..runs).all(|r| column.run(r).is_some());
+        fits.then_some(column)
+    }
+
+    /// Where run `r` starts in the column's bytes, and its first line in the blob.
+    fn run(&self, r: usize) -> Option<(usize, u64)> {
+        let e = self.skips.get(r * SKIP_ENTRY..(r + 1) * SKIP_ENTRY)?;
+        let at = usize::try_from(u32::from_le_bytes(e[..4].try_into().ok()?)).ok()?;
+        let line = u64::from_le_bytes(e[4..].try_into().ok()?);
+        (at <= self.bytes.len() && line <= self.covered).then_some((at, line))
+    }
+
+    /// Document `doc` (`None`: there is none, or it does not read).
+    pub(super) fn get(&self, doc: u32) -> Option<Meta> {
+        match self.all.get() {
+            Some(all) => all.as_ref()?.get(doc as usize).copied(),
+            None => self.reader().get(doc),
+        }
+    }
+
+    /// The documents `ids` (ascending), or `None` if one does not read: decoded from their
+    /// runs, or, for more than one in [`SKIP`] of the column, from the whole column decoded
+    /// once.
+    fn many(&self, ids: impl ExactSizeIterator<Item = u32>) -> Option<Vec<Meta>> {
+        if ids.len().saturating_mul(SKIP) >= self.docs as usize {
+            let all = self.all()?;
+            return ids.map(|d| all.get(d as usize).copied()).collect();
+        }
+        let mut reader = self.reader();
+        ids.map(|d| reader.get(d)).collect()
+    }
+
+    /// Every document (`None`: one does not read), decoded once.
+    pub(super) fn all(&self) -> Option<&[Meta]> {
+        let all = self.all.get_or_init(|| {
+            let mut reader = self.reader();
+            let all: Option<Vec<Meta>> = (0..self.docs).map(|d| reader.get(d)).collect();
+            // The last run ends where the column does.
+            all.filter(|_| reader.c.done() || self.docs == 0)
+        });
+        all.as_deref()
+    }
+
+    fn reader(&self) -> ColumnReader<'_> {
+        ColumnReader {
+            column: self,
+            c: Cursor::new(&[]),
+            next: 0,
+            seq: 0,
+            ms: 0,
+            at: 0,
+        }
+    }
+}
+
+/// Decodes a [`Column`]'s documents, forward within a run, from a run's start otherwise.
+struct ColumnReader<'a> {
+    column: &'a Column,
+    c: Cursor<'a>,
+    /// The document the cursor is at, and the values the next is decoded from.
+    next: u32,
+    seq: i64,
+    ms: i64,
+    at: u64,
+}
+
+impl ColumnReader<'_> {
+    fn get(&mut self, doc: u32) -> Option<Meta> {
+        if doc >= self.column.docs {
+            return None;
+        }
+        let run = doc as usize / SKIP;
+        let next = self.next as usize;
+        if doc < self.next || next / SKIP != run || next % SKIP == 0 {
+            let (start, at) = self.column.run(run)?;
+            let end = match self.column.run(run + 1) {
+                Some((end, _)) => end,
+                None => self.column.bytes.len(),
+            };
+            self.c = Cursor::new(self.column.bytes.get(start..end)?);
+            (self.next, self.seq, self.ms, self.at) = ((run * SKIP) as u32, 0, 0, at);
+        }
+        loop {
+            let c = &mut self.c;
+            let len = u32::try_from(c.varint()?).ok()?;
+            self.seq = self.seq.checked_add(unzigzag(c.varint()?))?;
+            let ts = c.ts(&mut self.ms)?;
+            let bytes = u32::try_from(c.varint()?).ok()?;
+            let meta = Meta {
+                len,
+                seq: u64::try_from(self.seq).ok()?,
+                ts,
+                at: self.at,
+                bytes,
+            };
+            self.at = self.at.checked_add(u64::from(bytes) + 1)?;
+            if self.at > self.column.covered {
+                return None;
+            }
+            self.next += 1;
+            if self.next > doc {
+                return Some(meta);
+            }
+        }
+    }
+}
+
 /// One block of the dictionary, as the block index says.
 #[derive(Debug, Clone)]
 struct Block {
@@ -129,10 +284,8 @@ pub(super) struct Segment {
     /// The blob's bytes just before `covered`.
     pub edge: Vec<u8>,
     /// The document column, shared by a pack's parts (each reads its `span` of it, its lines'
-    /// `at` less `at_base`, where the session's blob starts in the pack's). A `Vec` behind the
-    /// `Arc`, not a slice: made into an `Arc<[Meta]>`, a pack's 200,000 documents were copied
-    /// once more, 2.5 of the 8 ms its header's parse took in the browser.
-    column: Arc<Vec<Meta>>,
+    /// `at` less `at_base`, where the session's blob starts in the pack's).
+    column: Arc<Column>,
     span: std::ops::Range<usize>,
     at_base: u64,
     /// The dictionary's blocks.
@@ -342,15 +495,22 @@ impl Assembler {
         if let Some((_, len, _)) = self.blocks.last_mut() {
             *len = self.dict.len() as u64 - *len;
         }
-        let mut col = Vec::new();
-        let (mut seq, mut ms) = (0u64, 0i64);
-        for m in column {
+        let (mut col, mut skips) = (Vec::new(), Vec::new());
+        let (mut seq, mut ms, mut at) = (0u64, 0i64, 0u64);
+        for (i, m) in column.iter().enumerate() {
+            if i % SKIP == 0 {
+                (seq, ms) = (0, 0);
+                skips.extend_from_slice(&(col.len() as u32).to_le_bytes());
+                skips.extend_from_slice(&at.to_le_bytes());
+            }
             put_varint(&mut col, u64::from(m.len));
             put_varint(&mut col, zigzag(m.seq as i64 - seq as i64));
             ms = put_ts(&mut col, m.ts, ms);
             put_varint(&mut col, u64::from(m.bytes));
             seq = m.seq;
+            at += u64::from(m.bytes) + 1;
         }
+        let worded = column.iter().filter(|m| m.len > 0).count();
         let mut block_index = Vec::new();
         for (first, len, post_start) in &self.blocks {
             put_varint(&mut block_index, first.len() as u64);
@@ -358,7 +518,8 @@ impl Assembler {
             put_varint(&mut block_index, *len);
             put_varint(&mut block_index, *post_start);
         }
-        let dict_at = (FIXED + head.len() + edge.len() + col.len() + block_index.len()) as u64;
+        let dict_at =
+            (FIXED + head.len() + edge.len() + col.len() + skips.len() + block_index.len()) as u64;
         let post_at = dict_at + self.dict.len() as u64;
         let size = post_at + self.post.len() as u64;
         let mut out = Vec::with_capacity(size as usize);
@@ -371,10 +532,12 @@ impl Assembler {
         }
         out.extend_from_slice(&(head.len() as u16).to_le_bytes());
         out.extend_from_slice(&(edge.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(worded as u32).to_le_bytes());
         out.resize(FIXED, 0);
         out.extend_from_slice(head);
         out.extend_from_slice(edge);
         out.extend_from_slice(&col);
+        out.extend_from_slice(&skips);
         out.extend_from_slice(&block_index);
         out.extend_from_slice(&self.dict);
         out.extend_from_slice(&self.post);
@@ -394,6 +557,7 @@ struct Fixed {
     column: u32,
     head: u16,
     edge: u16,
+    worded: u32,
 }
 
 impl Fixed {
@@ -412,6 +576,7 @@ impl Fixed {
             column: f.u32()?,
             head: f.u16()?,
             edge: f.u16()?,
+            worded: f.u32()?,
         })
     }
 }
@@ -430,18 +595,22 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
         column,
         head,
         edge,
+        worded,
     }) = Fixed::read(bytes)
     else {
         return Ok(None);
     };
     let mut c = Cursor::new(bytes);
     c.at = FIXED;
-    let fixed_end = (FIXED + usize::from(head) + usize::from(edge)) as u64 + u64::from(column);
+    let skips = (docs as usize).div_ceil(SKIP) * SKIP_ENTRY;
+    let fixed_end =
+        (FIXED + usize::from(head) + usize::from(edge) + skips) as u64 + u64::from(column);
     // Every count bounded by the bytes that would hold it (a garbled header allocates nothing).
     let index_len = dict_at.saturating_sub(fixed_end);
     let sane = fixed_end <= dict_at
         && dict_at <= post_at
         && post_at <= size
+        && worded <= docs
         && u64::from(docs) * 4 <= u64::from(column)
         && u64::from(blocks) * 3 <= index_len;
     if !sane {
@@ -456,26 +625,8 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
     let mut read = || -> Option<Segment> {
         c.take(usize::from(head))?;
         let edge = c.take(usize::from(edge))?.to_vec();
-        let mut col = Cursor::new(c.take(column as usize)?);
-        let mut metas = Vec::with_capacity(docs as usize);
-        let (mut seq, mut ms, mut at) = (0i64, 0i64, 0u64);
-        for _ in 0..docs {
-            let len = u32::try_from(col.varint()?).ok()?;
-            seq = seq.checked_add(unzigzag(col.varint()?))?;
-            let ts = col.ts(&mut ms)?;
-            let bytes = u32::try_from(col.varint()?).ok()?;
-            metas.push(Meta {
-                len,
-                seq: u64::try_from(seq).ok()?,
-                ts,
-                at,
-                bytes,
-            });
-            at = at.checked_add(u64::from(bytes) + 1)?;
-        }
-        if !col.done() || at > covered {
-            return None;
-        }
+        let col = c.take(column as usize)?.to_vec();
+        let column = Column::new(col, c.take(skips)?.to_vec(), docs, covered)?;
         let mut ix = Cursor::new(c.take(usize::try_from(dict_at).ok()? - c.at)?);
         let mut out = Vec::with_capacity(blocks as usize);
         let mut start = dict_at;
@@ -494,14 +645,13 @@ fn header(bytes: &[u8]) -> Result<Option<Segment>, usize> {
             });
             start = end;
         }
-        let worded = metas.iter().filter(|m| m.len > 0).count() as u32;
         Some(Segment {
             covered,
             docs,
             worded,
             words,
             edge,
-            column: Arc::new(metas),
+            column: Arc::new(column),
             span: 0..docs as usize,
             at_base: 0,
             blocks: out,
@@ -559,31 +709,39 @@ impl Segment {
         })
     }
 
-    /// Session `first.. first + docs`'s part of `pack` (whose segment is `whole`): `covered`
-    /// bytes of its blob, `edge` the last of them.
+    /// A session's part of `pack` (whose segment is `whole`), as the pack's table has it: its
+    /// documents `first.. first + docs`, those with words and their words, `covered` bytes of
+    /// its blob, `edge` the last of them.
     pub(super) fn part(
         pack: &Arc<Pack>,
         whole: &Segment,
-        first: u32,
-        docs: u32,
-        covered: u64,
-        edge: Vec<u8>,
+        e: &super::pack::Entry,
     ) -> Option<Segment> {
+        let (first, docs, covered) = (e.first, e.docs, e.covered);
         let span = first as usize..first.checked_add(docs)? as usize;
-        let metas = whole.metas().get(span.clone())?;
-        let start = metas.first().map_or(0, |m| m.at);
-        let end = metas
-            .last()
-            .map_or(start, |m| m.at + u64::from(m.bytes) + 1);
-        if end - start != covered || edge.len() as u64 > covered {
+        if span.end > whole.docs as usize || e.worded > docs {
+            return None;
+        }
+        let start = match docs {
+            0 => 0,
+            _ => whole.column.get(first)?.at,
+        };
+        let end = match docs.checked_sub(1) {
+            Some(last) => {
+                let m = whole.column.get(first + last)?;
+                m.at + u64::from(m.bytes) + 1
+            }
+            None => start,
+        };
+        if end.checked_sub(start) != Some(covered) || e.edge.len() as u64 > covered {
             return None;
         }
         Some(Segment {
             covered,
             docs,
-            worded: metas.iter().filter(|m| m.len > 0).count() as u32,
-            words: metas.iter().map(|m| u64::from(m.len)).sum(),
-            edge,
+            worded: e.worded,
+            words: e.words,
+            edge: e.edge.clone(),
             column: whole.column.clone(),
             span,
             at_base: start,
@@ -704,20 +862,20 @@ impl Segment {
         if prefix {
             merge_by_doc(&mut found, |p| p.doc, Posting::absorb);
         }
-        found
-            .into_iter()
-            .map(|p| {
-                let meta = self.metas().get(p.doc as usize)?;
-                Some(Post {
-                    doc: p.doc,
-                    tf: p.tf,
-                    len: meta.len,
-                    seq: meta.seq,
-                    ts: meta.ts,
-                    next: p.next,
-                })
-            })
-            .collect()
+        let base = self.span.start as u32;
+        if found.last().is_some_and(|p| p.doc >= self.docs) {
+            return None;
+        }
+        let metas = self.column.many(found.iter().map(|p| base + p.doc))?;
+        let posts = found.into_iter().zip(metas).map(|(p, meta)| Post {
+            doc: p.doc,
+            tf: p.tf,
+            len: meta.len,
+            seq: meta.seq,
+            ts: meta.ts,
+            next: p.next,
+        });
+        Some(posts.collect())
     }
 
     /// Reads the whole segment into memory (the worker's warm-up does, so that later queries
@@ -734,9 +892,10 @@ impl Segment {
         self.body.is_some()
     }
 
-    /// Its documents whose seq lies in `seqs`, with their lengths in words.
+    /// Its documents whose seq lies in `seqs`, with their lengths in words (none where its
+    /// column does not read: a query then finds it broken).
     pub fn docs_in(&self, seqs: std::ops::Range<u64>) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let column = self.metas().iter().enumerate();
+        let column = self.metas().unwrap_or_default().iter().enumerate();
         column
             .filter(move |(_, m)| seqs.contains(&m.seq))
             .map(|(id, m)| (id as u32, m.len))
@@ -744,7 +903,7 @@ impl Segment {
 
     /// The highest seq of its documents.
     pub fn newest(&self) -> Option<u64> {
-        self.metas().iter().map(|m| m.seq).max()
+        self.metas()?.iter().map(|m| m.seq).max()
     }
 
     /// Whether it is held in memory.
@@ -775,7 +934,10 @@ impl Segment {
     /// Document `doc` as the blob holds it (`None`: it does not read, or it is not the row the
     /// column says: the blob is not the one the segment was built from).
     pub async fn doc<S: Store>(&self, store: &S, dir: &str, doc: u32) -> Option<Doc> {
-        let meta = self.metas().get(doc as usize)?;
+        if doc >= self.docs {
+            return None;
+        }
+        let meta = self.column.get(self.span.start as u32 + doc)?;
         let at = meta.at.checked_sub(self.at_base)?;
         let end = at.checked_add(u64::from(meta.bytes))?;
         let line = read_exact(store, &format!("{dir}/{INDEX}"), at, end).await?;
@@ -881,9 +1043,10 @@ impl Segment {
         })
     }
 
-    /// Its documents' column (each line's `at` as in the segment it is a part of).
-    pub(super) fn metas(&self) -> &[Meta] {
-        &self.column[self.span.clone()]
+    /// Its documents' column (each line's `at` as in the segment it is a part of), decoded
+    /// whole; `None` where it does not read.
+    pub(super) fn metas(&self) -> Option<&[Meta]> {
+        self.column.all()?.get(self.span.clone())
     }
 }
 
@@ -1151,7 +1314,73 @@ mod tests {
                     }
                 }
                 let _ = seg.doc(&store, "d", 3).await;
+                let _ = (seg.docs_in(0..100).count(), seg.newest());
             }
+        });
+    }
+
+    #[test]
+    fn the_column_gives_each_document_as_it_was_written_from_its_run() {
+        use crate::store::MemoryStore;
+        // Four runs of `SKIP` (the last one short), seqs up and down, stamps whole and not.
+        let n = 3 * SKIP as u64 + 5;
+        let docs: Vec<(Doc, u32)> = (0..n)
+            .map(|i| {
+                let seq = if i % 5 == 0 { 1000 - i } else { 7 * i };
+                let ts = 1.7e9 + i as f64 * if i % 3 == 0 { 0.123_456_7 } else { 1.0 };
+                let rare = if i == 40 { " rare" } else { "" };
+                let text = format!("every{rare}{}", " word".repeat(i as usize % 4));
+                let doc = Doc {
+                    ts,
+                    ..row(seq, text)
+                };
+                (doc, 10 + i as u32 % 9)
+            })
+            .collect();
+        let covered: u64 = docs.iter().map(|(_, b)| u64::from(*b) + 1).sum();
+        let want: Vec<Meta> = (docs.iter())
+            .scan(0u64, |at, (d, bytes)| {
+                let m = Meta {
+                    len: super::super::tokens::words(&d.text).len() as u32,
+                    seq: d.seq,
+                    ts: d.ts,
+                    at: *at,
+                    bytes: *bytes,
+                };
+                *at += u64::from(*bytes) + 1;
+                Some(m)
+            })
+            .collect();
+        let store = MemoryStore::new();
+        let bytes = encode(docs, covered, b"", b"");
+        pollster::block_on(async {
+            store.write(&format!("d/{SEGMENT}"), &bytes).await.unwrap();
+            let seg = Segment::open(&store, "d").await.unwrap();
+            let col = &seg.column;
+            // One document at a time, backwards: each from the start of its run.
+            for d in (0..n as u32).rev() {
+                assert_eq!(col.get(d), Some(want[d as usize]), "document {d}");
+            }
+            assert_eq!(col.get(n as u32), None);
+            assert_eq!(seg.worded, n as u32);
+            // A rare word's documents are decoded from their runs, not the whole column.
+            let rare = seg.postings(&store, "d", "rare", false).await.unwrap();
+            assert_eq!(
+                rare.iter().map(|p| p.seq).collect::<Vec<_>>(),
+                [want[40].seq]
+            );
+            assert!(col.all.get().is_none(), "decoded whole for one document");
+            let sparse = col.many([2, 33, 70].into_iter()).unwrap();
+            assert!(col.all.get().is_none());
+            let picked: Vec<Meta> = [2, 33, 70].iter().map(|&d| want[d]).collect();
+            assert_eq!(sparse, picked);
+            // A word in every document decodes the column once, and answers the same.
+            let every = seg.postings(&store, "d", "every", false).await.unwrap();
+            assert!(col.all.get().is_some());
+            let seqs: Vec<u64> = every.iter().map(|p| p.seq).collect();
+            assert_eq!(seqs, want.iter().map(|m| m.seq).collect::<Vec<_>>());
+            assert_eq!(seg.metas(), Some(&want[..]));
+            assert_eq!(col.get(40), Some(want[40]));
         });
     }
 

@@ -170,11 +170,12 @@ impl Column {
         }
     }
 
-    /// The documents `ids` (ascending), or `None` if one does not read: decoded from their
-    /// runs, or, for more than one in [`SKIP`] of the column, from the whole column decoded
-    /// once.
+    /// The documents `ids` (ascending), or `None` if one does not read: from the whole column
+    /// when it is decoded (the worker's warm-up does) or they are more than one in [`SKIP`]
+    /// of it (then decoded once), else decoded from their runs.
     fn many(&self, ids: impl ExactSizeIterator<Item = u32>) -> Option<Vec<Meta>> {
-        if ids.len().saturating_mul(SKIP) >= self.docs as usize {
+        let decoded = self.all.get().is_some();
+        if decoded || ids.len().saturating_mul(SKIP) >= self.docs as usize {
             let all = self.all()?;
             return ids.map(|d| all.get(d as usize).copied()).collect();
         }

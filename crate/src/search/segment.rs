@@ -61,15 +61,15 @@ pub const SEGMENT_NEW: &str = "search.idx.new";
 /// `SBIA`: the document column in runs of [`SKIP`] with a skip table, decoded as a query asks
 /// (a worker's first query decoded every document of the server's pack first, 11-13 ms of its
 /// time on a slower machine). An older segment does not read, so it is removed and built again
-/// (a server's pack too: its segment is one): `SBI9` had no skip table; before it an assistant
-/// message could be cut in two where its deltas overlapped ([`crate::protocol::continues`]):
-/// `SBI8` cut a message where a delta repeated
-/// or overlapped the one before it (the wire's row rule); `SBI7` kept decomposed Hangul's jamo a
-/// word each and `ß` unfolded, as `SBI6` did half-width katakana and kana's sound marks written
-/// apart (now composed: `tokens::voiced`), `SBI5` kept Arabic and Hebrew vowel marks in its
-/// words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar as one word, as `SBI3` did Chinese,
-/// Japanese and Korean characters and emoji; `SBI2` wrote each term whole with its postings'
-/// start (about twice the bytes; `SBI3` front-codes the dictionary).
+/// (a server's pack too: its segment is one): `SBI9` decoded its whole column with the header;
+/// `SBI8` cut an assistant message where a delta repeated or overlapped the one before it (the
+/// wire's row rule; one document now however they overlap, [`crate::protocol::continues`]);
+/// `SBI7` kept decomposed Hangul's jamo a word each and `ß` unfolded, as `SBI6` did half-width
+/// katakana and kana's sound marks written apart (now composed: `tokens::voiced`), `SBI5` kept
+/// Arabic and Hebrew vowel marks in its words, `SBI4` held a run of Thai, Lao, Khmer or Myanmar
+/// as one word, as `SBI3` did Chinese, Japanese and Korean characters and emoji; `SBI2` wrote
+/// each term whole with its postings' start (about twice the bytes; `SBI3` front-codes the
+/// dictionary).
 const MAGIC: &[u8; 4] = b"SBIA";
 /// Documents per run of the column: a document is found by decoding at most this many.
 const SKIP: usize = 32;

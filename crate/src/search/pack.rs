@@ -19,9 +19,10 @@
 //!
 //! `SBP2`, the table's length (u32, little-endian), the table (per session: its folder's
 //! name, its documents counted, those with words and their words, the blob bytes they cover,
-//! the blob's size and stamp when it was read, the last bytes covered), then a [segment](super::segment) over the sessions'
-//! documents one session after another, in the table's order (its column's lines follow one
-//! another through each session's blob, and on into the next's). A session folder without a
+//! the blob's size and stamp when it was read, the last bytes covered), then a
+//! [segment](super::segment) over the sessions' documents one session after another, in the
+//! table's order (its column's lines follow one another through each session's blob, and on
+//! into the next's). A session folder without a
 //! blob is in the table with no documents (a first query asks it a `stat`, not two reads).
 //!
 //! # Built

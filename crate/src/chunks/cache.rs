@@ -5,7 +5,7 @@ use super::session::{dir_size, SessionCache};
 use crate::protocol::{SessionSummary, FORMAT_VERSION};
 use crate::search::live::Notify;
 use crate::search::writer::{self, IndexWriter, INDEX};
-use crate::search::{pack, segment};
+use crate::search::{marks, pack, segment};
 use crate::search::{Hit, Live, Memo};
 use crate::store::{Store, Writers};
 use std::future::Future;
@@ -247,6 +247,12 @@ impl<S: Store> Cache<S> {
                 let dir = format!("{}/{key}", self.dir);
                 self.briefly(&dir, async {
                     let index = format!("{dir}/{INDEX}");
+                    // For the pack's readers (it goes below, perhaps after another tab read it).
+                    if !matches!(self.store.stat(&index).await, Ok(None)) {
+                        if let Err(e) = marks::mark(&*self.store, &dir).await {
+                            log::info!("scrollback: could not mark {dir} for search: {e}");
+                        }
+                    }
                     if let Err(e) = writer::remove(&*self.store, &index).await {
                         log::info!("scrollback: could not remove the search index of {dir}: {e}");
                     }

@@ -730,6 +730,7 @@ impl<'a, S: Store> Opened<'a, S> {
             self.io.blind = true;
             return;
         }
+        self.io.index.mark(&*self.io.store).await; // removed all the same
         match self.io.store.remove(&self.io.dir).await {
             // Nothing is left whose layout is unknown: a writer that had stopped writes again.
             Ok(()) => self.io.failed = None,
@@ -770,6 +771,9 @@ impl<'a, S: Store> Opened<'a, S> {
         if !io.indexing {
             io.index.drop_blob(&*io.store).await;
             return u64::MAX;
+        }
+        if !io.index.mark(&*io.store).await {
+            return u64::MAX; // unsynced: nothing is written
         }
         let path = format!("{}/{INDEX}", io.dir);
         let mut from = match IndexWriter::resume(&*io.store, &path).await {
@@ -880,6 +884,7 @@ impl<S: Store> Io<S> {
         if self.blind {
             if !self.reader {
                 // Made the writer after it purged as a reader: the purge is its to finish.
+                self.index.mark(&*self.store).await;
                 self.store.remove(&self.dir).await?;
                 self.blind = false;
             }

@@ -156,6 +156,7 @@
 mod accents;
 pub mod doc;
 pub mod live;
+pub mod marks;
 pub mod pack;
 mod postings;
 pub mod query;

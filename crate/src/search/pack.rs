@@ -41,6 +41,7 @@
 //! server) leaves a part no query uses (its blob is not the one recorded), gone at the next
 //! build.
 
+use super::marks::Trust;
 use super::postings::{Indexed, Posting};
 use super::segment::{put_varint, Assembler, Cursor, Meta as Line, Post, Segment};
 use crate::store::{Meta, Store};
@@ -51,9 +52,10 @@ use std::sync::Arc;
 
 /// The pack's name, after its server's folder's.
 pub const PACK: &str = ".search.idx";
-/// `SBP2`: each session's documents with words and their words in the table (what ranking
-/// counts, without decoding the column); `SBP1` had not.
-const MAGIC: &[u8; 4] = b"SBP2";
+/// `SBP3`: each session's [`Trust`] in the table (`SBP2` had not: its sessions were each
+/// asked a `stat`); `SBP2`: each session's documents with words and their words (what ranking
+/// counts, without decoding the column), which `SBP1` had not.
+const MAGIC: &[u8; 4] = b"SBP3";
 /// The postings runs a pack keeps between queries (a worker that warms up lets it go).
 const ASKED: usize = 64;
 
@@ -76,6 +78,8 @@ pub(super) struct Entry {
     pub edge: Vec<u8>,
     /// The blob's size and stamp when it was read up to `covered`.
     pub seen: Meta,
+    /// Whether a worker that starts may take `seen` for the blob's ([`marks`](super::marks)).
+    pub trust: Trust,
 }
 
 /// A server's pack, as read: its table and its segment's header; postings are read per word.
@@ -169,6 +173,20 @@ impl Opening {
         })
     }
 
+    /// The blob's size and stamp recorded for session `key` (`Some(None)`: no blob), where a
+    /// worker that starts may take them for the blob's without a `stat`: `listed`, the marks
+    /// listed before the pack was read, holds none the pack did not record for it
+    /// ([`Trust::trusts`]).
+    pub fn trusted(
+        &self,
+        key: &str,
+        listed: &HashMap<String, Vec<String>>,
+    ) -> Option<Option<Meta>> {
+        let e = self.entries.get(key)?;
+        let seen = (e.covered > 0).then_some(e.seen);
+        e.trust.trusts(listed.get(key)).then_some(seen)
+    }
+
     /// The session folders it holds.
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.entries.keys()
@@ -223,6 +241,14 @@ fn table(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
         };
         let edge_len = usize::try_from(c.varint()?).ok()?;
         let edge = c.take(edge_len)?.to_vec();
+        let trust = match c.varint()? {
+            0 => Trust::Held,
+            n => Trust::Marks(
+                (1..n)
+                    .map(|_| Some(c.str()?.to_string()))
+                    .collect::<Option<_>>()?,
+            ),
+        };
         let entry = Entry {
             first,
             docs,
@@ -231,6 +257,7 @@ fn table(bytes: &[u8]) -> Option<HashMap<String, Entry>> {
             covered,
             edge,
             seen,
+            trust,
         };
         first = first.checked_add(docs)?;
         out.insert(key, entry);
@@ -252,8 +279,10 @@ pub(super) async fn entries<S: Store>(store: &S, dir: &str) -> Option<HashMap<St
 pub(super) struct Part {
     /// Its folder's name.
     pub key: String,
-    /// The blob's size and stamp when it was read up to `covered`.
+    /// The blob's size and stamp when it was read up to `covered`, and whether a worker that
+    /// starts may take them for the blob's.
     pub seen: Meta,
+    pub trust: Trust,
     pub covered: u64,
     pub edge: Vec<u8>,
     /// Its segment, held in memory, if one covers the blob's start.
@@ -363,6 +392,13 @@ pub(super) async fn encode(parts: &[Part]) -> Vec<u8> {
         put_varint(&mut table, part.seen.modified);
         put_varint(&mut table, part.edge.len() as u64);
         table.extend_from_slice(&part.edge);
+        match &part.trust {
+            Trust::Held => put_varint(&mut table, 0),
+            Trust::Marks(marks) => {
+                put_varint(&mut table, marks.len() as u64 + 1);
+                marks.iter().for_each(|m| put_str(&mut table, m));
+            }
+        }
     }
     let words = column.iter().map(|m| u64::from(m.len)).sum();
     let mut merge = Merge::new(sources);

@@ -3,6 +3,7 @@
 
 use super::doc::Doc;
 use super::live::Live;
+use super::marks::{self, Trust};
 use super::pack::{self, Pack};
 use super::postings::Indexed;
 use super::query::Query;
@@ -312,9 +313,12 @@ async fn refresh<S: Store>(
     found
 }
 
-/// The server's pack and, asked beside its header's read, the size and stamp of the blob of
-/// each session it holds (by folder).
+/// The server's pack and the size and stamp of the blob of each session it holds (by
+/// folder): the pack's record where the [`marks`] listed before it was read say no change
+/// can have come since, else a `stat`, asked beside the header's read.
 async fn open_pack<S: Store>(store: &S, dir: &str) -> (Option<Arc<Pack>>, HashMap<String, Stat>) {
+    // Listed first: see `marks` (a pack built after the listing records what it lists).
+    let listed = marks::list(store, dir).await;
     let Some(opening) = Pack::open(store, dir).await else {
         return Default::default();
     };
@@ -323,8 +327,17 @@ async fn open_pack<S: Store>(store: &S, dir: &str) -> (Option<Arc<Pack>>, HashMa
         .filter(|k| decode(k).is_some())
         .cloned()
         .collect();
-    let stats = keys.into_iter().map(|key| async move {
-        let seen = store.stat(&format!("{dir}/{key}/{INDEX}")).await;
+    let asks: Vec<(String, Option<Option<Meta>>)> = (keys.into_iter())
+        .map(|key| {
+            let trusted = (listed.as_ref()).and_then(|listed| opening.trusted(&key, listed));
+            (key, trusted)
+        })
+        .collect();
+    let stats = asks.into_iter().map(|(key, trusted)| async move {
+        let seen = match trusted {
+            Some(meta) => Ok(meta),
+            None => store.stat(&format!("{dir}/{key}/{INDEX}")).await,
+        };
         (key, seen)
     });
     let (pack, stats) = futures::join!(
@@ -581,12 +594,16 @@ pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> b
     if !loads.warm {
         return false;
     }
+    // In this order, before the stats below: see `marks`.
+    let marked = marks::list(store, dir).await;
+    let held = store.writers_held(dir).await;
     let listed = session_folders(store, dir).await.unwrap_or_default();
     let mut keys: Vec<&String> = loads.sessions.keys().collect();
     keys.sort();
     // Each session's blob as read: the size and stamp taken before the read that brought it
     // to the end read, or (loaded by a query, which does not wait for one) a stat now, if the
-    // blob has not grown since.
+    // blob has not grown since. Trusted by a worker that starts only when a stat now finds
+    // the blob as read.
     let mut seen = Vec::new();
     for key in keys {
         let loaded = &loads.sessions[key].1;
@@ -594,36 +611,48 @@ pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> b
         if !whole || loaded.gaps || loaded.size == 0 {
             continue;
         }
-        let meta = match loaded.seen {
-            Some(meta) => Some(meta),
-            None => (store.stat(&format!("{dir}/{key}/{INDEX}")).await.ok()).flatten(),
+        let now = (store.stat(&format!("{dir}/{key}/{INDEX}")).await.ok()).flatten();
+        let trust = match (&marked, loaded.seen) {
+            (Some(marked), Some(read)) if now == Some(read) => {
+                marks::trust(key, marked, held.as_ref())
+            }
+            _ => Trust::Held,
         };
+        let meta = loaded.seen.or(now);
         seen.extend(
             meta.filter(|m| m.size >= loaded.size)
-                .map(|m| (key.clone(), m)),
+                .map(|m| (key.clone(), m, trust)),
         );
     }
-    // A session folder without a blob is held as empty: a first query asks it a stat, not two
-    // reads (a blob written since is loaded the usual way).
-    let blobless: Vec<&String> = (listed.iter())
-        .filter(|k| !loads.sessions.contains_key(*k))
+    // A session folder without a blob is held as empty: a first query asks it a stat (if it
+    // has no mark the pack recorded), not two reads (a blob written since is loaded the usual
+    // way).
+    let mut blobless = Vec::new();
+    for key in listed.iter().filter(|k| !loads.sessions.contains_key(*k)) {
+        let now = store.stat(&format!("{dir}/{key}/{INDEX}")).await;
+        let trust = match (&marked, now) {
+            (Some(marked), Ok(None)) => marks::trust(key, marked, held.as_ref()),
+            _ => Trust::Held,
+        };
+        blobless.push((key, trust));
+    }
+    let mut sizes: Vec<(&str, u64)> = (seen.iter())
+        .map(|(key, _, _)| (key.as_str(), loads.sessions[key].1.size))
         .collect();
-    let mut held: Vec<(&str, u64)> = (seen.iter())
-        .map(|(key, _)| (key.as_str(), loads.sessions[key].1.size))
-        .collect();
-    held.extend(blobless.iter().map(|k| (k.as_str(), 0)));
+    sizes.extend(blobless.iter().map(|(k, _)| (k.as_str(), 0)));
     let on_disk = pack::entries(store, dir).await;
-    if !loads.pack_missed && !pack::behind(on_disk.as_ref(), &held) {
+    if !loads.pack_missed && !pack::behind(on_disk.as_ref(), &sizes) {
         return false;
     }
     // A copy of what the pack is built from: queries have the memo back while it is merged
     // (a few hundred milliseconds for 200 MB of transcripts, in turns of the event loop).
     let mut parts: Vec<pack::Part> = (seen.iter())
-        .map(|(key, meta)| {
+        .map(|(key, meta, trust)| {
             let loaded = &loads.sessions[key].1;
             pack::Part {
                 key: key.clone(),
                 seen: *meta,
+                trust: trust.clone(),
                 covered: loaded.size,
                 edge: loaded.edge.clone(),
                 segment: loaded.segment.clone(),
@@ -633,15 +662,16 @@ pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> b
             }
         })
         .collect();
-    parts.extend(blobless.into_iter().map(|key| pack::Part {
+    parts.extend(blobless.into_iter().map(|(key, trust)| pack::Part {
         key: key.clone(),
+        trust,
         ..pack::Part::default()
     }));
     parts.sort_by(|a, b| a.key.cmp(&b.key));
     loads.pack_missed = false;
     drop(loads);
     let bytes = pack::encode(&parts).await;
-    drop(parts);
+    let trusts: HashMap<String, Trust> = (parts.into_iter()).map(|p| (p.key, p.trust)).collect();
     if bytes.is_empty() {
         return false;
     }
@@ -654,8 +684,16 @@ pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> b
     if let Err(e) = &done {
         log::info!("scrollback: no search pack for {dir}: {e}");
         let _ = store.remove(&new).await; // a full disk keeps nothing half written
+        return false;
     }
-    done.is_ok()
+    if let Some(marked) = marked {
+        let before: HashMap<String, Trust> = (on_disk.into_iter().flatten())
+            .map(|(key, e)| (key, e.trust))
+            .collect();
+        let present = listed.into_iter().collect();
+        marks::tidy(store, dir, &marked, &before, &trusts, &present).await;
+    }
+    true
 }
 
 /// Brings the memo up to the store as a query [`RECHECK_MS`] after the last recheck would
@@ -784,7 +822,7 @@ mod tests {
     use super::*;
     use crate::chunks::{Cache, SessionCache};
     use crate::protocol::Line;
-    use crate::store::{MemoryStore, StoreResult};
+    use crate::store::{MemoryStore, StoreResult, WriterRole};
     use crate::testing::{Hook, Hooked, Op};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -958,11 +996,21 @@ mod tests {
         });
     }
 
-    /// A worker that starts answers its first query from the server's pack: a read of it, a
-    /// stat per session and its hits' lines, the same answers as a warmed-up worker's. What
-    /// a blob gained since is read past its part and found; a blob rebuilt under the pack is
-    /// loaded the usual way (nothing of the old conversation found) and the pack is built
-    /// again; a pack that does not read is removed, and the sessions answer all the same.
+    /// A session of `cache` opened by a tab that takes its writer role first, as the engine's
+    /// views do.
+    async fn writing(cache: &Cache<Counting>, id: &str) -> (SessionCache<Counting>, WriterRole) {
+        let mut session = cache.session(id).unwrap();
+        let role = session.try_writer().await.expect("the role is free");
+        session.open().await;
+        (session, role)
+    }
+
+    /// A worker that starts answers its first query from the server's pack: a read of it, no
+    /// stat of a blob no writer changed since ([`marks`]) and its hits' lines, the same
+    /// answers as a warmed-up worker's. What a blob gained since is read past its part and
+    /// found; a blob rebuilt under the pack is loaded the usual way (nothing of the old
+    /// conversation found) and the pack is built again; a pack that does not read is removed,
+    /// and the sessions answer all the same.
     #[test]
     fn a_worker_that_starts_answers_from_the_server_pack() {
         pollster::block_on(async {
@@ -972,8 +1020,7 @@ mod tests {
             let folder = |id| format!("{dir}/{}", encode(id).unwrap());
             let mut sessions = Vec::new();
             for id in ["a", "b", "c"] {
-                let mut session = writer.session(id).unwrap();
-                session.open().await;
+                let (mut session, _role) = writing(&writer, id).await;
                 for seq in 1..=30 {
                     let text = format!("the aardvark {id} {seq} okapi{}", seq % 3);
                     session.append(&user(seq, &text)).await;
@@ -987,6 +1034,7 @@ mod tests {
             for seq in 31..=33 {
                 sessions[0].append(&user(seq, "past the segment")).await;
             }
+            drop(sessions); // their tabs closed
             let live = Live::default();
             let warmed = Memo::default();
             warm(&*store, &dir, &warmed).await;
@@ -1010,7 +1058,7 @@ mod tests {
             let (r, s) = (reads(), stats());
             let first = search(&*store, &dir, &memo, &live, queries[0], 10, None).await;
             assert_eq!(first, want[0]);
-            assert_eq!(stats() - s, 3, "a stat per session");
+            assert_eq!(stats() - s, 0, "no blob changed since the pack");
             assert_eq!(
                 reads() - r,
                 1 + first.len(),
@@ -1033,20 +1081,23 @@ mod tests {
             assert_eq!(packed(&memo), 3);
 
             // Another tab's writer adds to "b": read past its part, and found.
-            sessions[1].append(&user(31, "a zebu")).await;
+            let (mut b, role) = writing(&writer, "b").await;
+            b.append(&user(31, "a zebu")).await;
+            drop((b, role));
             let memo = Memo::default();
+            let s = stats();
             assert_eq!(
                 seqs_found(&store, &dir, &memo, &live, "zebu").await,
                 vec![31]
             );
+            assert_eq!(stats() - s, 1, "a stat of the blob marked since");
             assert_eq!(packed(&memo), 3);
 
             // "c" rebuilt under the pack, with another conversation.
-            sessions[2].purge().await; // the Reload button
+            let (mut c, _role) = writing(&writer, "c").await;
+            c.purge().await; // the Reload button
             for seq in 1..=30 {
-                sessions[2]
-                    .append(&user(seq, &format!("a wombat {seq}")))
-                    .await;
+                c.append(&user(seq, &format!("a wombat {seq}"))).await;
             }
             let memo = Memo::default();
             let hits = search(&*store, &dir, &memo, &live, "aardvark", 100, None).await;
@@ -1086,6 +1137,66 @@ mod tests {
                 3
             );
             assert_eq!(store.inner.stat(&path).await.unwrap(), None, "removed");
+        });
+    }
+
+    /// A session whose writer holds its role while the pack is built is recorded as held:
+    /// what it writes after is found by a worker that starts, which asks its blob a `stat`
+    /// (and no other's). A build removes the marks that it and the pack before it both
+    /// recorded, so a session keeps a mark or two; with none, its record is trusted.
+    #[test]
+    fn a_session_written_during_the_build_is_asked_a_stat() {
+        pollster::block_on(async {
+            let store = Arc::new(Counting::default());
+            let cache = Cache::new(store.clone(), "example.com", 443).await;
+            let dir = cache.dir().to_string();
+            for id in ["a", "b"] {
+                let (mut session, _role) = writing(&cache, id).await;
+                session.append(&user(1, "an aardvark")).await;
+            }
+            let (mut b, role) = writing(&cache, "b").await;
+            b.append(&user(2, "a gnu")).await;
+            let build = || async {
+                let memo = Memo::default();
+                warm(&*store, &dir, &memo).await;
+                build_pack(&*store, &dir, &memo).await
+            };
+            let marks = || async {
+                let mut listed: Vec<(String, usize)> = (marks::list(&*store, &dir).await)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(key, tokens)| (key, tokens.len()))
+                    .collect();
+                listed.sort();
+                listed
+            };
+            let first_query = |text: &'static str| {
+                let (store, dir) = (store.clone(), dir.clone());
+                async move {
+                    let s = store.hook.stats.load(Ordering::SeqCst);
+                    let found =
+                        seqs_found(&store, &dir, &Memo::default(), &Live::default(), text).await;
+                    (found, store.hook.stats.load(Ordering::SeqCst) - s)
+                }
+            };
+            assert!(build().await);
+            assert_eq!(marks().await, [("a".into(), 1), ("b".into(), 2)]);
+            b.append(&user(3, "a yak")).await; // no new mark: its writer held the role
+            assert_eq!(first_query("yak").await, (vec![3], 1), "a stat of b's blob");
+            // Grown past a sixteenth: the next build is behind.
+            b.append(&user(4, &"a long reply ".repeat(6000))).await;
+            drop((b, role));
+            assert!(build().await);
+            assert_eq!(
+                marks().await,
+                [("b".into(), 2)],
+                "a's recorded twice: removed"
+            );
+            assert_eq!(
+                first_query("yak").await,
+                (vec![3], 0),
+                "every record trusted"
+            );
         });
     }
 

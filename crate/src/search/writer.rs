@@ -3,6 +3,7 @@
 use super::doc::{Doc, Folder};
 use super::live::{Live, Shared};
 use super::segment::{SEGMENT, SEGMENT_NEW};
+use super::{marks, pack};
 use crate::protocol::Line;
 use crate::store::{Store, StoreError};
 
@@ -58,6 +59,9 @@ pub struct IndexWriter {
     path: String,
     /// [`IndexWriter::drop_blob`] ran since the last reset.
     dropped: bool,
+    /// The session was marked for the search pack's readers since the last reset
+    /// ([`IndexWriter::mark`]).
+    marked: bool,
 }
 
 impl IndexWriter {
@@ -80,7 +84,31 @@ impl IndexWriter {
         }
         self.stopped = false;
         self.dropped = false;
+        self.marked = false;
         self.live.changed(&self.key);
+    }
+
+    /// Marks the session ([`marks::mark`]) before the first change of its index blob or
+    /// folder since the last reset (a turn of the writer role, an open, a purge), so that a
+    /// worker that starts does not take the server's pack's record of the blob for the blob.
+    /// A mark that cannot be written removes the pack instead (one built while this writer
+    /// holds the role records the session as held). `false` when neither could be done: the
+    /// index is then not to be changed.
+    pub async fn mark<S: Store>(&mut self, store: &S) -> bool {
+        if self.marked {
+            return true;
+        }
+        let Some((session, _)) = self.path.rsplit_once('/') else {
+            return false;
+        };
+        let Err(e) = marks::mark(store, session).await else {
+            self.marked = true;
+            return true;
+        };
+        log::info!("scrollback: could not mark {session} for search: {e}");
+        let server = session.rsplit_once('/').map_or("", |(server, _)| server);
+        self.marked = store.remove(&pack::path(server)).await.is_ok();
+        self.marked
     }
 
     /// Whether it knows where the blob stops.
@@ -133,6 +161,9 @@ impl IndexWriter {
             return;
         }
         if let Ok(None) = store.stat(&self.path).await {
+            return;
+        }
+        if !self.mark(store).await {
             return;
         }
         match remove(store, &self.path).await {

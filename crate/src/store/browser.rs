@@ -10,6 +10,7 @@ use super::{
     Entry, IdbStore, MemoryStore, Meta, OpfsStore, Store, StoreError, StoreResult, WriterRole,
 };
 use js_sys::{Function, Promise, Reflect};
+use std::collections::HashSet;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -140,6 +141,9 @@ impl Store for BrowserStore {
     async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
         delegate!(self, s => s.list(dir).await)
     }
+    async fn names(&self, dir: &str) -> StoreResult<Vec<String>> {
+        delegate!(self, s => s.names(dir).await)
+    }
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
         delegate!(self, s => s.stat(path).await)
     }
@@ -176,6 +180,12 @@ impl Store for BrowserStore {
         match self {
             BrowserStore::Memory(s) => s.writer(key, wait).await,
             _ => super::writer::web_writer(key, wait).await,
+        }
+    }
+    async fn writers_held(&self, dir: &str) -> Option<HashSet<String>> {
+        match self {
+            BrowserStore::Memory(s) => s.writers_held(dir).await,
+            _ => super::writer::web_writers_held(dir).await,
         }
     }
     async fn hand_over(&self, key: &str) {

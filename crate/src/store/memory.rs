@@ -3,7 +3,7 @@
 use super::{
     entries_below, segments, Entry, Meta, Store, StoreError, StoreResult, WriterRole, Writers,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 
 /// Blobs in a map, with an optional write budget to exercise the quota path.
@@ -169,5 +169,9 @@ impl Store for MemoryStore {
 
     async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
         self.writers.acquire(key, wait).await
+    }
+
+    async fn writers_held(&self, dir: &str) -> Option<HashSet<String>> {
+        Some(self.writers.held(dir))
     }
 }

@@ -34,6 +34,8 @@ pub use role::{WriterRole, Writers};
 #[cfg(target_arch = "wasm32")]
 pub use writer::WriterLock;
 
+use std::collections::HashSet;
+
 /// What a storage operation can fail with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -88,6 +90,11 @@ pub const READ_AHEAD: usize = 128 * 1024;
 pub trait Store {
     /// The names directly below `dir`, in no particular order; empty when `dir` does not exist.
     async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>>;
+    /// The names directly below `dir` ([`Store::list`]'s, without sizes or stamps: OPFS asks
+    /// each file for those, one call per file).
+    async fn names(&self, dir: &str) -> StoreResult<Vec<String>> {
+        Ok(self.list(dir).await?.into_iter().map(|e| e.name).collect())
+    }
     /// A blob's size and stamp, or `None` when it does not exist.
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>>;
     /// Up to `len` bytes of a blob starting at `offset` (fewer at its end).
@@ -138,6 +145,13 @@ pub trait Store {
         let _ = (key, wait);
         Some(WriterRole::unshared())
     }
+    /// The names below `dir` whose [`Store::writer`] role someone holds or waits for now (the
+    /// roles keyed `<dir>/<name>`); `None` when the store cannot tell (the default: a store
+    /// that grants every role at once).
+    async fn writers_held(&self, dir: &str) -> Option<HashSet<String>> {
+        let _ = dir;
+        None
+    }
     /// The writer role for `key` is being given up: lets go of whatever this store holds open
     /// below `key`, so the next writer can write there (OPFS closes its sync access handles,
     /// which lock their files). Called after [`Store::flush`]; a no-op by default.
@@ -151,6 +165,9 @@ pub trait Store {
 impl<S: Store> Store for std::sync::Arc<S> {
     async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
         (**self).list(dir).await
+    }
+    async fn names(&self, dir: &str) -> StoreResult<Vec<String>> {
+        (**self).names(dir).await
     }
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
         (**self).stat(path).await
@@ -184,6 +201,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
     }
     async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
         (**self).writer(key, wait).await
+    }
+    async fn writers_held(&self, dir: &str) -> Option<HashSet<String>> {
+        (**self).writers_held(dir).await
     }
     async fn hand_over(&self, key: &str) {
         (**self).hand_over(key).await

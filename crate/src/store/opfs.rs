@@ -601,8 +601,10 @@ async fn open_sync(file: &FileHandle, path: &str) -> StoreResult<SyncHandle> {
     }
 }
 
-impl Store for OpfsStore {
-    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+impl OpfsStore {
+    /// [`Store::list`]'s walk through a folder; each file's size and stamp asked when `sizes`
+    /// (else 0: what [`Store::names`] skips).
+    async fn entries(&self, dir: &str, sizes: bool) -> StoreResult<Vec<Entry>> {
         let segs = segments(dir)?;
         let Some(d) = self.dir(&segs, false, dir).await? else {
             return Ok(Vec::new());
@@ -648,6 +650,15 @@ impl Store for OpfsStore {
                 continue;
             }
             let path = format!("{dir}/{name}");
+            if !sizes {
+                out.push(Entry {
+                    name,
+                    is_dir: false,
+                    size: 0,
+                    modified: 0,
+                });
+                continue;
+            }
             if let Some(meta) = self.open_meta(&path) {
                 out.push(Entry {
                     name,
@@ -672,6 +683,17 @@ impl Store for OpfsStore {
             });
         }
         Ok(out)
+    }
+}
+
+impl Store for OpfsStore {
+    async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
+        self.entries(dir, true).await
+    }
+
+    async fn names(&self, dir: &str) -> StoreResult<Vec<String>> {
+        let entries = self.entries(dir, false).await?;
+        Ok(entries.into_iter().map(|e| e.name).collect())
     }
 
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {

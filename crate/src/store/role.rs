@@ -8,7 +8,7 @@
 //! [`Store::writer`]: super::Store::writer
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// The writer role for one key, held until dropped.
@@ -49,6 +49,19 @@ impl Writers {
             .clone()
     }
 
+    /// The names below `dir` whose role ([`Writers::acquire`], keyed `<dir>/<name>`) is held
+    /// or waited for: their lock is shared beyond this map (a guard or a waiter holds it).
+    pub fn held(&self, dir: &str) -> HashSet<String> {
+        let prefix = format!("{dir}/");
+        let locks = self.locks.lock().unwrap();
+        let held = (locks.iter()).filter(|(_, lock)| Arc::strong_count(lock) > 1);
+        let names = held.filter_map(|(key, _)| key.strip_prefix(&prefix));
+        names
+            .filter(|n| !n.contains('/'))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The role for `key`: `None` at once when it is held and `wait` is false, else once the
     /// holder drops it.
     pub async fn acquire(&self, key: &str, wait: bool) -> Option<WriterRole> {
@@ -64,6 +77,32 @@ impl Writers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the roles held below a folder are: those held or waited for, one level down.
+    #[test]
+    fn the_roles_held_below_a_folder_are_those_held_or_waited_for() {
+        pollster::block_on(async {
+            let writers = Writers::default();
+            let a = writers.acquire("d/a", false).await.expect("free");
+            let _deeper = writers.acquire("d/b/c", false).await.expect("free");
+            let gone = writers.acquire("d/e", false).await.expect("free");
+            let _elsewhere = writers.acquire("f/g", false).await.expect("free");
+            drop(gone);
+            assert_eq!(writers.held("d"), HashSet::from(["a".to_string()]));
+            let mut waiting = Box::pin(writers.acquire("d/a", true));
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(std::future::Future::poll(waiting.as_mut(), &mut cx).is_pending());
+            drop(a);
+            assert_eq!(
+                writers.held("d"),
+                HashSet::from(["a".to_string()]),
+                "waited for"
+            );
+            drop(waiting);
+            assert!(writers.held("d").is_empty());
+        });
+    }
 
     #[test]
     fn one_holder_per_key_and_the_next_waiter_gets_it_when_dropped() {

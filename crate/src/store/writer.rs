@@ -9,7 +9,8 @@
 
 use super::browser::lock_manager;
 use super::{StoreError, StoreResult, WriterRole};
-use js_sys::{Function, Promise};
+use js_sys::{Function, Promise, Reflect};
+use std::collections::HashSet;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -69,6 +70,34 @@ pub(super) async fn web_writer(key: &str, wait: bool) -> Option<WriterRole> {
             Some(WriterRole::unshared())
         }
     }
+}
+
+/// [`Store::writers_held`](super::Store::writers_held) over Web Locks: the names below `dir`
+/// whose writer lock any tab holds or asks for now (one query, however many sessions); `None`
+/// where Web Locks cannot say (missing, or the query failed: a writer may then be writing
+/// without a lock).
+pub(super) async fn web_writers_held(dir: &str) -> Option<HashSet<String>> {
+    let locks = lock_manager()?;
+    let query = super::browser::method(&locks, "query")?
+        .call0(&locks)
+        .ok()?;
+    let snapshot = JsFuture::from(Promise::from(query)).await.ok()?;
+    let prefix = format!("scrollback-writer:{dir}/");
+    let mut out = HashSet::new();
+    for list in ["held", "pending"] {
+        let locks: js_sys::Array = Reflect::get(&snapshot, &list.into())
+            .ok()?
+            .dyn_into()
+            .ok()?;
+        for lock in locks.iter() {
+            let name = Reflect::get(&lock, &"name".into()).ok()?.as_string()?;
+            match name.strip_prefix(&prefix) {
+                Some(key) if !key.contains('/') => _ = out.insert(key.to_string()),
+                _ => {}
+            }
+        }
+    }
+    Some(out)
 }
 
 impl Drop for WriterLock {

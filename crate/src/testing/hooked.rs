@@ -4,6 +4,7 @@
 //! forgotten `flush` or `writer` silently takes the trait's default instead of the backend's).
 
 use crate::store::{yield_now, Entry, Meta, Store, StoreResult, WriterRole};
+use std::collections::HashSet;
 
 /// An operation a [`Hooked`] store is about to forward, with the path(s) it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +86,10 @@ impl<S: Store, H: Hook> Store for Hooked<S, H> {
         self.hook.before(Op::List(dir)).await?;
         self.inner.list(dir).await
     }
+    async fn names(&self, dir: &str) -> StoreResult<Vec<String>> {
+        self.hook.before(Op::List(dir)).await?;
+        self.inner.names(dir).await
+    }
     async fn stat(&self, path: &str) -> StoreResult<Option<Meta>> {
         self.hook.before(Op::Stat(path)).await?;
         self.inner.stat(path).await
@@ -127,6 +132,9 @@ impl<S: Store, H: Hook> Store for Hooked<S, H> {
     async fn writer(&self, key: &str, wait: bool) -> Option<WriterRole> {
         self.hook.before(Op::Writer(key)).await.ok()?;
         self.inner.writer(key, wait).await
+    }
+    async fn writers_held(&self, dir: &str) -> Option<HashSet<String>> {
+        self.inner.writers_held(dir).await
     }
     async fn hand_over(&self, key: &str) {
         let _ = self.hook.before(Op::HandOver(key)).await;

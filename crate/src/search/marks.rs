@@ -17,15 +17,20 @@
 //! its role was free at the build and every mark listed for it is one the pack recorded.
 //! Every change since the build's stat is behind such a mark: a writer that held the role at
 //! step 2 made the session `Held`; one that took it after step 2 marked after step 1, with a
-//! token the pack does not know. A worker that lists the marks after another's change sees
-//! them all; one that listed them before answers as of its listing (as a `stat` answers as of
-//! its call), and a hit's line that does not read as the column says sets the session aside
-//! (the reader's fallback).
+//! token the pack does not know. A change made after a worker listed the marks is one it
+//! answers without, as it would after a `stat` (and a hit's line that does not read as the
+//! column says sets the session aside: the reader's fallback).
 //!
-//! A build removes, once its pack is in place, the marks that the pack before it recorded
-//! and it recorded too: a worker that reads the pack those two replace listed them before
-//! the first of them was in place, and no mark it needs is among them. It also removes the
-//! marks of sessions that are gone. So a session has a mark or two at a time.
+//! The sessions the pack holds and the sessions marked are every session with a blob: a
+//! session is marked before its first index write, and whatever removes a session's folder
+//! marks it or removes the pack. So a worker that starts lists the marks, not the server's
+//! folder (in OPFS a listing costs a call per entry).
+//!
+//! Once its pack is in place, a build removes the marks it recorded, and those of sessions
+//! that are gone. A worker that reads that pack needs none of them (the pack knows them); one
+//! that reads an older pack listed the marks before it read the pack, so before the new one
+//! was in place and before the removal. So a session has marks only while its blob changed
+//! since the last build, and listing them costs next to nothing.
 //!
 //! A store that cannot tell which roles are held (`writers_held` is `None`: the native
 //! filesystem store) records every session `Held`, and a worker asks a `stat` of each, as it
@@ -111,26 +116,25 @@ pub fn trust(
     }
 }
 
-/// Once a new pack is in place: removes the marks `listed` at its build that both it
-/// (`now`) and the pack it replaced (`before`) recorded, and those of sessions no longer
-/// `present`.
+/// Once a new pack is in place: removes the marks `listed` at its build that it recorded
+/// (`now`), and those of sessions no longer `present`.
 pub async fn tidy<S: Store>(
     store: &S,
     dir: &str,
     listed: &HashMap<String, Vec<String>>,
-    before: &HashMap<String, Trust>,
     now: &HashMap<String, Trust>,
     present: &HashSet<String>,
 ) {
-    let recorded = |trusts: &HashMap<String, Trust>, key: &str, token: &String| matches!(trusts.get(key), Some(Trust::Marks(m)) if m.contains(token));
     for (key, tokens) in listed {
+        let recorded = match now.get(key) {
+            Some(Trust::Marks(recorded)) => &recorded[..],
+            _ => &[],
+        };
         let gone = !present.contains(key);
-        for token in tokens {
-            if gone || (recorded(before, key, token) && recorded(now, key, token)) {
-                let path = format!("{}/{key}{SEP}{token}", folder(dir));
-                if let Err(e) = store.remove(&path).await {
-                    log::info!("scrollback: could not remove the search mark {path}: {e}");
-                }
+        for token in tokens.iter().filter(|t| gone || recorded.contains(t)) {
+            let path = format!("{}/{key}{SEP}{token}", folder(dir));
+            if let Err(e) = store.remove(&path).await {
+                log::info!("scrollback: could not remove the search mark {path}: {e}");
             }
         }
     }

@@ -117,10 +117,13 @@
 //! millisecond however small. So once warmed up the worker also writes the server's [`pack`]
 //! (every session's documents in one segment, with a table of what each blob was: its size,
 //! its stamp, its last bytes), and a worker's first query before its warm-up reads that: its
-//! header and, beside that read, a `stat` of each session's blob; then one run of postings
-//! per word for every session at once, and its hits' lines. A blob as the pack recorded it is
-//! not read; one that grew is read past its part; one rebuilt under it, or a session the pack
-//! does not hold, is loaded as above (and the pack is built again at the next warm-up).
+//! header; then one run of postings per word for every session at once, and its hits' lines.
+//! Of each session's blob it asks a `stat` only when a writer may have changed it since the
+//! pack was built: the [`marks`] say which (each writer marks its session before it first
+//! changes the blob in a turn of its role), and with the pack they name every session, so the
+//! server's folder is not listed either. A blob as the pack recorded it is not read; one
+//! that grew is read past its part; one rebuilt under it, or a session the pack does not
+//! hold, is loaded as above (and the pack is built again at the next warm-up).
 //!
 //! # Crates considered
 //!

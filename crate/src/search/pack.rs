@@ -8,8 +8,9 @@
 //! about half a millisecond however small, while concurrent reads barely overlap. The pack
 //! holds every session's documents in one segment (one column, one dictionary, one run of
 //! postings per word), so that query reads the pack's header and, per word, one run of
-//! postings for every session at once; of each session's blob it asks only a `stat`. A blob
-//! whose size and stamp are the ones the pack recorded holds nothing the pack does not; one
+//! postings for every session at once; of each session's blob it asks at most a `stat`, and
+//! none where the [marks](super::marks) say that no writer changed the blob since the build.
+//! A blob whose size and stamp are the ones the pack recorded holds nothing the pack does not; one
 //! that changed is read past the bytes the pack covers (its last bytes compared, as a
 //! segment's are: a blob rebuilt under it is loaded the usual way). The snippets are read
 //! from the blobs, as always, and a line that is not the row the column says sets the
@@ -17,9 +18,10 @@
 //!
 //! # Layout
 //!
-//! `SBP2`, the table's length (u32, little-endian), the table (per session: its folder's
+//! `SBP3`, the table's length (u32, little-endian), the table (per session: its folder's
 //! name, its documents counted, those with words and their words, the blob bytes they cover,
-//! the blob's size and stamp when it was read, the last bytes covered), then a
+//! the blob's size and stamp when it was read, the last bytes covered, and its
+//! [`Trust`]: held, or the marks listed for it), then a
 //! [segment](super::segment) over the sessions' documents one session after another, in the
 //! table's order (its column's lines follow one another through each session's blob, and on
 //! into the next's). A session folder without a

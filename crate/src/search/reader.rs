@@ -217,12 +217,16 @@ async fn load<S: Store>(
     // The sessions' blobs' sizes and stamps, taken beside the pack's read.
     let mut stats = HashMap::new();
     let keys: Vec<String> = if full {
-        // A worker's first query, before its warm-up: from the server's pack, where it holds
-        // the sessions (asked beside the listing).
+        // A worker's first query, before its warm-up: from the server's pack, which with the
+        // marks names every session (the server's folder is listed only without them).
         let cold = loads.sessions.is_empty() && !loads.warm && !loads.pack_tried;
-        let (listed, (pack, seen)) = match cold {
-            true => futures::join!(session_folders(store, dir), open_pack(store, dir)),
-            false => (session_folders(store, dir).await, Default::default()),
+        let (pack, seen, known) = match cold {
+            true => open_pack(store, dir).await,
+            false => Default::default(),
+        };
+        let listed = match known {
+            Some(known) => Some(known),
+            None => session_folders(store, dir).await,
         };
         stats = seen;
         if cold {
@@ -313,20 +317,36 @@ async fn refresh<S: Store>(
     found
 }
 
-/// The server's pack and the size and stamp of the blob of each session it holds (by
-/// folder): the pack's record where the [`marks`] listed before it was read say no change
-/// can have come since, else a `stat`, asked beside the header's read.
-async fn open_pack<S: Store>(store: &S, dir: &str) -> (Option<Arc<Pack>>, HashMap<String, Stat>) {
-    // Listed first: see `marks` (a pack built after the listing records what it lists).
+/// The server's pack; the size and stamp of the blob of each session it holds (by folder):
+/// the pack's record where the [`marks`] listed before it was read say no change can have
+/// come since, else a `stat`, asked beside the header's read; and, with the marks listed,
+/// every session with a blob (those the pack holds and those marked).
+async fn open_pack<S: Store>(
+    store: &S,
+    dir: &str,
+) -> (
+    Option<Arc<Pack>>,
+    HashMap<String, Stat>,
+    Option<Vec<String>>,
+) {
+    // Listed before the pack is read, never beside: a build removes the marks its pack
+    // records once it is in place (see `marks`).
     let listed = marks::list(store, dir).await;
     let Some(opening) = Pack::open(store, dir).await else {
-        return Default::default();
+        return (None, HashMap::new(), None);
     };
     let keys: Vec<String> = opening
         .keys()
         .filter(|k| decode(k).is_some())
         .cloned()
         .collect();
+    // Every session with a blob: those the pack holds, and those marked since.
+    let known = listed.as_ref().map(|listed| {
+        let marked = listed
+            .keys()
+            .filter(|k| !keys.contains(k) && decode(k).is_some());
+        keys.iter().chain(marked).cloned().collect()
+    });
     let asks: Vec<(String, Option<Option<Meta>>)> = (keys.into_iter())
         .map(|key| {
             let trusted = (listed.as_ref()).and_then(|listed| opening.trusted(&key, listed));
@@ -344,7 +364,8 @@ async fn open_pack<S: Store>(store: &S, dir: &str) -> (Option<Arc<Pack>>, HashMa
         opening.finish(store),
         futures::future::join_all(stats.collect::<Vec<_>>())
     );
-    (pack, stats.into_iter().collect())
+    let known = known.filter(|_| pack.is_some());
+    (pack, stats.into_iter().collect(), known)
 }
 
 /// A `stat`'s answer.
@@ -687,11 +708,8 @@ pub(crate) async fn build_pack<S: Store>(store: &S, dir: &str, memo: &Memo) -> b
         return false;
     }
     if let Some(marked) = marked {
-        let before: HashMap<String, Trust> = (on_disk.into_iter().flatten())
-            .map(|(key, e)| (key, e.trust))
-            .collect();
         let present = listed.into_iter().collect();
-        marks::tidy(store, dir, &marked, &before, &trusts, &present).await;
+        marks::tidy(store, dir, &marked, &trusts, &present).await;
     }
     true
 }
@@ -833,12 +851,14 @@ mod tests {
     struct Counts {
         reads: AtomicUsize,
         stats: AtomicUsize,
+        lists: AtomicUsize,
     }
 
     impl Hook for Counts {
         async fn before(&self, op: Op<'_>) -> StoreResult<()> {
             match op {
                 Op::Stat(_) => _ = self.stats.fetch_add(1, Ordering::SeqCst),
+                Op::List(_) => _ = self.lists.fetch_add(1, Ordering::SeqCst),
                 Op::Read(_) | Op::ReadEnd(_) => _ = self.reads.fetch_add(1, Ordering::SeqCst),
                 Op::Write(_) => crate::store::yield_now().await,
                 _ => {}
@@ -1054,11 +1074,13 @@ mod tests {
                 || store.hook.reads.load(Ordering::SeqCst),
                 || store.hook.stats.load(Ordering::SeqCst),
             );
+            let lists = || store.hook.lists.load(Ordering::SeqCst);
             let memo = Memo::default();
-            let (r, s) = (reads(), stats());
+            let (r, s, l) = (reads(), stats(), lists());
             let first = search(&*store, &dir, &memo, &live, queries[0], 10, None).await;
             assert_eq!(first, want[0]);
             assert_eq!(stats() - s, 0, "no blob changed since the pack");
+            assert_eq!(lists() - l, 1, "the marks, not the sessions' folder");
             assert_eq!(
                 reads() - r,
                 1 + first.len(),
@@ -1093,6 +1115,18 @@ mod tests {
             assert_eq!(stats() - s, 1, "a stat of the blob marked since");
             assert_eq!(packed(&memo), 3);
 
+            // A session cached since the pack was built: its mark says it is there.
+            let (mut d, role) = writing(&writer, "d").await;
+            d.append(&user(1, "a new zebu")).await;
+            drop((d, role));
+            let memo = Memo::default();
+            let l = lists();
+            let hits = search(&*store, &dir, &memo, &live, "zebu", 10, None).await;
+            let mut found: Vec<(&str, u64)> = hits.iter().map(|h| (&*h.session, h.seq)).collect();
+            found.sort();
+            assert_eq!(found, [("b", 31), ("d", 1)]);
+            assert_eq!(lists() - l, 1);
+
             // "c" rebuilt under the pack, with another conversation.
             let (mut c, _role) = writing(&writer, "c").await;
             c.purge().await; // the Reload button
@@ -1118,7 +1152,7 @@ mod tests {
                 seqs_found(&store, &dir, &memo, &live, "wombat").await.len(),
                 10
             );
-            assert_eq!(packed(&memo), 3);
+            assert_eq!(packed(&memo), 4, "d too");
 
             // A pack that does not read.
             let path = pack::path(&dir);
@@ -1142,8 +1176,8 @@ mod tests {
 
     /// A session whose writer holds its role while the pack is built is recorded as held:
     /// what it writes after is found by a worker that starts, which asks its blob a `stat`
-    /// (and no other's). A build removes the marks that it and the pack before it both
-    /// recorded, so a session keeps a mark or two; with none, its record is trusted.
+    /// (and no other's). A build removes the marks it recorded: a session keeps its marks
+    /// only while its writer held the role at the last build, or wrote since.
     #[test]
     fn a_session_written_during_the_build_is_asked_a_stat() {
         pollster::block_on(async {
@@ -1180,18 +1214,14 @@ mod tests {
                 }
             };
             assert!(build().await);
-            assert_eq!(marks().await, [("a".into(), 1), ("b".into(), 2)]);
+            assert_eq!(marks().await, [("b".into(), 2)], "a's recorded: removed");
             b.append(&user(3, "a yak")).await; // no new mark: its writer held the role
             assert_eq!(first_query("yak").await, (vec![3], 1), "a stat of b's blob");
             // Grown past a sixteenth: the next build is behind.
             b.append(&user(4, &"a long reply ".repeat(6000))).await;
             drop((b, role));
             assert!(build().await);
-            assert_eq!(
-                marks().await,
-                [("b".into(), 2)],
-                "a's recorded twice: removed"
-            );
+            assert!(marks().await.is_empty(), "b's recorded: removed");
             assert_eq!(
                 first_query("yak").await,
                 (vec![3], 0),

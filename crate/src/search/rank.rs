@@ -5,6 +5,7 @@ use super::query::Query;
 use super::reader::Loaded;
 use super::segment::Post;
 use super::tokens::{combining, follower_bit, words};
+use super::writer::INDEX;
 use crate::store::Store;
 use serde::Serialize;
 
@@ -91,28 +92,38 @@ async fn posts<S: Store>(
     Some(out)
 }
 
-/// The text of document `doc` of a session: from memory (a document past the segment, or one
-/// whose text a query read before), or read through its segment; and whether it was read.
-async fn text_of<S: Store>(
+/// The texts of documents (session, document) of `loaded`: from memory (a document past the
+/// segment, or one whose text a query read before), or read through their segments, all in
+/// one [`Store::read_many`]; and whether each was read. `None`: it does not read.
+async fn texts_of<S: Store>(
     store: &S,
-    dir: &str,
-    loaded: &Loaded,
-    doc: u32,
-) -> Option<(String, bool)> {
-    match doc.checked_sub(loaded.base()) {
-        Some(d) => loaded
-            .index
-            .docs
-            .get(d as usize)
-            .map(|(d, _)| (d.text.clone(), false)),
-        None => match loaded.texts.get(&doc) {
-            Some(text) => Some((text.clone(), false)),
-            None => Some((
-                loaded.segment.as_ref()?.doc(store, dir, doc).await?.text,
-                true,
-            )),
-        },
+    loaded: &[(String, &String, &mut Loaded)],
+    docs: impl Iterator<Item = (usize, u32)>,
+) -> Vec<Option<(String, bool)>> {
+    let mut out = Vec::new();
+    let mut asked = Vec::new();
+    for (s, doc) in docs {
+        let (folder, _, l) = &loaded[s];
+        let known = match doc.checked_sub(l.base()) {
+            Some(d) => l.index.docs.get(d as usize).map(|(d, _)| d.text.clone()),
+            None => l.texts.get(&doc).cloned(),
+        };
+        if known.is_none() && doc < l.base() {
+            if let Some(line) = l.segment.as_ref().and_then(|seg| seg.line(doc)) {
+                asked.push((out.len(), format!("{folder}/{INDEX}"), line));
+            }
+        }
+        out.push(known.map(|text| (text, false)));
     }
+    let reads: Vec<(&str, u64, usize)> = (asked.iter())
+        .map(|(_, path, line)| (path.as_str(), line.at, (line.end - line.at) as usize))
+        .collect();
+    let read = store.read_many(&reads).await;
+    for ((i, _, line), bytes) in asked.iter().zip(read) {
+        let doc = bytes.ok().and_then(|b| line.doc(&b));
+        out[*i] = doc.map(|d| (d.text, true));
+    }
+    out
 }
 
 /// Document `d`'s posting in `m` (sorted by document), if it is there.
@@ -243,11 +254,7 @@ pub(super) async fn rank<S: Store>(
     while from < most && hits.len() < limit {
         let batch = &found[from..most.min(from + size)];
         (from, size) = (from + batch.len(), size * 2);
-        let texts = futures::future::join_all(batch.iter().map(|(_, s, p)| {
-            let (folder, _, l) = &loaded[*s];
-            text_of(store, folder, l, p.doc)
-        }))
-        .await;
+        let texts = texts_of(store, loaded, batch.iter().map(|(_, s, p)| (*s, p.doc))).await;
         for (&(score, s, p), text) in batch.iter().zip(texts) {
             // A document that does not read is left out (its segment is built again).
             let Some((text, fresh)) = text else {

@@ -932,19 +932,42 @@ impl Segment {
         }
     }
 
-    /// Document `doc` as the blob holds it (`None`: it does not read, or it is not the row the
-    /// column says: the blob is not the one the segment was built from).
-    pub async fn doc<S: Store>(&self, store: &S, dir: &str, doc: u32) -> Option<Doc> {
+    /// Where document `doc`'s line lies in the blob (`None`: not in this segment), to be
+    /// read and checked ([`LineAt::doc`]).
+    pub fn line(&self, doc: u32) -> Option<LineAt> {
         if doc >= self.docs {
             return None;
         }
         let meta = self.column.get(self.span.start as u32 + doc)?;
         let at = meta.at.checked_sub(self.at_base)?;
         let end = at.checked_add(u64::from(meta.bytes))?;
-        let line = read_exact(store, &format!("{dir}/{INDEX}"), at, end).await?;
-        serde_json::from_slice::<Doc>(&line)
-            .ok()
-            .filter(|d| d.seq == meta.seq)
+        Some(LineAt {
+            at,
+            end,
+            seq: meta.seq,
+        })
+    }
+}
+
+/// A document's line in its blob ([`Segment::line`]): its bytes, and its row's seq.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LineAt {
+    /// Where its bytes start in the blob,
+    pub at: u64,
+    /// and where they end.
+    pub end: u64,
+    /// The seq of the row the column says it is.
+    pub seq: u64,
+}
+
+impl LineAt {
+    /// The document `bytes` (read from `at` to `end`) hold: `None` when they are not whole,
+    /// do not read, or are not the row the column says (the blob is not the one the segment
+    /// was built from).
+    pub fn doc(&self, bytes: &[u8]) -> Option<Doc> {
+        let whole = bytes.len() as u64 == self.end - self.at;
+        let doc = serde_json::from_slice::<Doc>(bytes).ok().filter(|_| whole);
+        doc.filter(|d| d.seq == self.seq)
     }
 }
 
@@ -1314,7 +1337,7 @@ mod tests {
                         assert!(posts.iter().all(|p| p.doc < seg.docs));
                     }
                 }
-                let _ = seg.doc(&store, "d", 3).await;
+                let _ = seg.line(3);
                 let _ = (seg.docs_in(0..100).count(), seg.newest());
             }
         });

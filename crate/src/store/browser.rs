@@ -153,6 +153,9 @@ impl Store for BrowserStore {
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
         delegate!(self, s => s.read_end(path, len).await)
     }
+    async fn read_many(&self, reads: &[(&str, u64, usize)]) -> Vec<StoreResult<Vec<u8>>> {
+        delegate!(self, s => s.read_many(reads).await)
+    }
     fn read_ahead(&self) -> usize {
         delegate!(self, s => s.read_ahead())
     }

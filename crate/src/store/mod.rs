@@ -110,6 +110,15 @@ pub trait Store {
         let bytes = self.read(path, start, len).await?;
         Ok((start + bytes.len() as u64, bytes))
     }
+    /// Several reads at once, each answered as [`Store::read`] answers it, in their order:
+    /// what a search's snippets ask of many blobs together. By default each on its own, all
+    /// together; OPFS reads them in one call (a call costs about as much as a small read).
+    async fn read_many(&self, reads: &[(&str, u64, usize)]) -> Vec<StoreResult<Vec<u8>>> {
+        let each = reads
+            .iter()
+            .map(|&(path, offset, len)| self.read(path, offset, len));
+        futures::future::join_all(each).await
+    }
     /// How many bytes a read should ask for when it can only guess how far the reader will go
     /// (a search segment's first read: its header, and its dictionary where that fits, or a
     /// read per word after it). A store where a read costs about the same at any size gains
@@ -177,6 +186,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
     }
     async fn read_end(&self, path: &str, len: usize) -> StoreResult<(u64, Vec<u8>)> {
         (**self).read_end(path, len).await
+    }
+    async fn read_many(&self, reads: &[(&str, u64, usize)]) -> Vec<StoreResult<Vec<u8>>> {
+        (**self).read_many(reads).await
     }
     fn read_ahead(&self) -> usize {
         (**self).read_ahead()

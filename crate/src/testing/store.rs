@@ -56,6 +56,27 @@ pub async fn list_stat_read_write<S: Store>(s: Arc<S>) {
         (11, b"hello world".to_vec())
     );
     assert_eq!(s.read_end("t/d/e/c", 5).await.unwrap(), (0, Vec::new()));
+    // Several reads at once: each as a read alone answers it, in order.
+    let many = [
+        ("t/a", 6, 5),
+        ("t/d/b", 1, 100),
+        ("t/none", 0, 5),
+        ("t/a", 0, 5),
+        ("t/a", 500, 5),
+        ("t/d/e/c", 0, 5),
+    ];
+    let got = s.read_many(&many).await;
+    assert_eq!(got.len(), many.len());
+    for (&(path, offset, len), got) in many.iter().zip(got) {
+        match s.read(path, offset, len).await {
+            Ok(bytes) => assert_eq!(got.unwrap(), bytes, "{path} at {offset}"),
+            Err(_) => assert!(matches!(got, Err(StoreError::NotFound(_))), "{path}"),
+        }
+    }
+    assert!(s.read_many(&[]).await.is_empty());
+    let mut names = s.names("t").await.unwrap();
+    names.sort();
+    assert_eq!(names, ["a", "d"], "list's names");
     assert!(matches!(
         s.read_end("t/none", 5).await,
         Err(StoreError::NotFound(_))

@@ -8,7 +8,6 @@ use scrollback::chunks::Cache;
 use scrollback::protocol::SessionSummary;
 use scrollback::store::{open_store, Backend, OpfsStore, Store, StoreError, WriterLock};
 use scrollback::testing::{assert_reads_as_empty, size, unique};
-use std::collections::HashSet;
 use std::sync::Arc;
 use wasm_bindgen_test::*;
 
@@ -222,30 +221,6 @@ async fn names_are_the_listed_names() {
         .await
         .unwrap()
         .is_empty());
-}
-
-/// The roles held below a folder are the Web Locks any tab holds (or asks for) there, one
-/// level down: what a search pack's build asks, in one query, before it trusts a session's record.
-#[wasm_bindgen_test]
-async fn the_roles_held_below_a_folder_are_the_web_locks_held_there() {
-    let store = open_store(Backend::Opfs).await.unwrap();
-    let dir = unique("held");
-    let key = |name: &str| format!("{dir}/{name}");
-    let a = store.writer(&key("a"), false).await.expect("free");
-    let _deeper = store.writer(&key("b/c"), false).await.expect("free");
-    let gone = store.writer(&key("d"), false).await.expect("free");
-    drop(gone);
-    let held = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<HashSet<_>>();
-    // A lock let go is released a moment later, by the browser.
-    let mut now = store.writers_held(&dir).await.expect("Web Locks tell");
-    while now.contains("d") {
-        scrollback::testing::sleep(5).await;
-        now = store.writers_held(&dir).await.unwrap();
-    }
-    assert_eq!(now, held(&["a"]));
-    let _elsewhere = store.writer(&format!("{dir}-other/f"), false).await;
-    assert_eq!(store.writers_held(&dir).await.unwrap(), held(&["a"]));
-    drop(a);
 }
 
 #[wasm_bindgen_test]

@@ -1230,6 +1230,60 @@ mod tests {
         });
     }
 
+    /// Refuses to write marks while `refuse` is set (a full disk).
+    #[derive(Default)]
+    struct RefuseMarks {
+        refuse: std::sync::atomic::AtomicBool,
+    }
+
+    impl Hook for RefuseMarks {
+        async fn before(&self, op: Op<'_>) -> StoreResult<()> {
+            match op {
+                Op::Write(path)
+                    if path.contains(marks::MARKS) && self.refuse.load(Ordering::SeqCst) =>
+                {
+                    Err(crate::store::StoreError::QuotaExceeded)
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    /// A writer that cannot mark its session removes the server's pack instead (a worker that
+    /// starts would take the pack's record of the blob for the blob), and what it writes is
+    /// found.
+    #[test]
+    fn a_writer_that_cannot_mark_removes_the_pack() {
+        pollster::block_on(async {
+            let store = Arc::new(Hooked::new(MemoryStore::new(), RefuseMarks::default()));
+            let cache = Cache::new(store.clone(), "example.com", 443).await;
+            let dir = cache.dir().to_string();
+            let open = || async {
+                let mut session = cache.session("a").unwrap();
+                let role = session.try_writer().await.expect("free");
+                session.open().await;
+                (session, role)
+            };
+            let (mut a, role) = open().await;
+            a.append(&user(1, "an aardvark")).await;
+            drop((a, role));
+            let memo = Memo::default();
+            warm(&*store, &dir, &memo).await;
+            assert!(build_pack(&*store, &dir, &memo).await);
+            let pack = pack::path(&dir);
+            assert!(store.stat(&pack).await.unwrap().is_some());
+
+            store.hook.refuse.store(true, Ordering::SeqCst);
+            let (mut a, role) = open().await;
+            a.append(&user(2, "a zebu")).await;
+            drop((a, role));
+            assert_eq!(store.stat(&pack).await.unwrap(), None, "the pack removed");
+            let live = Live::default();
+            let hits = search(&*store, &dir, &Memo::default(), &live, "zebu", 10, None).await;
+            assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), [2]);
+        });
+    }
+
     /// Two workers warmed up at once build the server's pack one after the other: the second
     /// finds it fresh and writes nothing (in OPFS two writing its new file at once locked each
     /// other out of renaming it, and neither pack landed).

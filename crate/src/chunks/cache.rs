@@ -266,12 +266,13 @@ impl<S: Store> Cache<S> {
     }
 
     /// Removes the server's search pack, once a build under way in any tab is done (so that it
-    /// cannot write back the words of a session removed meanwhile), and what a build that was
-    /// cut short left under its new name.
+    /// cannot write back the words of a session removed meanwhile), what a build that was
+    /// cut short left under its new name, and then the search marks (with no pack, none is
+    /// needed: the next build takes every blob's size and stamp anew).
     async fn remove_search_pack(&self) {
         let path = pack::path(&self.dir);
         let _role = self.store.writer(&path, true).await;
-        for path in [format!("{path}.new"), path] {
+        for path in [format!("{path}.new"), path, marks::folder(&self.dir)] {
             if let Err(e) = self.store.remove(&path).await {
                 log::info!("scrollback: could not delete the search pack: {e}");
             }

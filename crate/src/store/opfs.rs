@@ -791,16 +791,19 @@ impl Store for OpfsStore {
     }
 
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
-        if bytes.is_empty() && self.cached(path).is_none() {
-            // An empty blob (a search mark) made without a sync handle: the file's handle,
+        if bytes.is_empty()
+            && self.cached(path).is_none()
+            && self.file(path, false).await?.is_none()
+        {
+            // A new empty blob (a search mark) made without a sync handle: the file's handle,
             // asked with `create`, makes it (a handle took 5-10 ms more, on a session's first
-            // index write). One that was there is emptied the usual way.
-            let Some((_, file)) = self.file(path, true).await? else {
-                return Err(StoreError::NotFound(path.to_string()));
-            };
-            let f: File = wait(path, file.get_file()).await?.unchecked_into();
-            if f.size() == 0.0 {
-                return Ok(());
+            // index write). One that is there is written the usual way (a touch moves its
+            // stamp), and so is one another context filled meanwhile.
+            if let Some((_, file)) = self.file(path, true).await? {
+                let f: File = wait(path, file.get_file()).await?.unchecked_into();
+                if f.size() == 0.0 {
+                    return Ok(());
+                }
             }
         }
         let h = self.handle(path, true).await?.expect("created");

@@ -30,7 +30,9 @@
 //! that are gone. A worker that reads that pack needs none of them (the pack knows them); one
 //! that reads an older pack listed the marks before it read the pack, so before the new one
 //! was in place and before the removal. So a session has marks only while its blob changed
-//! since the last build, and listing them costs next to nothing.
+//! since the last build, and listing them costs next to nothing. Whatever removes the pack
+//! removes the marks with it, under the pack's role (no build in between): with no pack,
+//! the next build takes every blob's size and stamp anew.
 //!
 //! A store that cannot tell which roles are held (`writers_held` is `None`: the native
 //! filesystem store) records every session `Held`, and a worker asks a `stat` of each, as it

@@ -60,10 +60,10 @@ async fn another_connection_sees_appends_after_flush() {
     );
 }
 
-/// Live appends commit a few lines at a time, each commit rewriting the blob's last partial
-/// segment record from what the commits before left (not read again): every byte lands where
-/// it belongs across record boundaries, a truncate between commits included, as another
-/// connection reads it.
+/// Live appends commit a few lines at a time, each commit a piece of the blob's last segment
+/// until one fills it and writes it whole (from what the commits before left, not read
+/// again): every byte lands where it belongs across record boundaries, a truncate between
+/// commits included, as another connection reads it.
 #[wasm_bindgen_test]
 async fn small_commits_across_records_keep_every_byte() {
     let name = unique("test-idb-commits");
@@ -88,6 +88,57 @@ async fn small_commits_across_records_keep_every_byte() {
     assert!(model.len() > 3 * 16 * 1024, "crosses several records");
     writer.flush().await.unwrap();
     assert_eq!(reader.read(path, 0, usize::MAX).await.unwrap(), model);
+}
+
+/// A streamed reply commits each line on its own. Each commit writes that line's bytes, and a
+/// segment's bytes once more when it fills, not the half-full segment again (8 kB a line on
+/// average, when each commit rewrote it): what IndexedDB writes, and its log keeps until it
+/// compacts, follows what is cached. Reads, another connection's and after a truncate inside
+/// the pieces, answer every byte.
+#[wasm_bindgen_test]
+async fn a_line_committed_on_its_own_writes_its_own_bytes() {
+    let name = unique("test-idb-pieces");
+    let writer = IdbStore::open_named(&name).await.unwrap();
+    let reader = IdbStore::open_named(&name).await.unwrap();
+    let path = "s/1-open.raw.jsonl";
+    let mut model = Vec::new();
+    for i in 0u32..400 {
+        let line = format!("{i:05} {}\n", "y".repeat(100 + (i as usize * 53) % 300));
+        writer.append(path, line.as_bytes()).await.unwrap();
+        writer.flush().await.unwrap(); // committed on its own, as a streamed line is
+        model.extend_from_slice(line.as_bytes());
+        if i % 97 == 0 {
+            // Read in the middle of the pieces, from another connection.
+            let at = model.len() / 2;
+            let got = reader.read(path, at as u64, model.len()).await.unwrap();
+            assert_eq!(got, model[at..], "after line {i}");
+        }
+    }
+    assert!(model.len() > 5 * 16 * 1024, "fills several segments");
+    let put = writer.bytes_put() as usize;
+    assert!(
+        put <= 2 * model.len() + 16 * 1024,
+        "{put} bytes put for {} bytes appended",
+        model.len()
+    );
+    assert_eq!(reader.read(path, 0, usize::MAX).await.unwrap(), model);
+    // A cut inside the last segment's pieces, then more lines.
+    let cut = model.len() - 700;
+    writer.truncate(path, cut as u64).await.unwrap();
+    model.truncate(cut);
+    for i in 0u32..30 {
+        let line = format!("after {i}\n");
+        writer.append(path, line.as_bytes()).await.unwrap();
+        writer.flush().await.unwrap();
+        model.extend_from_slice(line.as_bytes());
+    }
+    assert_eq!(reader.read(path, 0, usize::MAX).await.unwrap(), model);
+    assert_eq!(size(&reader, path).await, model.len() as u64);
+    let tail = model.len() - 100;
+    assert_eq!(
+        reader.read(path, tail as u64, 100).await.unwrap(),
+        model[tail..]
+    );
 }
 
 #[wasm_bindgen_test]

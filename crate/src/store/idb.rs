@@ -1,13 +1,19 @@
 //! The IndexedDB backend.
 //!
 //! Two object stores. `meta` maps a blob's path (the same names as OPFS) to `[id, size,
-//! modified]`; `seg` maps `[id, index]` to the blob's bytes `index * SEGMENT ..` as fixed-size
-//! segment records, never one growing record. So an append rewrites at most the last partial
-//! segment plus the new bytes (the partial record's bytes kept from the commit before, not
-//! read again), and a ranged read fetches only the segments it covers: both cost O(bytes),
-//! not O(blob). The size and stamp in `meta` change in the same transaction as
-//! the segments; a rename moves only the `meta` record (segments are keyed by id), so readers
-//! see the old name or the new one; a folder's `meta` records go by one key range.
+//! modified]`; `seg` holds the blob's bytes in segments of [`SEGMENT`] bytes, never one
+//! growing record. Segment `index` (bytes `index * SEGMENT ..`) is the record `[id, index]`,
+//! and, in the blob's last segment only, the pieces appended after it: `[id, index, at]`
+//! holds the bytes from `at` within the segment. A commit that does not fill the last segment
+//! adds a piece of its own bytes; the commit that fills it writes the segment whole as one
+//! record (its bytes before the commit kept from the commits before, not read again) and drops
+//! its pieces. So a commit writes its bytes, and a segment's bytes once more when it fills
+//! (a streamed line, committed on its own, writes its few hundred bytes, not the 8 kB that
+//! rewriting a half-full record averaged), and a ranged read fetches only the segments it
+//! covers: both cost O(bytes), not O(blob). The size and stamp in `meta` change in the same
+//! transaction as the segments; a rename moves only the `meta` record (segments are keyed by
+//! id), so readers see the old name or the new one; a folder's `meta` records go by one key
+//! range.
 //!
 //! Chromium pays per transaction, so appends are coalesced: an append lands in a per-blob tail
 //! buffer and returns; the buffer is committed as one transaction when it reaches
@@ -84,6 +90,8 @@ struct Inner {
     reading: RefCell<Option<(Rc<Tx>, u64)>>,
     /// Read-write transactions opened so far.
     writes: Cell<u64>,
+    /// Bytes of segment records put so far ([`IdbStore::bytes_put`]).
+    put_bytes: Cell<u64>,
 }
 
 /// Appends not committed yet, after `base` committed bytes.
@@ -92,8 +100,8 @@ struct Tail {
     base: u64,
     buf: Vec<u8>,
     scheduled: bool,
-    /// The bytes of the partial segment record that ends at `base` (as the commits before
-    /// left it), when known: the next commit rewrites that record without reading it first.
+    /// The bytes of the partial last segment that ends at `base` (as the commits before left
+    /// it), when known: the commit that fills it writes it whole without reading it first.
     partial: Option<Vec<u8>>,
 }
 
@@ -142,6 +150,7 @@ impl IdbStore {
                 running: Cell::new(0),
                 reading: RefCell::new(None),
                 writes: Cell::new(0),
+                put_bytes: Cell::new(0),
             }),
         })
     }
@@ -162,6 +171,14 @@ impl IdbStore {
         self.inner.budget.set(bytes);
     }
 
+    /// The bytes of segment records this store has put since it opened, committed or not:
+    /// what its writes cost IndexedDB. A commit puts its own bytes, and a segment's bytes once
+    /// more when it fills, so an append's share does not grow with the blob (the tests check
+    /// it).
+    pub fn bytes_put(&self) -> u64 {
+        self.inner.put_bytes.get()
+    }
+
     /// The blob's size and up to `len` bytes of it from `offset(size)`, read in the shared read
     /// transaction: its `meta` record (from a listing that transaction made, when one covers
     /// the blob, else asked for), then the segment records the span covers.
@@ -179,7 +196,7 @@ impl IdbStore {
         if let Some((tx, rec)) = self.inner.listed(path) {
             let (start, end) = span(rec.size, offset(rec.size), len);
             if start < end {
-                match read_segments(&tx, path, rec.id, start, end) {
+                match read_segments(&tx, path, rec.id, rec.size, start, end) {
                     Ok(read) => return Ok((rec.size, read.await?)),
                     // The transaction finished since: the record is asked for in a new one.
                     Err(e) if error_name(&e) == "TransactionInactiveError" => {}
@@ -198,7 +215,8 @@ impl IdbStore {
         if start == end {
             return Ok((rec.size, Vec::new()));
         }
-        let read = read_segments(&tx, path, rec.id, start, end).map_err(|e| js_error(path, &e))?;
+        let read = read_segments(&tx, path, rec.id, rec.size, start, end)
+            .map_err(|e| js_error(path, &e))?;
         Ok((rec.size, read.await?))
     }
 
@@ -284,6 +302,36 @@ impl Inner {
         Ok((tx, read_request(path, req)))
     }
 
+    /// Puts `bytes` as the segment record (or piece) `key`, counted in [`IdbStore::bytes_put`].
+    fn put(
+        &self,
+        seg: &IdbObjectStore,
+        path: &str,
+        bytes: &[u8],
+        key: &JsValue,
+    ) -> StoreResult<()> {
+        seg.put_with_key(&Uint8Array::from(bytes), key)
+            .map_err(|e| js_error(path, &e))?;
+        self.put_bytes
+            .set(self.put_bytes.get() + bytes.len() as u64);
+        Ok(())
+    }
+
+    /// Writes `data` as the segment records from `first` on.
+    fn put_segments(
+        &self,
+        seg: &IdbObjectStore,
+        path: &str,
+        id: f64,
+        first: u64,
+        data: &[u8],
+    ) -> StoreResult<()> {
+        for (i, part) in data.chunks(SEGMENT as usize).enumerate() {
+            self.put(seg, path, part, &key(id, (first + i as u64) as f64))?;
+        }
+        Ok(())
+    }
+
     /// Commits a blob's buffered appends as one transaction.
     async fn flush_path(&self, path: &str) -> StoreResult<()> {
         self.running.set(self.running.get() + 1);
@@ -338,21 +386,26 @@ impl Inner {
             };
             let first = base / SEGMENT;
             let head = (base % SEGMENT) as usize;
-            let mut data = Vec::with_capacity(head + bytes.len());
-            match partial.filter(|p| p.len() == head) {
-                Some(p) => data.extend_from_slice(&p),
-                None if head > 0 => {
-                    let old = request(path, tx.seg.get(&key(id, first as f64))).await?;
-                    let old = old.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
-                    if (old.length() as usize) < head {
-                        return Err(damaged(path));
+            if head > 0 && head + bytes.len() < SEGMENT as usize {
+                // The last segment does not fill: the bytes are a piece of it.
+                let k = piece(id, first, head as f64);
+                self.put(&tx.seg, path, &bytes, &k)?;
+            } else {
+                // Whole segments from `first` on; the one begun before is written whole, its
+                // pieces dropped.
+                let mut data = Vec::with_capacity(head + bytes.len());
+                if head > 0 {
+                    match partial.filter(|p| p.len() == head) {
+                        Some(p) => data.extend_from_slice(&p),
+                        None => data.extend(segment_bytes(&tx, path, id, first, head).await?),
                     }
-                    data.extend_from_slice(&old.subarray(0, head as u32).to_vec());
+                    tx.seg
+                        .delete(&pieces_of(id, first)?)
+                        .map_err(|e| js_error(path, &e))?;
                 }
-                None => {}
+                data.extend_from_slice(&bytes);
+                self.put_segments(&tx.seg, path, id, first, &data)?;
             }
-            data.extend_from_slice(&bytes);
-            put_segments(&tx.seg, path, id, first, &data)?;
             let modified = now_millis().max(rec.map_or(0, |r| r.modified));
             put_rec(&tx.meta, path, id, base + bytes.len() as u64, modified)?;
             tx.done().await
@@ -558,7 +611,22 @@ fn key(id: f64, index: f64) -> JsValue {
     Array::of2(&id.into(), &index.into()).into()
 }
 
-/// Every segment of blob `id` from `index` on.
+/// The key of the piece of segment `index` that starts `at` bytes into it.
+fn piece(id: f64, index: u64, at: f64) -> JsValue {
+    Array::of3(&id.into(), &(index as f64).into(), &at.into()).into()
+}
+
+/// The pieces of blob `id`'s segment `index` (not its own record).
+fn pieces_of(id: f64, index: u64) -> StoreResult<JsValue> {
+    IdbKeyRange::bound(
+        &piece(id, index, f64::NEG_INFINITY),
+        &piece(id, index, f64::INFINITY),
+    )
+    .map(JsValue::from)
+    .map_err(|e| js_error("segments", &e))
+}
+
+/// Every segment of blob `id` from `index` on, pieces included.
 fn segs_from(id: f64, index: u64) -> StoreResult<JsValue> {
     IdbKeyRange::bound(&key(id, index as f64), &key(id, f64::INFINITY))
         .map(JsValue::from)
@@ -582,31 +650,64 @@ fn read_segments(
     tx: &Tx,
     path: &str,
     id: f64,
+    size: u64,
     start: u64,
     end: u64,
 ) -> Result<impl Future<Output = StoreResult<Vec<u8>>>, JsValue> {
     let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
-    let range = IdbKeyRange::bound(&key(id, first as f64), &key(id, last as f64))?;
+    let range = IdbKeyRange::bound(&key(id, first as f64), &piece(id, last, f64::INFINITY))?;
     let parts = tx.seg.get_all_with_key(&range)?;
     let path = path.to_string();
     Ok(async move {
         let parts: Array = read_request(&path, parts).await?.into();
-        if parts.length() as u64 != last - first + 1 {
-            return Err(damaged(&path));
-        }
+        // In key order: a record per full segment, then the last segment's record and pieces,
+        // which together hold the blob's bytes up to its size (or its full segment).
+        let covered = size.min((last + 1) * SEGMENT);
+        let full_below = covered / SEGMENT * SEGMENT; // (where a segment may have pieces)
         let mut out = Vec::with_capacity((end - start) as usize);
-        for (i, part) in parts.iter().enumerate() {
+        let mut at = first * SEGMENT;
+        for part in parts.iter() {
             let part: Uint8Array = part.dyn_into().map_err(|_| damaged(&path))?;
-            let at = (first + i as u64) * SEGMENT;
-            let from = start.saturating_sub(at).min(part.length() as u64) as u32;
-            let to = (end - at).min(part.length() as u64) as u32;
-            out.extend_from_slice(&part.subarray(from, to).to_vec());
+            let len = part.length() as u64;
+            if (at < full_below && len != SEGMENT) || at + len > covered {
+                return Err(damaged(&path));
+            }
+            if at < end && at + len > start {
+                let from = start.saturating_sub(at) as u32;
+                let to = (end - at).min(len) as u32;
+                out.extend_from_slice(&part.subarray(from, to).to_vec());
+            }
+            at += len;
         }
-        if out.len() as u64 != end - start {
+        if at != covered {
             return Err(damaged(&path));
         }
         Ok(out)
     })
+}
+
+/// The segment records of blob `id`'s segment `index` in `tx`, together: its bytes, or the
+/// blob is damaged when they are fewer than `len`.
+async fn segment_bytes(
+    tx: &Tx,
+    path: &str,
+    id: f64,
+    index: u64,
+    len: usize,
+) -> StoreResult<Vec<u8>> {
+    let range = IdbKeyRange::bound(&key(id, index as f64), &piece(id, index, f64::INFINITY))
+        .map_err(|e| js_error(path, &e))?;
+    let parts: Array = request(path, tx.seg.get_all_with_key(&range)).await?.into();
+    let mut out = Vec::with_capacity(len);
+    for part in parts.iter() {
+        let part: Uint8Array = part.dyn_into().map_err(|_| damaged(path))?;
+        out.extend_from_slice(&part.to_vec());
+    }
+    if out.len() < len {
+        return Err(damaged(path));
+    }
+    out.truncate(len);
+    Ok(out)
 }
 
 fn damaged(path: &str) -> StoreError {
@@ -638,22 +739,6 @@ fn put_rec(
     meta.put_with_key(&v, &path.into())
         .map(|_| ())
         .map_err(|e| js_error(path, &e))
-}
-
-/// Writes `data` as the segments from `first` on.
-fn put_segments(
-    seg: &IdbObjectStore,
-    path: &str,
-    id: f64,
-    first: u64,
-    data: &[u8],
-) -> StoreResult<()> {
-    for (i, part) in data.chunks(SEGMENT as usize).enumerate() {
-        let k = key(id, (first + i as u64) as f64);
-        seg.put_with_key(&Uint8Array::from(part), &k)
-            .map_err(|e| js_error(path, &e))?;
-    }
-    Ok(())
 }
 
 /// A fresh blob id from the counter in `meta`.
@@ -740,7 +825,7 @@ impl Store for IdbStore {
             }
             None => new_id(&tx.meta, path).await?,
         };
-        put_segments(&tx.seg, path, id, 0, bytes)?;
+        self.inner.put_segments(&tx.seg, path, id, 0, bytes)?;
         let modified = now_millis().max(rec.map_or(0, |r| r.modified));
         put_rec(&tx.meta, path, id, bytes.len() as u64, modified)?;
         tx.done().await
@@ -815,13 +900,14 @@ impl Store for IdbStore {
             .delete(&segs_from(rec.id, keep)?)
             .map_err(|e| js_error(path, &e))?;
         if len % SEGMENT != 0 {
-            let k = key(rec.id, (len / SEGMENT) as f64);
-            let last = request(path, tx.seg.get(&k)).await?;
-            let last = last.dyn_into::<Uint8Array>().map_err(|_| damaged(path))?;
-            let cut = last.slice(0, (len % SEGMENT) as u32);
+            // The new last segment, cut, as one record.
+            let index = len / SEGMENT;
+            let cut = segment_bytes(&tx, path, rec.id, index, (len % SEGMENT) as usize).await?;
             tx.seg
-                .put_with_key(&cut, &k)
+                .delete(&pieces_of(rec.id, index)?)
                 .map_err(|e| js_error(path, &e))?;
+            let k = key(rec.id, index as f64);
+            self.inner.put(&tx.seg, path, &cut, &k)?;
         }
         put_rec(&tx.meta, path, rec.id, len, now_millis().max(rec.modified))?;
         tx.done().await

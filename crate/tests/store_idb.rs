@@ -7,6 +7,7 @@
 use scrollback::store::{open_store, Backend, IdbStore, OpfsStore, Store, StoreError, WriterLock};
 use scrollback::testing::{assert_reads_as_empty, size, unique};
 use std::collections::HashSet;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -139,6 +140,61 @@ async fn a_line_committed_on_its_own_writes_its_own_bytes() {
         reader.read(path, tail as u64, 100).await.unwrap(),
         model[tail..]
     );
+}
+
+/// A blob as the layout before pieces left it (a record per segment, the last one partial),
+/// written straight into the database: it reads as it was, and appends, committed one at a time
+/// and through the segment's end, and a truncate continue it byte for byte.
+#[wasm_bindgen_test]
+async fn a_blob_of_the_layout_before_pieces_reads_and_grows() {
+    let name = unique("test-idb-old-layout");
+    drop(IdbStore::open_named(&name).await.unwrap()); // (its object stores made)
+    let path = "s/1-open.raw.jsonl";
+    let mut model: Vec<u8> = (0..16 * 1024 + 5_000)
+        .map(|i| b'a' + (i % 26) as u8)
+        .collect();
+    // Blob 1000000: `meta` gives its id, size and stamp; `seg` a full record and a partial one.
+    let write_old = js_sys::Function::new_with_args(
+        "name, path, bytes",
+        r#"return new Promise((resolve, reject) => {
+          const open = indexedDB.open(name);
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const db = open.result;
+            const tx = db.transaction(['meta', 'seg'], 'readwrite');
+            tx.objectStore('meta').put([1000000, bytes.length, 1000], path);
+            tx.objectStore('seg').put(bytes.slice(0, 16384), [1000000, 0]);
+            tx.objectStore('seg').put(bytes.slice(16384), [1000000, 1]);
+            tx.oncomplete = () => { db.close(); resolve(); };
+            tx.onerror = () => reject(tx.error);
+          };
+        })"#,
+    );
+    let bytes = js_sys::Uint8Array::from(model.as_slice());
+    let written = write_old
+        .call3(&JsValue::NULL, &name.as_str().into(), &path.into(), &bytes)
+        .unwrap();
+    wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(written))
+        .await
+        .unwrap();
+    let s = IdbStore::open_named(&name).await.unwrap();
+    assert_eq!(s.read(path, 0, usize::MAX).await.unwrap(), model);
+    for i in 0u32..60 {
+        let line = format!("{i:04} {}\n", "z".repeat(300));
+        s.append(path, line.as_bytes()).await.unwrap();
+        s.flush().await.unwrap();
+        model.extend_from_slice(line.as_bytes());
+    }
+    assert!(model.len() > 2 * 16 * 1024, "the old partial record filled");
+    let reader = IdbStore::open_named(&name).await.unwrap();
+    assert_eq!(reader.read(path, 0, usize::MAX).await.unwrap(), model);
+    let cut = model.len() - 500;
+    s.truncate(path, cut as u64).await.unwrap();
+    model.truncate(cut);
+    s.append(path, b"last\n").await.unwrap();
+    s.flush().await.unwrap();
+    model.extend_from_slice(b"last\n");
+    assert_eq!(reader.read(path, 0, usize::MAX).await.unwrap(), model);
 }
 
 #[wasm_bindgen_test]

@@ -397,7 +397,10 @@ impl Inner {
                 if head > 0 {
                     match partial.filter(|p| p.len() == head) {
                         Some(p) => data.extend_from_slice(&p),
-                        None => data.extend(segment_bytes(&tx, path, id, first, head).await?),
+                        None => {
+                            let read = read_segments(&tx, path, id, base, first * SEGMENT, base);
+                            data.extend(read.map_err(|e| js_error(path, &e))?.await?);
+                        }
                     }
                     tx.seg
                         .delete(&pieces_of(id, first)?)
@@ -686,30 +689,6 @@ fn read_segments(
     })
 }
 
-/// The segment records of blob `id`'s segment `index` in `tx`, together: its bytes, or the
-/// blob is damaged when they are fewer than `len`.
-async fn segment_bytes(
-    tx: &Tx,
-    path: &str,
-    id: f64,
-    index: u64,
-    len: usize,
-) -> StoreResult<Vec<u8>> {
-    let range = IdbKeyRange::bound(&key(id, index as f64), &piece(id, index, f64::INFINITY))
-        .map_err(|e| js_error(path, &e))?;
-    let parts: Array = request(path, tx.seg.get_all_with_key(&range)).await?.into();
-    let mut out = Vec::with_capacity(len);
-    for part in parts.iter() {
-        let part: Uint8Array = part.dyn_into().map_err(|_| damaged(path))?;
-        out.extend_from_slice(&part.to_vec());
-    }
-    if out.len() < len {
-        return Err(damaged(path));
-    }
-    out.truncate(len);
-    Ok(out)
-}
-
 fn damaged(path: &str) -> StoreError {
     StoreError::Io(format!("{path}: a segment record is missing or short"))
 }
@@ -902,7 +881,10 @@ impl Store for IdbStore {
         if len % SEGMENT != 0 {
             // The new last segment, cut, as one record.
             let index = len / SEGMENT;
-            let cut = segment_bytes(&tx, path, rec.id, index, (len % SEGMENT) as usize).await?;
+            // (Read after the delete above, which left this segment's records.)
+            let cut = read_segments(&tx, path, rec.id, rec.size, index * SEGMENT, len)
+                .map_err(|e| js_error(path, &e))?
+                .await?;
             tx.seg
                 .delete(&pieces_of(rec.id, index)?)
                 .map_err(|e| js_error(path, &e))?;

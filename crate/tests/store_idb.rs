@@ -94,8 +94,10 @@ async fn small_commits_across_records_keep_every_byte() {
 /// A streamed reply commits each line on its own. Each commit writes that line's bytes, and a
 /// segment's bytes once more when it fills, not the half-full segment again (8 kB a line on
 /// average, when each commit rewrote it): what IndexedDB writes, and its log keeps until it
-/// compacts, follows what is cached. Reads, another connection's and after a truncate inside
-/// the pieces, answer every byte.
+/// compacts, follows what is cached. The commit that fills a segment reads nothing back, with
+/// flushes, lists and other blobs' writes and renames between the lines (a page of history
+/// stored, a chunk closed). Reads, another connection's and after a truncate inside the
+/// pieces, answer every byte.
 #[wasm_bindgen_test]
 async fn a_line_committed_on_its_own_writes_its_own_bytes() {
     let name = unique("test-idb-pieces");
@@ -108,6 +110,18 @@ async fn a_line_committed_on_its_own_writes_its_own_bytes() {
         writer.append(path, line.as_bytes()).await.unwrap();
         writer.flush().await.unwrap(); // committed on its own, as a streamed line is
         model.extend_from_slice(line.as_bytes());
+        match i % 5 {
+            1 => writer
+                .write(&format!("s/{i}.page"), b"older")
+                .await
+                .unwrap(),
+            2 => writer
+                .rename(&format!("s/{}.page", i - 1), "s/p")
+                .await
+                .unwrap(),
+            3 => assert!(!writer.list("s").await.unwrap().is_empty()),
+            _ => {}
+        }
         if i % 97 == 0 {
             // Read in the middle of the pieces, from another connection.
             let at = model.len() / 2;
@@ -116,6 +130,7 @@ async fn a_line_committed_on_its_own_writes_its_own_bytes() {
         }
     }
     assert!(model.len() > 5 * 16 * 1024, "fills several segments");
+    assert_eq!(writer.bytes_read(), 0, "a commit read a segment back");
     let put = writer.bytes_put() as usize;
     assert!(
         put <= 2 * model.len() + 16 * 1024,
@@ -140,6 +155,34 @@ async fn a_line_committed_on_its_own_writes_its_own_bytes() {
         reader.read(path, tail as u64, 100).await.unwrap(),
         model[tail..]
     );
+}
+
+/// A store that hands a folder over forgets what it knew of the blobs below it (their sizes,
+/// their last segments' bytes), kept until then across flushes: the next writer cuts a blob and
+/// appends other bytes up to the same size, and the first store's appends after, filling the
+/// segment, continue those bytes, not the ones it had written.
+#[wasm_bindgen_test]
+async fn a_blob_handed_over_is_read_again_by_the_next_commit() {
+    let name = unique("test-idb-hand-over");
+    let first = IdbStore::open_named(&name).await.unwrap();
+    let second = IdbStore::open_named(&name).await.unwrap();
+    let path = "s/1-open.raw.jsonl";
+    let mut model = vec![b'a'; 5_000];
+    first.append(path, &model).await.unwrap();
+    first.flush().await.unwrap();
+    first.hand_over("s").await;
+    // The next writer: the same size, other bytes at the end.
+    second.truncate(path, 4_000).await.unwrap();
+    second.append(path, &[b'b'; 1_000]).await.unwrap();
+    second.flush().await.unwrap();
+    second.hand_over("s").await;
+    model[4_000..].fill(b'b');
+    // The first store writes again, through the segment's end.
+    let more = vec![b'c'; 20_000];
+    first.append(path, &more).await.unwrap();
+    first.flush().await.unwrap();
+    model.extend_from_slice(&more);
+    assert_eq!(second.read(path, 0, usize::MAX).await.unwrap(), model);
 }
 
 /// A blob as the layout before pieces left it (a record per segment, the last one partial),

@@ -22,7 +22,11 @@
 //! reads its own writes; other contexts see them up to [`FLUSH_DELAY_MS`] later, or after
 //! [`Store::flush`]. A commit that fails (quota, or the blob changed or vanished under it) drops
 //! its bytes and is answered by the next `append` or `flush` on that blob. A tab that gives up
-//! the writer role calls `flush` first.
+//! the writer role calls `flush` first. A blob's tail keeps its committed size and its last
+//! segment's bytes from one commit to the next, across flushes, lists and other blobs'
+//! operations: only an operation that changes the blob (a write, truncate, rename or remove)
+//! and a hand-over of its folder (the next writer may change it) make its next append read
+//! them again.
 //!
 //! Reads issued together share one read-only transaction while it is active (a search's first
 //! query reads each session's index at once): one read's requests, and the reads begun beside
@@ -92,6 +96,8 @@ struct Inner {
     writes: Cell<u64>,
     /// Bytes of segment records put so far ([`IdbStore::bytes_put`]).
     put_bytes: Cell<u64>,
+    /// Bytes of segment records read so far ([`IdbStore::bytes_read`]).
+    read_bytes: Cell<u64>,
 }
 
 /// Appends not committed yet, after `base` committed bytes.
@@ -151,6 +157,7 @@ impl IdbStore {
                 reading: RefCell::new(None),
                 writes: Cell::new(0),
                 put_bytes: Cell::new(0),
+                read_bytes: Cell::new(0),
             }),
         })
     }
@@ -179,6 +186,13 @@ impl IdbStore {
         self.inner.put_bytes.get()
     }
 
+    /// The bytes of segment records this store has read since it opened: its reads', and its
+    /// commits' that had to read a segment's start back (the tests check that appends, with
+    /// other blobs' writes, flushes and lists between them, read nothing back).
+    pub fn bytes_read(&self) -> u64 {
+        self.inner.read_bytes.get()
+    }
+
     /// The blob's size and up to `len` bytes of it from `offset(size)`, read in the shared read
     /// transaction: its `meta` record (from a listing that transaction made, when one covers
     /// the blob, else asked for), then the segment records the span covers.
@@ -197,7 +211,7 @@ impl IdbStore {
             let (start, end) = span(rec.size, offset(rec.size), len);
             if start < end {
                 match read_segments(&tx, path, rec.id, rec.size, start, end) {
-                    Ok(read) => return Ok((rec.size, read.await?)),
+                    Ok(read) => return Ok((rec.size, self.inner.counted(read.await?))),
                     // The transaction finished since: the record is asked for in a new one.
                     Err(e) if error_name(&e) == "TransactionInactiveError" => {}
                     Err(e) => return Err(js_error(path, &e)),
@@ -217,7 +231,7 @@ impl IdbStore {
         }
         let read = read_segments(&tx, path, rec.id, rec.size, start, end)
             .map_err(|e| js_error(path, &e))?;
-        Ok((rec.size, read.await?))
+        Ok((rec.size, self.inner.counted(read.await?)))
     }
 
     /// Takes `len` bytes from the simulated quota, or fails.
@@ -300,6 +314,13 @@ impl Inner {
         *self.reading.borrow_mut() = Some((tx.clone(), self.writes.get()));
         let req = ask(&tx).map_err(|e| js_error(path, &e))?;
         Ok((tx, read_request(path, req)))
+    }
+
+    /// Bytes read from segment records, counted in [`IdbStore::bytes_read`].
+    fn counted(&self, bytes: Vec<u8>) -> Vec<u8> {
+        self.read_bytes
+            .set(self.read_bytes.get() + bytes.len() as u64);
+        bytes
     }
 
     /// Puts `bytes` as the segment record (or piece) `key`, counted in [`IdbStore::bytes_put`].
@@ -399,7 +420,8 @@ impl Inner {
                         Some(p) => data.extend_from_slice(&p),
                         None => {
                             let read = read_segments(&tx, path, id, base, first * SEGMENT, base);
-                            data.extend(read.map_err(|e| js_error(path, &e))?.await?);
+                            let read = read.map_err(|e| js_error(path, &e))?.await?;
+                            data.extend(self.counted(read));
                         }
                     }
                     tx.seg
@@ -447,12 +469,23 @@ impl Inner {
         }
     }
 
-    /// Commits pending appends, then forgets the tails' committed sizes (the operation about
-    /// to run may change them).
-    async fn settle(&self) {
+    /// Commits pending appends, then forgets what it knew of the blobs an operation about to
+    /// run may change (`changes` names them): their committed sizes and last segments' bytes,
+    /// read again when next needed. Other blobs keep theirs, so a streamed line's commit after
+    /// a page written or a chunk renamed beside it still needs no read.
+    async fn settle(&self, changes: impl Fn(&str) -> bool) {
         self.flush_all().await;
-        self.tails.borrow_mut().retain(|_, t| {
-            t.partial = None; // the operation may rewrite the blob's bytes
+        self.forget(changes);
+    }
+
+    /// Forgets the committed sizes and last segments' bytes of the blobs `which` names (a
+    /// tail still buffering keeps its size: its commit checks it).
+    fn forget(&self, which: impl Fn(&str) -> bool) {
+        self.tails.borrow_mut().retain(|path, t| {
+            if !which(path) {
+                return true;
+            }
+            t.partial = None;
             !t.buf.is_empty()
         });
     }
@@ -689,6 +722,14 @@ fn read_segments(
     })
 }
 
+/// Whether a path is `key` or below it.
+fn at_or_below(key: &str) -> impl Fn(&str) -> bool + '_ {
+    move |p| {
+        p.strip_prefix(key)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
+
 fn damaged(path: &str) -> StoreError {
     StoreError::Io(format!("{path}: a segment record is missing or short"))
 }
@@ -732,7 +773,7 @@ async fn new_id(meta: &IdbObjectStore, path: &str) -> StoreResult<f64> {
 impl Store for IdbStore {
     async fn list(&self, dir: &str) -> StoreResult<Vec<Entry>> {
         segments(dir)?;
-        self.inner.settle().await;
+        self.inner.flush_all().await;
         let range = below(dir)?;
         let (tx, keys) = self
             .inner
@@ -790,7 +831,7 @@ impl Store for IdbStore {
 
     async fn write(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
         segments(path)?;
-        self.inner.settle().await;
+        self.inner.settle(|p| p == path).await;
         self.inner.failures.borrow_mut().remove(path); // what it lost is replaced whole
         self.spend(bytes.len())?;
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
@@ -866,7 +907,7 @@ impl Store for IdbStore {
 
     async fn truncate(&self, path: &str, len: u64) -> StoreResult<()> {
         segments(path)?;
-        self.inner.settle().await;
+        self.inner.settle(|p| p == path).await;
         self.inner.failures.borrow_mut().remove(path); // its size is asked afresh after
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
         let Some(rec) = get_rec(&tx.meta, path).await? else {
@@ -885,6 +926,7 @@ impl Store for IdbStore {
             let cut = read_segments(&tx, path, rec.id, rec.size, index * SEGMENT, len)
                 .map_err(|e| js_error(path, &e))?
                 .await?;
+            let cut = self.inner.counted(cut);
             tx.seg
                 .delete(&pieces_of(rec.id, index)?)
                 .map_err(|e| js_error(path, &e))?;
@@ -898,7 +940,7 @@ impl Store for IdbStore {
     async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
         segments(from)?;
         segments(to)?;
-        self.inner.settle().await;
+        self.inner.settle(|p| p == from || p == to).await;
         // Appends to `from` that failed to commit: the blob does not hold what its writer
         // appended, so it is not moved under a name that says it does (a chunk's close).
         if let Some((e, _)) = self.inner.failures.borrow_mut().remove(from) {
@@ -929,7 +971,7 @@ impl Store for IdbStore {
 
     async fn remove(&self, path: &str) -> StoreResult<()> {
         segments(path)?;
-        self.inner.settle().await;
+        self.inner.settle(at_or_below(path)).await;
         let tx = self.inner.tx(IdbTransactionMode::Readwrite, path).await?;
         let range = below(path)?;
         let own = request(path, tx.meta.get(&path.into()));
@@ -949,24 +991,23 @@ impl Store for IdbStore {
             .map_err(|e| js_error(path, &e))?;
         tx.meta.delete(&range).map_err(|e| js_error(path, &e))?;
         tx.done().await?;
-        let prefix = format!("{path}/");
-        self.inner
-            .failures
-            .borrow_mut()
-            .retain(|k, _| k != path && !k.starts_with(&prefix));
+        let below = at_or_below(path);
+        self.inner.failures.borrow_mut().retain(|k, _| !below(k));
         Ok(())
     }
 
     /// The writer role for folder `key` is given up: the next writer reads the disk again,
     /// so the failures of its blobs are no longer anyone's to report.
     async fn hand_over(&self, key: &str) {
-        let prefix = format!("{key}/");
-        let mut failures = self.inner.failures.borrow_mut();
-        failures.retain(|k, _| k != key && !k.starts_with(&prefix));
+        // The next writer may change these blobs: what this store knew of them is read again
+        // should it write them once more.
+        let below = at_or_below(key);
+        self.inner.forget(&below);
+        self.inner.failures.borrow_mut().retain(|k, _| !below(k));
     }
 
     async fn flush(&self) -> StoreResult<()> {
-        self.inner.settle().await;
+        self.inner.flush_all().await;
         // Reported once here, and kept for each blob's next append or rename: a chunk whose
         // appends failed must not be closed under a name that says it holds them.
         let mut failures = self.inner.failures.borrow_mut();

@@ -95,9 +95,9 @@ async fn small_commits_across_records_keep_every_byte() {
 /// segment's bytes once more when it fills, not the half-full segment again (8 kB a line on
 /// average, when each commit rewrote it): what IndexedDB writes, and its log keeps until it
 /// compacts, follows what is cached. The commit that fills a segment reads nothing back, with
-/// flushes, lists and other blobs' writes and renames between the lines (a page of history
-/// stored, a chunk closed). Reads, another connection's and after a truncate inside the
-/// pieces, answer every byte.
+/// lists and other blobs' writes and renames between the lines (a page of history stored, a
+/// chunk closed). Reads, another connection's and after a truncate inside the pieces, answer
+/// every byte.
 #[wasm_bindgen_test]
 async fn a_line_committed_on_its_own_writes_its_own_bytes() {
     let name = unique("test-idb-pieces");
@@ -108,8 +108,9 @@ async fn a_line_committed_on_its_own_writes_its_own_bytes() {
     for i in 0u32..400 {
         let line = format!("{i:05} {}\n", "y".repeat(100 + (i as usize * 53) % 300));
         writer.append(path, line.as_bytes()).await.unwrap();
-        writer.flush().await.unwrap(); // committed on its own, as a streamed line is
         model.extend_from_slice(line.as_bytes());
+        // Committed on its own, as a streamed line is (a `stat` commits what is buffered).
+        assert_eq!(size(&writer, path).await, model.len() as u64);
         match i % 5 {
             1 => writer
                 .write(&format!("s/{i}.page"), b"older")
@@ -157,8 +158,8 @@ async fn a_line_committed_on_its_own_writes_its_own_bytes() {
     );
 }
 
-/// A store that hands a folder over forgets what it knew of the blobs below it (their sizes,
-/// their last segments' bytes), kept until then across flushes: the next writer cuts a blob and
+/// A store that flushes (as a writer does before it gives up the role) forgets what it knew
+/// of its blobs (their sizes, their last segments' bytes): the next writer cuts a blob and
 /// appends other bytes up to the same size, and the first store's appends after, filling the
 /// segment, continue those bytes, not the ones it had written.
 #[wasm_bindgen_test]

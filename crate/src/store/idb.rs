@@ -23,10 +23,9 @@
 //! [`Store::flush`]. A commit that fails (quota, or the blob changed or vanished under it) drops
 //! its bytes and is answered by the next `append` or `flush` on that blob. A tab that gives up
 //! the writer role calls `flush` first. A blob's tail keeps its committed size and its last
-//! segment's bytes from one commit to the next, across flushes, lists and other blobs'
-//! operations: only an operation that changes the blob (a write, truncate, rename or remove)
-//! and a hand-over of its folder (the next writer may change it) make its next append read
-//! them again.
+//! segment's bytes from one commit to the next, across lists and other blobs' operations: only
+//! an operation that changes the blob (a write, truncate, rename or remove) and a `flush` (the
+//! writer role may change hands after it) make its next append read them again.
 //!
 //! Reads issued together share one read-only transaction while it is active (a search's first
 //! query reads each session's index at once): one read's requests, and the reads begun beside
@@ -188,7 +187,7 @@ impl IdbStore {
 
     /// The bytes of segment records this store has read since it opened: its reads', and its
     /// commits' that had to read a segment's start back (the tests check that appends, with
-    /// other blobs' writes, flushes and lists between them, read nothing back).
+    /// lists and other blobs' writes between them, read nothing back).
     pub fn bytes_read(&self) -> u64 {
         self.inner.read_bytes.get()
     }
@@ -471,18 +470,13 @@ impl Inner {
 
     /// Commits pending appends, then forgets what it knew of the blobs an operation about to
     /// run may change (`changes` names them): their committed sizes and last segments' bytes,
-    /// read again when next needed. Other blobs keep theirs, so a streamed line's commit after
-    /// a page written or a chunk renamed beside it still needs no read.
+    /// read again when next needed (a tail still buffering keeps its size: its commit checks
+    /// it). Other blobs keep theirs, so a streamed line's commit after a page written or a
+    /// chunk renamed beside it still needs no read.
     async fn settle(&self, changes: impl Fn(&str) -> bool) {
         self.flush_all().await;
-        self.forget(changes);
-    }
-
-    /// Forgets the committed sizes and last segments' bytes of the blobs `which` names (a
-    /// tail still buffering keeps its size: its commit checks it).
-    fn forget(&self, which: impl Fn(&str) -> bool) {
         self.tails.borrow_mut().retain(|path, t| {
-            if !which(path) {
+            if !changes(path) {
                 return true;
             }
             t.partial = None;
@@ -999,15 +993,13 @@ impl Store for IdbStore {
     /// The writer role for folder `key` is given up: the next writer reads the disk again,
     /// so the failures of its blobs are no longer anyone's to report.
     async fn hand_over(&self, key: &str) {
-        // The next writer may change these blobs: what this store knew of them is read again
-        // should it write them once more.
         let below = at_or_below(key);
-        self.inner.forget(&below);
         self.inner.failures.borrow_mut().retain(|k, _| !below(k));
     }
 
     async fn flush(&self) -> StoreResult<()> {
-        self.inner.flush_all().await;
+        // Forgets every blob's size: the writer role may go to another tab after a flush.
+        self.inner.settle(|_| true).await;
         // Reported once here, and kept for each blob's next append or rename: a chunk whose
         // appends failed must not be closed under a name that says it holds them.
         let mut failures = self.inner.failures.borrow_mut();

@@ -700,6 +700,35 @@ test('an address with an anchor no line can have (0, too big a number) opens the
   assert.deepEqual(w.errors(), []);
 });
 
+test('an address at a line inside a reply: the row of the reply ends in view and marked, once the older page that folds it is drawn', async (t) => {
+  const w = await world(t);
+  const { page } = w;
+  const lines = await w.server.lines('long');
+  // A delta 100 deltas into a reply, past the middle of the session: the view opened there
+  // begins at that line, and the next older page folds it into the reply's row.
+  let seq = null;
+  for (let i = Math.floor(lines.length / 2); i < lines.length && seq === null; i++) {
+    const id = lines[i].event.messageId;
+    if (lines[i].event.type === 'assistantText' && id && lines.slice(i - 100, i).every((l) => l.event.messageId === id)) seq = lines[i].seq;
+  }
+  assert.ok(seq !== null, 'the long session has a reply of more than 100 deltas');
+  await page.goto(`${w.server.url}/#/sessions/long/at/${seq}`);
+  await page.waitForFunction((seq) => {
+    const hit = document.querySelector('#rows > li.hit');
+    if (!window.scrollbackDemo?.view()?.state.ready || !hit || hit === document.querySelector('#rows > li')) return false;
+    const box = document.getElementById('transcript').getBoundingClientRect();
+    const r = hit.getBoundingClientRect();
+    return Number(hit.dataset.seq) < seq - 100 && r.bottom > box.top + 20 && r.top < box.bottom - 20;
+  }, seq, WAIT).catch(async (e) => {
+    throw new Error(`${e.message}: ${JSON.stringify(await page.evaluate(() => {
+      const box = document.getElementById('transcript');
+      const hit = document.querySelector('#rows > li.hit');
+      return { scrollTop: box.scrollTop, first: document.querySelector('#rows > li')?.dataset.seq, hit: hit?.dataset.seq, top: hit && Math.round(hit.getBoundingClientRect().top - box.getBoundingClientRect().top) };
+    }))}`);
+  });
+  assert.deepEqual(w.errors(), []);
+});
+
 test('a message sent while the transcript is scrolled back: the view goes to the newest rows, the message and its reply in sight', async (t) => {
   const w = await world(t);
   const { page } = w;

@@ -163,6 +163,16 @@ function rowAt(rows, seq) {
   return null;
 }
 
+/**
+ * Whether the row showing `seq` is whole: a view opened at a line inside a reply begins at that
+ * line, and the next older page folds its first row into the reply's (another row, higher up).
+ */
+function wholeAt(rows, seq) {
+  if (!view?.state.moreHistory) return true;
+  const row = rowAt(rows, seq);
+  return row !== null && row !== rows[0];
+}
+
 /** Marks the row of the search hit being shown (and only it). */
 function markHit(rows) {
   const target = highlight === null ? null : rowAt(rows, highlight);
@@ -205,7 +215,8 @@ function renderRows(rows, change) {
   if (pendingAnchor !== null && rows.length && view?.state.ready) {
     const target = rowAt(rows, pendingAnchor) ?? rows[0];
     rendered.get(target.seq)?.scrollIntoView({ block: anchorBlock });
-    if (rows[0].seq <= pendingAnchor) pendingAnchor = null;
+    // Brought back into view until its row is whole (a page folding it moves it).
+    if (wholeAt(rows, pendingAnchor)) pendingAnchor = null;
   } else if (atBottom) {
     toBottom();
   } else if (anchorNode?.isConnected) {
@@ -317,9 +328,10 @@ async function openSession(id, summary, anchor = null) {
     if (anchor === null) return;
     const rows = view.state.rows;
     if (view.state.ready && rows.length && rows[0].seq <= anchor) {
-      // Already drawn: brought into view and marked.
+      // Already drawn: brought into view and marked (and again when its row grows older).
       markHit(rows);
       rendered.get(rowAt(rows, anchor).seq)?.scrollIntoView({ block: 'center' });
+      if (!wholeAt(rows, anchor)) { pendingAnchor = anchor; anchorBlock = 'center'; }
       return;
     }
   }

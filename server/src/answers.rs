@@ -17,8 +17,9 @@
 //!   budget for new lines ends (its client reconnects, through its catch-up). A body larger
 //!   than the whole budget is sent when nothing else is held;
 //! - the line a transcript `PUT` is receiving, held whole to be checked (twice its length: the
-//!   parse is a second copy), counts too: a `PUT` whose line cannot is a 503 to retry, and one
-//!   holding it past the grace is closed to make room like an answer.
+//!   parse is a second copy), counts too, and so does a posted message's body (held whole to
+//!   be parsed): a request whose body cannot is a 503 to retry, and one holding it past the
+//!   grace is closed to make room like an answer.
 //!
 //! A client that reads slowly, but reads, is never stalled (`--stall-timeout-ms` catches only
 //! no progress at all), so it could hold its share for as long as it likes while every other
@@ -98,6 +99,14 @@ struct Holder {
 fn now_ms() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
+
+/// The 503 of a request body (a `PUT`'s line, a posted message) the budget cannot hold now.
+pub fn full() -> ApiError {
+    ApiError(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server is holding as much as it can at once; try again".into(),
+    )
 }
 
 /// The 503 of an answer the budget cannot hold now.

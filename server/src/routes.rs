@@ -1,6 +1,6 @@
 //! The HTTP routes (README "The server's routes") and static files.
 
-use crate::answers::Closer;
+use crate::answers::{self, Closer, Share};
 use crate::error::{error, ApiError};
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
@@ -177,8 +177,14 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 /// A message's body, at most [`MAX_POST_BYTES`]. A longer one is read to its end (up to
 /// [`DRAIN_POST_BYTES`]) before it is refused with 413: a connection closed on a body still
 /// being sent is reset, and a browser (WebKitGTK, for 2.5 MB) then reports a network error
-/// instead of the answer.
-async fn message_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+/// instead of the answer. What is kept counts against the answer budget in `share` (twice:
+/// the parse is a second copy), so that posts trickling in cannot hold more than the budget
+/// between them: one that cannot have its share is a 503 to retry.
+async fn message_body(
+    headers: &HeaderMap,
+    body: Body,
+    share: &mut Share,
+) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -193,6 +199,10 @@ async fn message_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError
     while let Some(chunk) = body.next(too_large).await? {
         if body.received <= MAX_POST_BYTES {
             kept.extend_from_slice(&chunk);
+            let holding = 2 * kept.len() as u64;
+            if holding > share.held() && !share.grow(holding - share.held()).await {
+                return Err(answers::full());
+            }
         }
     }
     if body.received > MAX_POST_BYTES {
@@ -237,10 +247,13 @@ async fn message(
     State(app): State<Arc<App>>,
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
+    close: Close,
     body: Body,
 ) -> Reply {
     let id = session_id(id)?;
-    let body = message_body(&headers, body).await?;
+    // Held until the message is written: closed to make room past the grace, as an answer's.
+    let mut share = app.answers.share(close.map(|c| c.0));
+    let body = message_body(&headers, body, &mut share).await?;
     // A cross-site form can post `text/plain` without asking; JSON needs a CORS preflight.
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -402,10 +415,7 @@ async fn replace(
         if holding == 0 {
             share.release();
         } else if holding > share.held() && !share.grow(holding - share.held()).await {
-            return Err(ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the server is holding as much as it can at once; try again".into(),
-            ));
+            return Err(answers::full());
         }
         buffer.extend_from_slice(&chunk);
         if buffer.len() >= PUT_WRITE_BYTES {

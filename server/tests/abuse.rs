@@ -870,6 +870,50 @@ async fn a_message_past_the_limit_is_read_to_its_end_and_answered_413() {
     assert_eq!(f.page("s", "").await.len(), 3, "nothing was written");
 }
 
+/// A posted message is held whole to be parsed: it counts against the answer budget, so posts
+/// trickling in (300 connections of 2 MB each held 938 MB before) cannot hold more than the
+/// budget between them; the second is a 503 to retry, and goes through once the first is done.
+#[tokio::test]
+async fn a_message_being_received_counts_against_the_budget() {
+    let f = Fixture::with(|c| c.answer_budget_mb = 4).await;
+    f.write("s", &transcript(3));
+    let message = |n: usize| json!({ "text": "x".repeat(n) }).to_string();
+    // A 1.9 MB message, 1.4 MB of it sent: held with its parse, 2.8 MB.
+    let first = message(1_900 << 10);
+    let (head_part, rest) = first.split_at(1400 << 10);
+    let mut conn = TcpStream::connect(f.server.addr()).await.unwrap();
+    let head = format!(
+        "POST /sessions/s/messages HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        f.server.addr(),
+        first.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(head_part.as_bytes()).await.unwrap();
+    stats_until(&f, |s| s["answers"]["held"].as_u64() >= Some(2 << 20)).await;
+
+    // Another of 1.5 MB would pass the 4 MB budget beside it: refused, to retry.
+    let second = json!({ "text": "y".repeat(1_500 << 10) });
+    let busy = f.post_json("/sessions/s/messages", &second).await;
+    assert_eq!(busy.status(), 503);
+    let (_, text) = f.error(busy).await;
+    assert!(text.contains("try again"), "{text}");
+    assert_eq!(f.page("s", "").await.len(), 3, "nothing was written");
+
+    // The first one done, the budget is let go, and the second goes through.
+    conn.write_all(rest.as_bytes()).await.unwrap();
+    let answer = read_until_closed(&mut conn).await.expect("an answer");
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    stats_until(&f, |s| s["answers"]["held"] == 0).await;
+    let done = f.post_json("/sessions/s/messages", &second).await;
+    assert_eq!(done.status(), 200);
+    assert_eq!(f.page("s", "").await.len(), 5);
+}
+
 /// The line a `PUT` is receiving is held whole to be checked: it counts against the answer
 /// budget, so two PUTs of huge lines cannot hold more than the budget between them; the second
 /// is a 503 to retry, and goes through once the first is done.

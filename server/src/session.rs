@@ -102,7 +102,8 @@ fn meta_title(dir: &Path) -> Option<String> {
 /// The longest line the summary reads whole. Status and settings come from lines at most this
 /// long; a longer line (a large tool result, a long message) is skipped for them, and only its
 /// head is read for its seq ([`Line::seq_of_head`]): listing sessions holds at most about this
-/// much of any line, however long the lines in the files.
+/// much of any line, however long the lines in the files. An append's look at the newest seq
+/// reads the same way ([`crate::transcript::newest_seq`]).
 pub const SUMMARY_LINE_BYTES: usize = 64 << 10;
 
 /// Sets the summary's status or settings from a status or settings line (the fields it has).

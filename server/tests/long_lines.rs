@@ -322,6 +322,43 @@ fn the_session_list_reads_heads_of_long_lines_and_holds_a_bounded_part_of_them()
     check(7, "idle");
 }
 
+/// A post appends after the newest line: the seq of a long one is read from its head, and its
+/// bytes are never held whole (six posts after 100 MB lines held 1.1 GB at once); a long line
+/// with another key first is read whole, so that no seq is given twice.
+#[test]
+fn an_append_after_a_long_line_reads_its_seq_from_its_head() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("transcript.jsonl");
+    let big = "x".repeat(24 << 20);
+    let text = line(1, serde_json::json!({"type": "userMessage", "text": "hi"}))
+        + &line(2, serde_json::json!({"type": "toolResult", "output": big}));
+    std::fs::write(&path, text).unwrap();
+    let event = || match serde_json::json!({"type": "userMessage", "text": "next"}) {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!(),
+    };
+    let (appended, held) = most_held(|| scrollback_server::transcript::append(&path, event()));
+    assert_eq!(appended.unwrap().seq(), 3);
+    let bound = SUMMARY_LINE_BYTES + 1024 * 1024;
+    assert!(held < bound, "the append held {held} bytes at once");
+    // Its seq last: read whole.
+    let seq_last =
+        serde_json::json!({"ts": 1.0, "event": {"type": "toolResult", "output": big}, "seq": 4});
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(format!("{seq_last}\n").as_bytes()).unwrap();
+    let appended = scrollback_server::transcript::append(&path, event()).unwrap();
+    assert_eq!(appended.seq(), 5);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let seqs: Vec<u64> = text
+        .lines()
+        .map(|l| Line::parse(l).unwrap().seq())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+}
+
 /// The number of looks streams have made at their files so far (`/stats`).
 async fn looks(f: &server_support::Fixture) -> u64 {
     let stats: serde_json::Value = f.get("/stats").await.json().await.unwrap();

@@ -8,6 +8,7 @@ pub mod catch_up;
 pub mod reader;
 pub mod torn;
 
+use crate::session::SUMMARY_LINE_BYTES;
 use reader::BackLines;
 use scrollback_protocol::{coalesce, Line, RowWalk, TranscriptQuery};
 use serde_json::{Map, Value};
@@ -305,12 +306,33 @@ pub struct Tail {
     pub file: FileId,
 }
 
-/// The newest readable line, if any.
-pub fn newest_line(path: &Path) -> io::Result<Option<Line>> {
+/// The seq of the newest readable line (0 when there is none), holding at most about
+/// [`SUMMARY_LINE_BYTES`] of a line that opens with its seq, as every line the server writes
+/// does: a longer one (a tool output of 100 MB) is scanned for its start, and its seq read
+/// from its head ([`Line::seq_of_head`]). A post after such a line held it whole, with its
+/// parse, outside every bound (six at once held 1.1 GB). A long line with another key first
+/// (a `PUT` may write one) is read whole, as every line was before.
+pub fn newest_seq(path: &Path) -> io::Result<u64> {
     let Opened { mut file, end } = open(path)?;
-    let mut newest = None;
-    for_each_back(path, &mut file, end, |line| {
-        newest = Some(line);
+    let mut lines = BackLines::bounded(&mut file, 0, end, SUMMARY_LINE_BYTES);
+    let whole_from = loop {
+        let Some(found) = lines.next_found()? else {
+            return Ok(0);
+        };
+        let seq = match found.skipped {
+            0 => reader::parse(path, found.offset, &found.bytes).map(|l| l.seq()),
+            _ => match Line::seq_of_head(&found.bytes) {
+                None => break found.end(),
+                seq => seq,
+            },
+        };
+        if let Some(seq) = seq {
+            return Ok(seq);
+        }
+    };
+    let mut newest = 0;
+    for_each_back(path, &mut file, whole_from, |line| {
+        newest = line.seq();
         false
     })?;
     Ok(newest)
@@ -327,7 +349,7 @@ pub fn now_ts() -> f64 {
 /// Appends `event` as the next line (newest seq + 1, `ts` now) to an existing transcript and
 /// returns it. The caller serializes writers of one session.
 pub fn append(path: &Path, event: Map<String, Value>) -> io::Result<Line> {
-    let seq = newest_line(path)?.map_or(0, |l| l.seq()) + 1;
+    let seq = newest_seq(path)? + 1;
     let line = Line::new(seq, now_ts(), event)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let mut file = OpenOptions::new().append(true).open(path)?;

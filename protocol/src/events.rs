@@ -6,7 +6,10 @@
 //! conversation. With `at`, the server compares its own line at `N` and, when it is another (or
 //! missing), opens the stream with a `replaced` reset and its newest window, as for a file
 //! replaced while the stream is open. A reconnect that says where it got to in `Last-Event-ID`
-//! is not checked (`at` names the line at `after`, not that one).
+//! (an `EventSource` reconnecting on its own, to the same URL) resumes from there, and its
+//! URL's `at` is still checked against the line at its `after`: a file replaced while the
+//! client was away is a `replaced` reset, not another conversation's lines resumed after its
+//! own.
 //!
 //! The stream itself opens with a keep-alive frame ([`KEEP_ALIVE_EVENT`]) that names how long
 //! the server stays silent at most, and repeats it whenever nothing else was sent for that

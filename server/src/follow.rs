@@ -306,14 +306,20 @@ async fn poll(watched: Weak<Watched>) {
 /// client is ahead of the newest line) a reset and the newest window. Reads at most
 /// [`CATCH_UP_BYTES`] of lines, however long the file or its lines.
 pub fn catch_up(path: &Path, after: u64, at: Option<&str>) -> io::Result<Tail> {
-    Ok(catch_up_from_end(path, after, at)?.0)
+    Ok(catch_up_from_end(path, after, at.map(|at| (after, at)))?.0)
 }
 
 /// [`catch_up`], with the bytes just before the end it read to (what a stream compares to see a
-/// rewrite in place), from the same open file. With `at` (the fingerprint of the client's line
-/// at `after`, see `scrollback_protocol::events_query`), a file whose line at `after` is another
-/// is a reset (`replaced`): it was replaced since the client checked its tail.
-pub fn catch_up_from_end(path: &Path, after: u64, at: Option<&str>) -> io::Result<(Tail, Vec<u8>)> {
+/// rewrite in place), from the same open file. With `held` (a line the client holds: its seq
+/// and fingerprint, the `after` and `at` of its URL, see `scrollback_protocol::events_query`),
+/// a file whose line at that seq is another is a reset (`replaced`): it was replaced since the
+/// client read that line (before its check of its tail, or before a reconnect that resumes
+/// from a later `Last-Event-ID`).
+pub fn catch_up_from_end(
+    path: &Path,
+    after: u64,
+    held: Option<(u64, &str)>,
+) -> io::Result<(Tail, Vec<u8>)> {
     let mut file = open_regular(path)?;
     let meta = file.metadata()?;
     let end = torn::complete_end_of(&mut file, &meta)?;
@@ -322,8 +328,8 @@ pub fn catch_up_from_end(path: &Path, after: u64, at: Option<&str>) -> io::Resul
     // Nothing above `after`: up to date, or ahead when no line has `after` either.
     let ahead =
         after > 0 && from == end && reader::offset_of_seq(path, &mut file, end, after)? == end;
-    let replaced = match at {
-        Some(at) if after > 0 && !ahead => !holds(path, &mut file, end, after, at)?,
+    let replaced = match held {
+        Some((seq, at)) if seq > 0 && !ahead => !holds(path, &mut file, end, seq, at)?,
         _ => false,
     };
     let catch_up = if ahead {

@@ -139,17 +139,20 @@ async fn events(
     let raw = query.as_deref().unwrap_or("");
     let query = TranscriptQuery::parse(raw).map_err(|e| ApiError::bad(e.to_string()))?;
     let at = scrollback_protocol::events_at(raw).map_err(|e| ApiError::bad(e.to_string()))?;
-    // EventSource reconnects to the same URL and says where it got to in `Last-Event-ID`
-    // (where `at`, the line at `after`, says nothing).
-    let (after, at) = match headers.get("last-event-id") {
-        Some(v) => (
-            v.to_str()
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .ok_or_else(|| ApiError::bad("bad `Last-Event-ID`: must be a whole number"))?,
-            None,
-        ),
-        None => (query.after.unwrap_or(0), at),
+    // The line the client named when it connected (`at` is the one at `after`).
+    let held = at
+        .as_deref()
+        .map(|at| (query.after.unwrap_or(0), at.to_owned()));
+    // EventSource reconnects to the same URL and says where it got to in `Last-Event-ID`. The
+    // line its URL names is still checked: a file replaced while it was away is a reset, not
+    // another conversation's lines resumed after its own.
+    let after = match headers.get("last-event-id") {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| ApiError::bad("bad `Last-Event-ID`: must be a whole number"))?,
+        None => query.after.unwrap_or(0),
     };
     let path = existing(&app, &id)?;
     // Watched before the catch-up is read, so no change falls between them.
@@ -158,7 +161,11 @@ async fn events(
     // Built in its turn, as a page is, and held against the budget until it is sent: a 503 to
     // retry when it cannot be.
     let turn = app.answers.build().await;
-    let tail = blocking(move || follow::catch_up_from_end(&p, after, at.as_deref())).await?;
+    let tail = blocking(move || {
+        let held = held.as_ref().map(|(seq, at)| (*seq, at.as_str()));
+        follow::catch_up_from_end(&p, after, held)
+    })
+    .await?;
     let share = app.answers.share(close.map(|c| c.0));
     let stream = follow::events(path, after, tail, watched, app.shutdown.clone(), share).await;
     drop(turn);

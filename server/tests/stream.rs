@@ -233,6 +233,57 @@ async fn a_reconnecting_event_source_resumes_from_last_event_id() {
     assert!(message.contains("Last-Event-ID"));
 }
 
+/// A reconnect resumes from `Last-Event-ID`, and the line its URL names (`after` and `at`, the
+/// client's when it first connected) is still checked: a file replaced while the client was
+/// away is a `replaced` reset with the new file's lines, not those lines resumed after the old
+/// file's (an `EventSource` reconnecting on its own got lines 31 and 32 of another
+/// conversation after line 30 of its own).
+#[tokio::test]
+async fn a_reconnect_after_the_file_was_replaced_is_a_reset() {
+    use eventsource_stream::Eventsource;
+    use futures_util::StreamExt;
+    let f = Fixture::new().await;
+    let text = transcript(30);
+    f.write("s", &text);
+    let held = lines(&text)[19].fingerprint();
+    let reconnect = |last: &'static str| {
+        let request = f
+            .http
+            .get(f.url(&format!("/sessions/s/events?after=20&at={held}")))
+            .header("Last-Event-ID", last);
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response
+                .bytes_stream()
+                .eventsource()
+                .map(|e| e.unwrap())
+                .filter(|e| std::future::ready(e.event != KEEP_ALIVE_EVENT))
+        }
+    };
+    // The same file, grown: the lines after the last one the client had.
+    f.append("s", &line(31, json!({"type": "status", "status": "idle"})));
+    let mut events = Box::pin(reconnect("30").await);
+    assert_eq!(events.next().await.unwrap().id, "31");
+    // Replaced while it was away, by a longer file whose line 20 is another.
+    let other: String = (1..=32)
+        .map(|seq| {
+            line(
+                seq,
+                json!({"type": "userMessage", "text": format!("other {seq}")}),
+            )
+        })
+        .collect();
+    f.write("s", &other);
+    let mut events = Box::pin(reconnect("31").await);
+    let reset = events.next().await.unwrap();
+    assert_eq!(reset.event, RESET_EVENT);
+    let data: Value = serde_json::from_str(&reset.data).unwrap();
+    assert_eq!(data["reason"].as_str(), Some("replaced"));
+    let first = events.next().await.unwrap();
+    assert!(first.data.contains("other"), "{}", first.data);
+}
+
 #[tokio::test]
 async fn a_file_replaced_under_the_same_name_is_served_as_the_new_content() {
     let f = Fixture::new().await;

@@ -99,6 +99,9 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.badServer = await caught(() => Scrollback.open({ server: 'not a url', storage: 'memory' }));
     r.ftpServer = await caught(() => Scrollback.open({ server: 'ftp://example.com', storage: 'memory' }));
     r.misspelt = await caught(() => Scrollback.open({ server, storage: 'memory', budget: 1 }));
+    r.budgetNegative = await caught(() => Scrollback.open({ server, storage: 'memory', budgetBytes: -1 }));
+    r.budgetFraction = await caught(() => Scrollback.open({ server, storage: 'memory', budgetBytes: 1.5 }));
+    r.tokenOption = await caught(() => Scrollback.open({ server, storage: 'memory', token: 5 }));
     r.notData = await caught(() => Scrollback.open({ server, storage: 'memory', onChange: () => {} }));
 
     const sb = await Scrollback.open({ server, storage: 'memory' });
@@ -156,6 +159,10 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.ftpServer, /bad server URL .*http/, 'a server that is not http(s)');
   typeError(r.misspelt, /"budget": it takes server, token, storage, budgetBytes, search, opening, onOpeningScreen$/, 'a misspelt option, with the ones there are');
   typeError(r.notData, /plain data/, 'a function in the options');
+  // Numbers in JS's words, not serde's (`floating point \`-1.0\`, expected u64`).
+  typeError(r.budgetNegative, /budgetBytes.*the number -1, expected a whole number, 0 or more$|options: invalid type: the number -1, expected a whole number, 0 or more$/, 'a negative budget');
+  typeError(r.budgetFraction, /the number 1\.5, expected a whole number, 0 or more$/, 'a budget that is not whole');
+  typeError(r.tokenOption, /the number 5, expected a string$/, 'a token option that is a number');
   typeError(r.tokenNumber, /setToken needs a token \(a string, or null for none\)/, 'a token that is not a string');
   typeError(r.postText, /message must be a string/, 'a message that is not a string');
   typeError(r.postId, /session id must be a string/, 'an id that is not a string');

@@ -45,6 +45,7 @@ pub(super) fn convert<T: DeserializeOwned>(what: &str, value: JsValue) -> Result
 /// a string`; a list or an object asked of a string or a number (which it reads with
 /// `Reflect.get`) is `expected an array or an object`.
 fn in_js_words(message: &str) -> String {
+    let message = &numbers_in_js_words(message);
     if message.contains("Reflect.get called on non-object") {
         return "expected an array or an object".into();
     }
@@ -75,6 +76,29 @@ fn in_js_words(message: &str) -> String {
     };
     let rest = &inner[end + 1..];
     format!("{}{named}{rest}", &message[..start])
+}
+
+/// serde's words for a JS number, as JS would say them: `invalid type: floating point `-1.0`,
+/// expected u64` (every JS number is a double) is `invalid type: the number -1, expected a
+/// whole number, 0 or more`.
+fn numbers_in_js_words(message: &str) -> String {
+    let mut out = message.to_string();
+    for unsigned in ["u64", "u32", "usize"] {
+        out = out.replace(
+            &format!("expected {unsigned}"),
+            "expected a whole number, 0 or more",
+        );
+    }
+    let Some(start) = out.find("floating point `") else {
+        return out;
+    };
+    let rest = &out[start + "floating point `".len()..];
+    let Some(end) = rest.find('`') else {
+        return out;
+    };
+    let number = &rest[..end];
+    let number = number.strip_suffix(".0").unwrap_or(number);
+    format!("{}the number {number}{}", &out[..start], &rest[end + 1..])
 }
 
 /// The fields struct `T` reads, by the names its `Deserialize` knows (`rename_all` applied):

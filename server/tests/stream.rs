@@ -162,6 +162,18 @@ async fn a_client_ahead_of_the_file_gets_a_reset_with_the_newest_lines() {
     assert_eq!(sse.next().await.id, "31");
 }
 
+/// `n` lines of a conversation other than [`transcript`]'s: user messages "other 1".. "other n".
+fn another_conversation(n: u64) -> String {
+    (1..=n)
+        .map(|seq| {
+            line(
+                seq,
+                json!({"type": "userMessage", "text": format!("other {seq}")}),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_stream_that_names_the_line_it_holds_is_reset_when_the_file_has_another() {
     let f = Fixture::new().await;
@@ -172,14 +184,7 @@ async fn a_stream_that_names_the_line_it_holds_is_reset_when_the_file_has_anothe
     let mut sse = f.events("s", &format!("after=20&at={held}")).await;
     assert_eq!(ids(&sse.take(10).await), (21..=30).collect::<Vec<_>>());
     // Replaced (since the client's check) by a longer file whose line 20 is another.
-    let other: String = (1..=40)
-        .map(|seq| {
-            line(
-                seq,
-                json!({"type": "userMessage", "text": format!("other {seq}")}),
-            )
-        })
-        .collect();
+    let other = another_conversation(40);
     f.write("s", &other);
     let mut sse = f.events("s", &format!("after=20&at={held}")).await;
     let reset = sse.next().await;
@@ -266,14 +271,7 @@ async fn a_reconnect_after_the_file_was_replaced_is_a_reset() {
     let mut events = Box::pin(reconnect("30").await);
     assert_eq!(events.next().await.unwrap().id, "31");
     // Replaced while it was away, by a longer file whose line 20 is another.
-    let other: String = (1..=32)
-        .map(|seq| {
-            line(
-                seq,
-                json!({"type": "userMessage", "text": format!("other {seq}")}),
-            )
-        })
-        .collect();
+    let other = another_conversation(32);
     f.write("s", &other);
     let mut events = Box::pin(reconnect("31").await);
     let reset = events.next().await.unwrap();

@@ -297,6 +297,12 @@ impl Share {
         false
     }
 
+    /// Holds `bytes` in all ([`Share::grow`] by what it lacks, if anything); `false` when it
+    /// cannot.
+    pub async fn grow_to(&mut self, bytes: u64) -> bool {
+        bytes <= self.held() || self.grow(bytes - self.held()).await
+    }
+
     /// Lets go of everything held (what it was held for has been handed to the connection).
     pub fn release(&mut self) {
         if self.permit.take().is_some() {

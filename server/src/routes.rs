@@ -140,9 +140,7 @@ async fn events(
     let query = TranscriptQuery::parse(raw).map_err(|e| ApiError::bad(e.to_string()))?;
     let at = scrollback_protocol::events_at(raw).map_err(|e| ApiError::bad(e.to_string()))?;
     // The line the client named when it connected (`at` is the one at `after`).
-    let held = at
-        .as_deref()
-        .map(|at| (query.after.unwrap_or(0), at.to_owned()));
+    let named = query.after.unwrap_or(0);
     // EventSource reconnects to the same URL and says where it got to in `Last-Event-ID`. The
     // line its URL names is still checked: a file replaced while it was away is a reset, not
     // another conversation's lines resumed after its own.
@@ -152,7 +150,7 @@ async fn events(
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .ok_or_else(|| ApiError::bad("bad `Last-Event-ID`: must be a whole number"))?,
-        None => query.after.unwrap_or(0),
+        None => named,
     };
     let path = existing(&app, &id)?;
     // Watched before the catch-up is read, so no change falls between them.
@@ -161,11 +159,9 @@ async fn events(
     // Built in its turn, as a page is, and held against the budget until it is sent: a 503 to
     // retry when it cannot be.
     let turn = app.answers.build().await;
-    let tail = blocking(move || {
-        let held = held.as_ref().map(|(seq, at)| (*seq, at.as_str()));
-        follow::catch_up_from_end(&p, after, held)
-    })
-    .await?;
+    let tail =
+        blocking(move || follow::catch_up_from_end(&p, after, at.as_deref().map(|at| (named, at))))
+            .await?;
     let share = app.answers.share(close.map(|c| c.0));
     let stream = follow::events(path, after, tail, watched, app.shutdown.clone(), share).await;
     drop(turn);
@@ -206,8 +202,7 @@ async fn message_body(
     while let Some(chunk) = body.next(too_large).await? {
         if body.received <= MAX_POST_BYTES {
             kept.extend_from_slice(&chunk);
-            let holding = 2 * kept.len() as u64;
-            if holding > share.held() && !share.grow(holding - share.held()).await {
+            if !share.grow_to(2 * kept.len() as u64).await {
                 return Err(answers::full());
             }
         }
@@ -421,7 +416,7 @@ async fn replace(
         let holding = 2 * check.partial.len() as u64;
         if holding == 0 {
             share.release();
-        } else if holding > share.held() && !share.grow(holding - share.held()).await {
+        } else if !share.grow_to(holding).await {
             return Err(answers::full());
         }
         buffer.extend_from_slice(&chunk);

@@ -209,8 +209,9 @@ impl IdbStore {
         if let Some((tx, rec)) = self.inner.listed(path) {
             let (start, end) = span(rec.size, offset(rec.size), len);
             if start < end {
-                match read_segments(&tx, path, rec.id, rec.size, start, end) {
-                    Ok(read) => return Ok((rec.size, self.inner.counted(read.await?))),
+                let read = &self.inner.read_bytes;
+                match read_segments(read, &tx, path, rec.id, rec.size, start, end) {
+                    Ok(read) => return Ok((rec.size, read.await?)),
                     // The transaction finished since: the record is asked for in a new one.
                     Err(e) if error_name(&e) == "TransactionInactiveError" => {}
                     Err(e) => return Err(js_error(path, &e)),
@@ -228,9 +229,10 @@ impl IdbStore {
         if start == end {
             return Ok((rec.size, Vec::new()));
         }
-        let read = read_segments(&tx, path, rec.id, rec.size, start, end)
+        let read = &self.inner.read_bytes;
+        let read = read_segments(read, &tx, path, rec.id, rec.size, start, end)
             .map_err(|e| js_error(path, &e))?;
-        Ok((rec.size, self.inner.counted(read.await?)))
+        Ok((rec.size, read.await?))
     }
 
     /// Takes `len` bytes from the simulated quota, or fails.
@@ -313,13 +315,6 @@ impl Inner {
         *self.reading.borrow_mut() = Some((tx.clone(), self.writes.get()));
         let req = ask(&tx).map_err(|e| js_error(path, &e))?;
         Ok((tx, read_request(path, req)))
-    }
-
-    /// Bytes read from segment records, counted in [`IdbStore::bytes_read`].
-    fn counted(&self, bytes: Vec<u8>) -> Vec<u8> {
-        self.read_bytes
-            .set(self.read_bytes.get() + bytes.len() as u64);
-        bytes
     }
 
     /// Puts `bytes` as the segment record (or piece) `key`, counted in [`IdbStore::bytes_put`].
@@ -418,9 +413,10 @@ impl Inner {
                     match partial.filter(|p| p.len() == head) {
                         Some(p) => data.extend_from_slice(&p),
                         None => {
-                            let read = read_segments(&tx, path, id, base, first * SEGMENT, base);
-                            let read = read.map_err(|e| js_error(path, &e))?.await?;
-                            data.extend(self.counted(read));
+                            let read = &self.read_bytes;
+                            let read =
+                                read_segments(read, &tx, path, id, base, first * SEGMENT, base);
+                            data.extend(read.map_err(|e| js_error(path, &e))?.await?);
                         }
                     }
                     tx.seg
@@ -675,15 +671,17 @@ fn below(dir: &str) -> StoreResult<IdbKeyRange> {
 }
 
 /// Asks `tx` (at once: an error if it is no longer active) for the segment records of blob
-/// `id` (at `path`) that bytes `start..end` (not empty) cover; the future answers those bytes.
-fn read_segments(
+/// `id` (at `path`) that bytes `start..end` (not empty) cover; the future answers those bytes,
+/// counted in `read` ([`IdbStore::bytes_read`]).
+fn read_segments<'a>(
+    read: &'a Cell<u64>,
     tx: &Tx,
     path: &str,
     id: f64,
     size: u64,
     start: u64,
     end: u64,
-) -> Result<impl Future<Output = StoreResult<Vec<u8>>>, JsValue> {
+) -> Result<impl Future<Output = StoreResult<Vec<u8>>> + 'a, JsValue> {
     let (first, last) = (start / SEGMENT, (end - 1) / SEGMENT);
     let range = IdbKeyRange::bound(&key(id, first as f64), &piece(id, last, f64::INFINITY))?;
     let parts = tx.seg.get_all_with_key(&range)?;
@@ -712,6 +710,7 @@ fn read_segments(
         if at != covered {
             return Err(damaged(&path));
         }
+        read.set(read.get() + out.len() as u64);
         Ok(out)
     })
 }
@@ -917,10 +916,10 @@ impl Store for IdbStore {
             // The new last segment, cut, as one record.
             let index = len / SEGMENT;
             // (Read after the delete above, which left this segment's records.)
-            let cut = read_segments(&tx, path, rec.id, rec.size, index * SEGMENT, len)
+            let read = &self.inner.read_bytes;
+            let cut = read_segments(read, &tx, path, rec.id, rec.size, index * SEGMENT, len)
                 .map_err(|e| js_error(path, &e))?
                 .await?;
-            let cut = self.inner.counted(cut);
             tx.seg
                 .delete(&pieces_of(rec.id, index)?)
                 .map_err(|e| js_error(path, &e))?;

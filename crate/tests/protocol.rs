@@ -304,6 +304,15 @@ fn queries_parse_validate_and_name_the_bad_parameter() {
         let err = TranscriptQuery::parse(query).unwrap_err();
         assert_eq!(err.param, param, "{query}: {err}");
     }
+    // Percent-encoded as a browser's URL may carry them: read as `URLSearchParams` reads them.
+    let q = TranscriptQuery::parse("%61fter=%35&before=1%30&coalesce=%74rue").unwrap();
+    assert_eq!((q.before, q.after, q.coalesce), (Some(10), Some(5), true));
+    for (query, param) in [("after=%35&after=5", "after"), ("after=%2B5", "after")] {
+        let err = TranscriptQuery::parse(query).unwrap_err();
+        assert_eq!(err.param, param, "{query}: {err}");
+    }
+    let check = scrollback::protocol::CatchUpQuery::parse("cursor=%37&limit=3").unwrap();
+    assert_eq!((check.cursor, check.limit), (7, 3));
     // The reopen's check reads its numbers by the same rule.
     for (query, param) in [("cursor=+7", "cursor"), ("cursor=7&limit=+1", "limit")] {
         let err = scrollback::protocol::CatchUpQuery::parse(query).unwrap_err();

@@ -65,9 +65,8 @@ impl CatchUpQuery {
     pub fn parse(query: &str) -> Result<CatchUpQuery, crate::QueryError> {
         let bad = |param: &'static str, reason: String| crate::QueryError { param, reason };
         let (mut cursor, mut limit) = (None, None);
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let (param, slot, max): (&'static str, &mut Option<u64>, u64) = match key {
+        for (key, value) in crate::query_pairs(query) {
+            let (param, slot, max): (&'static str, &mut Option<u64>, u64) = match &*key {
                 "cursor" => ("cursor", &mut cursor, u64::MAX),
                 "limit" => ("limit", &mut limit, MAX_LIMIT as u64),
                 _ => continue,
@@ -75,7 +74,7 @@ impl CatchUpQuery {
             if slot.is_some() {
                 return Err(bad(param, "given twice".into()));
             }
-            *slot = Some(crate::query::number(param, value, 1, max)?);
+            *slot = Some(crate::query::number(param, &value, 1, max)?);
         }
         Ok(CatchUpQuery {
             cursor: cursor.ok_or_else(|| bad("cursor", "is required".into()))?,

@@ -25,7 +25,7 @@ pub use line::{
 pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,
 };
-pub use query::{QueryError, TranscriptQuery};
+pub use query::{query_pairs, QueryError, TranscriptQuery};
 pub use rows::{clean_append, coalesce, continues, joins, last_seq, RowWalk, FOLDED};
 pub use session::{SessionSummary, UNKNOWN_SESSION};
 

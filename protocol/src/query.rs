@@ -1,7 +1,15 @@
 //! The `/transcript` query: parsed by the server, built by the client, validated in one place.
 
 use crate::{HISTORY_PAGE, MAX_LIMIT, OPENING_WINDOW};
+use std::borrow::Cow;
 use std::fmt::Write as _;
+
+/// A URL query string's (without `?`) `key=value` pairs, each percent-decoded and `+` read as
+/// a space, as `URLSearchParams` reads them: `after=%35` is `after=5`. Empty pairs are skipped;
+/// a pair without `=` has an empty value.
+pub fn query_pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
+    form_urlencoded::parse(query.as_bytes())
+}
 
 /// `GET /sessions/{id}/transcript?before=&after=&limit=&coalesce=&bytes=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,9 +72,8 @@ impl TranscriptQuery {
     pub fn parse(query: &str) -> Result<TranscriptQuery, QueryError> {
         let mut q = TranscriptQuery::default();
         let mut seen: Vec<&str> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let param: &'static str = match key {
+        for (key, value) in query_pairs(query) {
+            let param: &'static str = match &*key {
                 "before" => "before",
                 "after" => "after",
                 "limit" => "limit",
@@ -79,12 +86,12 @@ impl TranscriptQuery {
             }
             seen.push(param);
             match param {
-                "before" => q.before = Some(number(param, value, 1, i64::MAX as u64)?),
-                "after" => q.after = Some(number(param, value, 0, i64::MAX as u64)?),
-                "limit" => q.limit = Some(number(param, value, 1, MAX_LIMIT as u64)? as usize),
-                "bytes" => q.bytes = Some(number(param, value, 1, 64 << 20)? as usize),
+                "before" => q.before = Some(number(param, &value, 1, i64::MAX as u64)?),
+                "after" => q.after = Some(number(param, &value, 0, i64::MAX as u64)?),
+                "limit" => q.limit = Some(number(param, &value, 1, MAX_LIMIT as u64)? as usize),
+                "bytes" => q.bytes = Some(number(param, &value, 1, 64 << 20)? as usize),
                 _ => {
-                    q.coalesce = match value {
+                    q.coalesce = match &*value {
                         "true" | "1" => true,
                         "false" | "0" | "" => false,
                         _ => {

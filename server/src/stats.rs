@@ -10,6 +10,7 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Frame, SizeHint};
+use scrollback_protocol::query_pairs;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -85,11 +86,13 @@ pub fn redact(path_and_query: &str) -> String {
     let Some((path, query)) = path_and_query.split_once('?') else {
         return path_and_query.to_owned();
     };
+    // A key as the token check reads it (`%74oken` is `token`).
+    let is_token = |pair: &str| query_pairs(pair).next().is_some_and(|(k, _)| k == "token");
     let query: Vec<String> = query
         .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some(("token", _)) => "token=REDACTED".to_owned(),
-            _ => pair.to_owned(),
+        .map(|pair| match is_token(pair) {
+            true => "token=REDACTED".to_owned(),
+            false => pair.to_owned(),
         })
         .collect();
     format!("{path}?{}", query.join("&"))
@@ -198,6 +201,10 @@ mod tests {
             "/sessions/a/events?after=3&token=REDACTED"
         );
         assert_eq!(redact("/sessions"), "/sessions");
+        assert_eq!(
+            redact("/sessions?%74oken=s3cret&x=%74oken"),
+            "/sessions?token=REDACTED&x=%74oken"
+        );
     }
 
     #[test]

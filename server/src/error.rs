@@ -14,6 +14,14 @@ pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
+/// A static file's answer from `ServeDir`, whose 404 has an empty body: said in the one shape.
+pub fn file_or_error(response: Response) -> Response {
+    match response.status() {
+        StatusCode::NOT_FOUND => error(StatusCode::NOT_FOUND, "no such file"),
+        _ => response,
+    }
+}
+
 /// An error a handler answers with.
 #[derive(Debug)]
 pub struct ApiError(pub(crate) StatusCode, pub(crate) String);

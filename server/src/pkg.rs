@@ -8,6 +8,7 @@
 //! new as itself is sent as one of them, so a first visit does not wait for the module to be
 //! compressed; without them (or when one is older) the response is compressed as it leaves.
 
+use crate::error::{error, file_or_error};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -81,11 +82,11 @@ async fn serve(State(dir): State<Arc<PathBuf>>, mut req: Request) -> Response {
     let cache = match versioned {
         // An old version is not served as if it were the current one.
         Some((v, _)) if *v != version(&dir) => {
-            return (StatusCode::NOT_FOUND, "this package version is gone").into_response()
+            return error(StatusCode::NOT_FOUND, "this package version is gone")
         }
         Some((_, rest)) => {
             let Ok(uri) = format!("/{rest}").parse() else {
-                return StatusCode::BAD_REQUEST.into_response();
+                return error(StatusCode::BAD_REQUEST, "bad path");
             };
             *req.uri_mut() = uri;
             IMMUTABLE
@@ -102,5 +103,5 @@ async fn serve(State(dir): State<Arc<PathBuf>>, mut req: Request) -> Response {
         res.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     }
-    res.into_response()
+    file_or_error(res.into_response())
 }

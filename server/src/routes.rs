@@ -1,7 +1,7 @@
 //! The HTTP routes (README "The server's routes") and static files.
 
 use crate::answers::{self, Closer, Share};
-use crate::error::{error, ApiError};
+use crate::error::{error, file_or_error, ApiError};
 use crate::session::{self, TRANSCRIPT};
 use crate::{auth, follow, sandbox, stats, transcript, App};
 use axum::body::{Body, Bytes};
@@ -504,7 +504,7 @@ async fn fallback(State(app): State<Arc<App>>, req: Request) -> Response {
                     header::CACHE_CONTROL,
                     header::HeaderValue::from_static("no-cache"),
                 );
-                response.into_response()
+                file_or_error(response.into_response())
             }
             Err(e) => match e {},
         },

@@ -549,7 +549,13 @@ async fn static_files_are_served_with_their_types() {
             response.headers()["content-type"]
         );
     }
-    assert_eq!(f.get("/missing.html").await.status(), 404);
+    let missing = f.get("/missing.html").await;
+    assert_eq!(missing.status(), 404);
+    // Said in the server's one error shape, not an empty page.
+    assert_eq!(
+        missing.json::<serde_json::Value>().await.unwrap()["error"],
+        "no such file"
+    );
     let addr = f.server.addr();
     for path in [
         "/../Cargo.toml",

@@ -51,15 +51,14 @@ async fn the_package_is_served_immutable_under_its_version() {
     std::fs::write(pkg.path().join("index.js"), "export const rebuilt = 1;").unwrap();
     let newer = f.get("/pkg/version").await.text().await.unwrap();
     assert_ne!(newer, version);
-    assert_eq!(
-        f.get(&format!("/pkg/{version}/index.js")).await.status(),
-        404
-    );
+    let gone = f.get(&format!("/pkg/{version}/index.js")).await;
+    assert_eq!(gone.status(), 404);
+    let said = |r: reqwest::Response| async { r.json::<serde_json::Value>().await.unwrap() };
+    assert_eq!(said(gone).await["error"], "this package version is gone");
     assert_eq!(f.get(&format!("/pkg/{newer}/index.js")).await.status(), 200);
-    assert_eq!(
-        f.get(&format!("/pkg/{newer}/missing.js")).await.status(),
-        404
-    );
+    let missing = f.get(&format!("/pkg/{newer}/missing.js")).await;
+    assert_eq!(missing.status(), 404);
+    assert_eq!(said(missing).await["error"], "no such file");
     assert_eq!(
         f.get(&format!("/pkg/{newer}/%2E%2E/%2E%2E/etc/passwd"))
             .await

@@ -11,7 +11,7 @@ const ui = {
   title: $('session-title'), meta: $('session-meta'), banner: $('banner'),
   transcript: $('transcript'), rows: $('rows'), pending: $('pending'), edge: $('history-edge'),
   composer: $('composer'), message: $('message'),
-  settings: $('settings'), cachedSize: $('cached-size'), cleared: $('cleared'),
+  settings: $('settings'), openSettings: $('open-settings'), cachedSize: $('cached-size'), cleared: $('cleared'),
   search: $('search'), searchForm: $('search-form'), searchBox: $('search-box'),
   searchStatus: $('search-status'), searchResults: $('search-results'),
 };
@@ -244,14 +244,9 @@ function renderState(state, change) {
       ?? 'The server refused this session.';
     ui.banner.replaceChildren(el('strong', null, `${why} `), el('span', 'detail', state.error.message));
   } else if (state.banner) {
-    // Nothing drawn while the server cannot be reached: nothing of it is cached here.
-    ui.banner.replaceChildren(
-      el('strong', null, 'The server cannot be reached. '),
-      el('span', null, state.ready
-        ? 'Showing the cached transcript; reconnecting… '
-        : 'This session is not cached in this browser: it needs the network. Retrying… '),
-      el('span', 'detail', state.banner),
-    );
+    // The library's words: what is wrong, whether the cached transcript is shown (or, never
+    // cached here, the session needs the network), and when it tries again.
+    ui.banner.textContent = state.banner;
   }
   ui.edge.textContent = state.error ? ''
     : !state.ready ? (state.banner ? '' : 'Loading…')
@@ -311,6 +306,7 @@ function showSession(id, summary) {
   ui.meta.textContent = '';
   ui.banner.hidden = true;
   ui.composer.hidden = false;
+  ui.openSettings.hidden = false;
   ui.message.value = drafts.get(id) ?? '';
   shownLive = null;
   const screen = (opening?.id === id ? opening : null) ?? Scrollback.lastScreen(location.origin, id);
@@ -365,7 +361,9 @@ async function openSession(id, summary, anchor = null) {
     ui.banner.hidden = false;
     ui.banner.textContent = `Could not open this session: ${err.message}`;
     ui.edge.textContent = '';
+    // Not opened: nothing is cached of it to measure or reload.
     ui.composer.hidden = true;
+    ui.openSettings.hidden = true;
   }
 }
 
@@ -682,7 +680,7 @@ async function main() {
   }
   window.scrollbackDemo = { sb, view: () => view };
   ui.transcript.addEventListener('scroll', () => { atBottomNow(); maybeLoadOlder(); }, { passive: true });
-  $('open-settings').addEventListener('click', showSettings);
+  ui.openSettings.addEventListener('click', showSettings);
   $('reload').addEventListener('click', reload);
   $('clear-cache').addEventListener('click', forgetAll);
   ui.composer.addEventListener('submit', async (e) => {

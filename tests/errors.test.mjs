@@ -121,6 +121,9 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
     r.searchMisspelt = await caught(() => sb.search('build', { limt: 2 }));
     r.tokenNumber = await caught(() => sb.setToken(42));
 
+    r.chatsMisspelt = await caught(() => sb.chats({ windowLine: 5 }).options());
+    r.chatsStorage = await caught(() => sb.chats({ storage: 'opfs' }).options());
+    r.chatsStorageUnset = await sb.chats({ storage: undefined, windowLines: 5 }).options();
     const chats = sb.chats();
     r.header = await caught(() => chats.replace('notes', 42, []));
     const cursor = await chats.replace('notes', '{"chat":1}', ['{"m":1}']);
@@ -179,6 +182,10 @@ test('a bad argument is a TypeError that says what is wrong, a misspelt option i
   typeError(r.searchOptions, /options must be an object/, 'search options that are a string');
   typeError(r.searchLimit, /limit must be a whole number, 0 or more/, 'a negative limit');
   typeError(r.searchMisspelt, /^search's options has no "limt": it takes limit, sessions$/, 'a misspelt search option');
+  // A handle takes its window and backfill; the storage is the Scrollback's.
+  typeError(r.chatsMisspelt, /^options has no "windowLine": it takes windowLines, backfillPages$/, 'a misspelt chats option');
+  typeError(r.chatsStorage, /storage is chosen when the store opens/, 'a storage given to sb.chats');
+  assert.equal(r.chatsStorageUnset.windowLines, 5, 'a storage left undefined is none');
   typeError(r.header, /header must be a string/, 'a chat header that is not a string');
   const invalid = (e, pattern, what) => {
     assert.deepEqual([e?.name, e?.kind], ['ChatError', 'invalidArgument'], `${what}: ${JSON.stringify(e)}`);

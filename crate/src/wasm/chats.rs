@@ -49,10 +49,20 @@ impl ChatState {
     }
 }
 
-/// A handle's options, as JS gives them (`storage` only to `Chats.open`).
+/// A handle's options, as JS gives them (`sb.chats`, `withOptions`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ChatOptions {
+    #[serde(default)]
+    window_lines: Option<usize>,
+    #[serde(default)]
+    backfill_pages: Option<BackfillPages>,
+}
+
+/// `Chats.open`'s options: the storage to open, and the first handle's options.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OpenOptions {
     #[serde(default)]
     storage: Option<String>,
     #[serde(default)]
@@ -69,12 +79,27 @@ enum BackfillPages {
     Preset(String),
 }
 
+/// Options from JS: none (`undefined`, `null`) or an object with only the keys `T` takes.
+fn options_from_js<T: DeserializeOwned + Default>(value: JsValue) -> Result<T, BindingError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(T::default());
+    }
+    options::read("options", value).map_err(BindingError::Options)
+}
+
 impl ChatOptions {
     pub(super) fn from_js(value: JsValue) -> Result<Self, BindingError> {
-        if value.is_undefined() || value.is_null() {
-            return Ok(Self::default());
+        let storage = match value.is_object() {
+            true => js_sys::Reflect::get(&value, &JsValue::from_str("storage")).ok(),
+            false => None,
+        };
+        if storage.is_some_and(|s| !s.is_undefined()) {
+            return Err(BindingError::Options(
+                "storage is chosen when the store opens (Scrollback.open or Scrollback.chats)"
+                    .into(),
+            ));
         }
-        options::read("options", value).map_err(BindingError::Options)
+        options_from_js(value)
     }
 
     fn window_lines(&self) -> Result<usize, BindingError> {
@@ -120,12 +145,6 @@ impl Chats {
         state: Rc<ChatState>,
         options: ChatOptions,
     ) -> Result<Chats, BindingError> {
-        if options.storage.is_some() {
-            return Err(BindingError::Options(
-                "storage is chosen when the store opens (Scrollback.open or Scrollback.chats)"
-                    .into(),
-            ));
-        }
         Ok(Chats {
             state,
             backfill: Rc::new(PromptBackfill::new(options.backfill_pages()?)),
@@ -235,10 +254,18 @@ impl Chats {
     /// Resolves to a `Chats`.
     pub fn open(options: JsValue) -> js_sys::Promise {
         future_to_promise(async move {
-            let mut options = ChatOptions::from_js(options)?;
-            let storage = options.storage.take().unwrap_or_else(|| "auto".into());
+            let OpenOptions {
+                storage,
+                window_lines,
+                backfill_pages,
+            } = options_from_js(options)?;
+            let storage = storage.unwrap_or_else(|| "auto".into());
             let backend =
                 Backend::parse(&storage).ok_or_else(|| BindingError::Storage(storage.clone()))?;
+            let options = ChatOptions {
+                window_lines,
+                backfill_pages,
+            };
             // Options are checked before the store opens.
             let _ = (options.window_lines()?, options.backfill_pages()?);
             let store = open_store(backend).await.map_err(BindingError::from)?;

@@ -1,5 +1,6 @@
 //! Objects from JS (options, a patch, a backfill request), read as the struct that declares
-//! them, and refused when they hold a key it does not.
+//! them, and refused when they hold a key it does not (one whose value is `undefined` is not
+//! held).
 //!
 //! serde-wasm-bindgen reads only the fields a struct names, so `deny_unknown_fields` never
 //! fires: a misspelt key would be silently ignored, and `{ expectedWindowLinecount: 9 }` would
@@ -19,8 +20,10 @@ pub(super) fn read<T: DeserializeOwned>(what: &str, value: JsValue) -> Result<T,
     };
     let fields = fields_of::<T>();
     for key in js_sys::Object::keys(object).iter() {
+        // A key left `undefined` (`{ ...options, storage: undefined }`) is one not given.
+        let given = js_sys::Reflect::get(object, &key).is_ok_and(|v| !v.is_undefined());
         let key = key.as_string().unwrap_or_default();
-        if !fields.contains(&key.as_str()) {
+        if given && !fields.contains(&key.as_str()) {
             return Err(format!(
                 "{what} has no {key:?}: it takes {}",
                 fields.join(", ")

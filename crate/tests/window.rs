@@ -1,5 +1,5 @@
 //! The windowed chat file's suite (`window_suite`) on the in-memory store and, natively, on the
-//! filesystem; in headless Chromium with `scripts/wasm.sh test --release --test window`.
+//! filesystem; in a browser also on IndexedDB (`scripts/wasm.sh test --test window`).
 
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
@@ -10,6 +10,18 @@ mod window_suite;
 mod memory {
     use scrollback::store::MemoryStore;
     window_cases!(async { ((), MemoryStore::new()) });
+}
+
+/// In the browser, on IndexedDB: each case in a database of its own (what a page's chat store
+/// is; OPFS's sync handles are a worker's, and the JS tests run the chats there).
+#[cfg(target_arch = "wasm32")]
+mod idb {
+    use scrollback::store::IdbStore;
+    use scrollback::testing::unique;
+    window_cases!(async {
+        let store = IdbStore::open_named(&unique("test-window")).await.unwrap();
+        ((), store)
+    });
 }
 
 /// Each case in its own temporary folder, removed when the case ends.

@@ -195,7 +195,7 @@ impl<S: Store> ChatFile<'_, S> {
     pub async fn tail(&self, max_lines: usize, allow_not_found: bool) -> Result<ChatTail> {
         positive("max_lines", max_lines)?;
         let _guard = self.lock.lock().await;
-        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let state = self.current().await?;
         let Some(meta) = state.meta else {
             if allow_not_found {
                 return Ok(ChatTail {
@@ -331,7 +331,7 @@ impl<S: Store> ChatFile<'_, S> {
             ));
         }
         let _guard = self.lock.lock().await;
-        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let state = self.current().await?;
         let checked = match state.meta.filter(|m| m.size > 0) {
             None => Checked {
                 state,
@@ -355,28 +355,61 @@ impl<S: Store> ChatFile<'_, S> {
     /// Undoes the last write of the window layer: puts back the bytes it replaced (kept in the
     /// chat's backup blob, `<chat>.bak`). Refused with [`WindowError::NotFound`] when there is
     /// no backup of the chat's current state (no write yet, already restored, or the file
-    /// changed since by another hand). Every cursor is stale afterwards: reload the tail.
+    /// changed since by another hand). Every cursor is stale afterwards: reload the tail. A
+    /// restore cut off midway is finished by the next call on the chat.
     pub async fn restore_backup(&self) -> Result<()> {
         let _guard = self.lock.lock().await;
-        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let state = self.current().await?;
         let no_backup =
             || WindowError::NotFound(format!("backup of the current state of {}", self.path));
-        let Some(bak) = self.store.stat(&self.bak).await?.filter(|_| state.backup) else {
+        if !state.backup || self.backup_cut().await?.is_none() {
             return Err(no_backup());
+        }
+        signature::undo_ready(self.store, &self.sig, state.stamp + 1).await?;
+        self.put_back().await?;
+        signature::finish_write(self.store, &self.path, &self.sig, &state, false).await?;
+        Ok(())
+    }
+
+    /// The chat's current state, a write cut off after its backup was complete (a crash, a
+    /// closed tab, a full disk) put back first: no call ever reads a half-written chat.
+    async fn current(&self) -> Result<State> {
+        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        if !state.cut_off {
+            return Ok(state);
+        }
+        log::warn!(
+            "{}: a write was cut off; putting back its backup",
+            self.path
+        );
+        self.put_back().await?;
+        signature::put_back_done(self.store, &self.path, &self.sig, state.stamp).await
+    }
+
+    /// Where the backup's bytes go (its record's `cut`) and where its body starts, or `None`
+    /// when there is no whole backup.
+    async fn backup_cut(&self) -> Result<Option<(u64, u64, u64)>> {
+        let Some(bak) = self.store.stat(&self.bak).await? else {
+            return Ok(None);
         };
         let (record, body) = read_header(self.store, &self.bak, bak.size).await?;
-        let cut = serde_json::from_str::<BackupRecord>(&record)
-            .map_err(|_| no_backup())?
-            .cut;
-        signature::begin_write(self.store, &self.sig, &state).await?;
+        Ok(serde_json::from_str::<BackupRecord>(&record)
+            .ok()
+            .map(|r| (r.cut, body, bak.size)))
+    }
+
+    /// Cuts the chat where the backup's bytes were taken from and puts them back. Done again
+    /// from the start, it gives the same bytes: so a put-back cut off is finished by the next.
+    async fn put_back(&self) -> Result<()> {
+        let Some((cut, body, end)) = self.backup_cut().await? else {
+            return Err(WindowError::NotFound(format!("backup of {}", self.path)));
+        };
         if cut == 0 {
             self.store.write(&self.path, b"").await?;
         } else {
             self.store.truncate(&self.path, cut).await?;
         }
-        copy(self.store, &self.bak, body, bak.size, &self.path).await?;
-        signature::finish_write(self.store, &self.path, &self.sig, &state, false).await?;
-        Ok(())
+        copy(self.store, &self.bak, body, end, &self.path).await
     }
 
     /// Deletes the chat, with its signature and backup (so it cannot be restored); answers
@@ -395,7 +428,7 @@ impl<S: Store> ChatFile<'_, S> {
 
     /// The checks every cursor operation makes: signature, bounds, body, line boundary.
     async fn check(&self, cursor: Cursor) -> Result<Checked> {
-        let state = signature::current(self.store, &self.path, &self.sig).await?;
+        let state = self.current().await?;
         let size = state.size();
         if (cursor.size, cursor.modified_millis) != (size, state.stamp) {
             return Err(WindowError::SignatureMismatch {
@@ -525,23 +558,48 @@ impl<S: Store> ChatFile<'_, S> {
                 .await?;
             copy(store, path, from, size, &self.bak).await?;
             signature::let_go(store, &self.bak).await?;
+            // From here on a write cut off is put back: now, or by the next call.
+            signature::undo_ready(store, &self.sig, checked.state.stamp).await?;
         }
-        let new_offset = if rewrite {
-            store
-                .write(&self.tmp, format!("{header}\n").as_bytes())
-                .await?;
-            copy(store, path, checked.body_start, at, &self.tmp).await?;
-            store.append(&self.tmp, &body).await?;
-            store.rename(&self.tmp, path).await?;
-            header.len() as u64 + 1 + (offset - checked.body_start)
-        } else {
-            if at < size {
-                store.truncate(path, at).await?;
+        let mut touched = false;
+        let written = async {
+            if rewrite {
+                store
+                    .write(&self.tmp, format!("{header}\n").as_bytes())
+                    .await?;
+                copy(store, path, checked.body_start, at, &self.tmp).await?;
+                store.append(&self.tmp, &body).await?;
+                touched = true;
+                store.rename(&self.tmp, path).await?;
+                Ok(header.len() as u64 + 1 + (offset - checked.body_start))
+            } else {
+                touched = true;
+                if at < size {
+                    store.truncate(path, at).await?;
+                }
+                if !body.is_empty() {
+                    store.append(path, &body).await?;
+                }
+                Ok(offset)
             }
-            if !body.is_empty() {
-                store.append(path, &body).await?;
+        };
+        let new_offset = match written.await {
+            Ok(new_offset) => new_offset,
+            Err(e) if exists => {
+                // A failed write changes nothing: the chat as it was, its cursors good again
+                // (the same bytes keep their stamp). Should that fail too, the next call does it.
+                let put_back = async {
+                    if touched {
+                        self.put_back().await?;
+                    }
+                    signature::put_back_done(store, path, &self.sig, checked.state.stamp).await
+                };
+                if let Err(again) = put_back.await {
+                    log::warn!("{path}: a failed write is not put back yet ({again})");
+                }
+                return Err(e);
             }
-            offset
+            Err(e) => return Err(e),
         };
         let new_offset = new_offset + u64::from(needs_newline && offset == at);
         let state = signature::finish_write(store, path, &self.sig, &checked.state, exists).await?;

@@ -76,7 +76,8 @@ pub enum WindowError {
     /// a `.jsonl` file in the store).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A line on disk is not UTF-8.
+    /// The chat's header on disk is not UTF-8 (a message line that is not is read with
+    /// U+FFFD in place of its bad bytes).
     #[error("the line at byte {offset} is not UTF-8")]
     NotUtf8 {
         /// Where the line starts.

@@ -13,8 +13,16 @@ pub(super) const BLOCK: usize = 64 * 1024;
 
 type Result<T> = std::result::Result<T, WindowError>;
 
+/// The header's text: it must be UTF-8 (the app reads the chat's metadata from it).
 fn text(bytes: Vec<u8>, offset: u64) -> Result<String> {
     String::from_utf8(bytes).map_err(|_| WindowError::NotUtf8 { offset })
+}
+
+/// A message line's text, any byte that is not UTF-8 (a character torn by another writer)
+/// shown as U+FFFD: one bad line never keeps a chat from opening. The file keeps its bytes
+/// until the app writes that line again.
+fn lossy(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The header line (without its newline) and where the body starts: just after the header's
@@ -81,7 +89,7 @@ pub(super) async fn lines_before<S: Store>(
     while newest_first.len() < max {
         match walk.step() {
             Step::Line(found) => {
-                newest_first.push(text(found.bytes, found.offset)?);
+                newest_first.push(lossy(found.bytes));
                 first = found.offset;
             }
             Step::Read { at, len } => {

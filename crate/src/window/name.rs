@@ -11,19 +11,20 @@ pub const MAX_CHAT_NAME: usize = 200;
 /// The extension of a chat file.
 pub const CHAT_EXTENSION: &str = ".jsonl";
 
-/// A chat's name as it is stored: trimmed, without one `.jsonl` suffix, trimmed again, so
-/// `" notes.jsonl "`, `"notes.jsonl"` and `"notes"` all name `notes`. The name is one file's:
+/// A chat's name as it is stored: trimmed, without its `.jsonl` suffixes, trimmed again, so
+/// `" notes.jsonl "`, `"notes.jsonl"`, `"notes.jsonl.jsonl"` and `"notes"` all name `notes`. The name is one file's:
 /// one that is empty after that, `.` or `..`, or holds a path separator (`/`, `\`) or NUL is
 /// refused ([`WindowError::InvalidArgument`]), so every call that takes a name refuses what
 /// this refuses, and no name reaches another folder; so is one that is not the same one file
 /// on every OS ([`portable`]: `a:b`, `CON`) or longer than [`MAX_CHAT_NAME`] bytes, in every
 /// store alike.
 pub fn normalize_chat_name(name: &str) -> Result<String, WindowError> {
-    let trimmed = name.trim();
-    let stem = trimmed
-        .strip_suffix(CHAT_EXTENSION)
-        .unwrap_or(trimmed)
-        .trim();
+    // Every `.jsonl` off, so that a name normalizes once and for all: `a.jsonl.jsonl` is `a`,
+    // never a chat of its own that an older spelling of `a` would be taken for.
+    let mut stem = name.trim();
+    while let Some(shorter) = stem.strip_suffix(CHAT_EXTENSION) {
+        stem = shorter.trim();
+    }
     let refuse = |why: &str| {
         let shown: String = name.chars().take(64).collect();
         let more = if shown.len() < name.len() { "…" } else { "" };
@@ -80,7 +81,13 @@ mod tests {
                 "{spelling:?}"
             );
         }
-        assert_eq!(normalize_chat_name("a.jsonl.jsonl").unwrap(), "a.jsonl");
+        // Once and for all: a normalized name normalizes to itself, so no chat's file can be
+        // taken for an older spelling of another's.
+        for spelling in ["a.jsonl.jsonl", "a .jsonl .jsonl", " a.jsonl .jsonl"] {
+            let name = normalize_chat_name(spelling).unwrap();
+            assert_eq!(name, "a", "{spelling:?}");
+            assert_eq!(normalize_chat_name(&name).unwrap(), name);
+        }
         assert_eq!(normalize_chat_name("Ünï cøde").unwrap(), "Ünï cøde");
         // Not a file's name: refused by the rule every call applies.
         for bad in [

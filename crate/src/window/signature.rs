@@ -11,8 +11,14 @@
 //!   `(size, modified)` with a stamp of `max(modified, previous stamp + 1)`: strictly larger than
 //!   every stamp issued before, and the file's mtime where the clock moved;
 //! - a file whose `(size, modified)` differ from the record (another program edited it), whose
-//!   record is pending (a write was cut off) or that has no record is adopted: it gets a stamp
-//!   of `max(modified, recorded stamp + 1)`, recorded at once.
+//!   record is pending (a write was cut off before it touched the file) or that has no record
+//!   is adopted: it gets a stamp of `max(modified, recorded stamp + 1)`, recorded at once (or,
+//!   when the record cannot be written, a full disk, worked out again the same way next time:
+//!   a read never fails for want of space);
+//! - a write marks its record once its backup is complete and before it touches the file
+//!   ([`undo_ready`]): a write cut off after that (a crash, a closed tab, a disk that filled)
+//!   is seen by the next call ([`State::cut_off`]), which puts the backup back before anything
+//!   else, so a chat is never left half written.
 //!
 //! So every state of the file the layer sees gets a stamp no earlier state had, and a cursor is
 //! only accepted for the state it was read from. What no signature can see is an outside edit
@@ -30,7 +36,9 @@ struct Record {
     /// A write is under way (or was cut off): the record does not describe the file.
     #[serde(default)]
     pending: bool,
-    /// The backup blob holds what the write that produced this state replaced.
+    /// The backup blob holds what the write that produced this state replaced; with `pending`,
+    /// the backup is complete and the write under way may have cut the file: putting the
+    /// backup back gives the state `stamp` names.
     #[serde(default)]
     backup: bool,
 }
@@ -44,6 +52,10 @@ pub(super) struct State {
     pub stamp: u64,
     /// Whether the backup blob undoes the write that produced this state.
     pub backup: bool,
+    /// A write (or a restore) was cut off after its backup was complete: the file may be half
+    /// written, and the backup must be put back (giving the state of `stamp`) before anything
+    /// reads it.
+    pub cut_off: bool,
 }
 
 impl State {
@@ -87,36 +99,36 @@ pub(super) async fn current<S: Store>(
             meta: None,
             stamp: 0,
             backup: false,
+            cut_off: false,
         });
     };
     let old = record(store, sig).await;
-    if let Some(r) =
-        old.filter(|r| !r.pending && (r.size, r.modified) == (meta.size, meta.modified))
-    {
-        return Ok(State {
-            meta: Some(meta),
-            stamp: r.stamp,
-            backup: r.backup,
-        });
-    }
-    let stamp = meta.modified.max(old.map_or(0, |r| r.stamp + 1)).max(1);
-    put(
-        store,
-        sig,
-        &Record {
-            size: meta.size,
-            modified: meta.modified,
-            stamp,
-            pending: false,
-            backup: false,
-        },
-    )
-    .await?;
-    Ok(State {
+    let state = |stamp, backup, cut_off| State {
         meta: Some(meta),
         stamp,
+        backup,
+        cut_off,
+    };
+    match old {
+        Some(r) if r.pending && r.backup => return Ok(state(r.stamp, false, true)),
+        Some(r) if !r.pending && (r.size, r.modified) == (meta.size, meta.modified) => {
+            return Ok(state(r.stamp, r.backup, false))
+        }
+        _ => {}
+    }
+    let stamp = meta.modified.max(old.map_or(0, |r| r.stamp + 1)).max(1);
+    let adopted = Record {
+        size: meta.size,
+        modified: meta.modified,
+        stamp,
+        pending: false,
         backup: false,
-    })
+    };
+    // Not recorded (a full disk): the next call works out the same stamp from the same record.
+    if let Err(e) = put(store, sig, &adopted).await {
+        log::warn!("{path}: its signature is not recorded ({e}); reading on");
+    }
+    Ok(state(stamp, false, false))
 }
 
 /// Marks a write as under way, so a write cut off midway can never keep the old stamp.
@@ -135,6 +147,25 @@ pub(super) async fn begin_write<S: Store>(
     put(store, sig, &r).await
 }
 
+/// Marks the write under way as undoable: its backup is complete, and the file is about to be
+/// cut. Putting the backup back (a write cut off, or a restore finished after a crash) gives
+/// the state `stamp` names: the state before a write (the same bytes, the same stamp), or a new
+/// one for a restore.
+pub(super) async fn undo_ready<S: Store>(
+    store: &S,
+    sig: &str,
+    stamp: u64,
+) -> Result<(), WindowError> {
+    let r = Record {
+        size: 0,
+        modified: 0,
+        stamp,
+        pending: true,
+        backup: true,
+    };
+    put(store, sig, &r).await
+}
+
 /// Records the state a write left, with a fresh stamp; returns it.
 pub(super) async fn finish_write<S: Store>(
     store: &S,
@@ -143,12 +174,40 @@ pub(super) async fn finish_write<S: Store>(
     before: &State,
     backup: bool,
 ) -> Result<State, WindowError> {
+    record_file(
+        store,
+        path,
+        sig,
+        |modified| modified.max(before.stamp + 1),
+        backup,
+    )
+    .await
+}
+
+/// Records the state a backup put back, with the stamp [`undo_ready`] named; returns it.
+pub(super) async fn put_back_done<S: Store>(
+    store: &S,
+    path: &str,
+    sig: &str,
+    stamp: u64,
+) -> Result<State, WindowError> {
+    record_file(store, path, sig, |_| stamp, false).await
+}
+
+/// Records the file as it is now, with the stamp `stamp_for` gives its modification time.
+async fn record_file<S: Store>(
+    store: &S,
+    path: &str,
+    sig: &str,
+    stamp_for: impl FnOnce(u64) -> u64,
+    backup: bool,
+) -> Result<State, WindowError> {
     let_go(store, path).await?;
     let meta = store
         .stat(path)
         .await?
         .ok_or_else(|| WindowError::NotFound(path.to_string()))?;
-    let stamp = meta.modified.max(before.stamp + 1);
+    let stamp = stamp_for(meta.modified);
     put(
         store,
         sig,
@@ -165,5 +224,6 @@ pub(super) async fn finish_write<S: Store>(
         meta: Some(meta),
         stamp,
         backup,
+        cut_off: false,
     })
 }

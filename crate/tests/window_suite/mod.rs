@@ -36,6 +36,11 @@ macro_rules! window_cases {
             a_header_cut_between_surrogate_halves_is_a_header,
             a_backup_undoes_the_last_write,
             a_backup_cut_off_is_never_restored,
+            a_write_that_fails_after_the_cut_changes_nothing,
+            a_write_cut_off_midway_is_put_back_by_the_next_call,
+            a_restore_cut_off_midway_is_finished_by_the_next_call,
+            reads_go_on_while_the_disk_is_full,
+            a_line_that_is_not_utf8_is_shown_not_refused,
             writes_to_one_chat_are_serialized,
             bad_arguments_are_refused_and_change_nothing,
             an_unterminated_last_line_is_kept_whole,
@@ -851,6 +856,229 @@ pub async fn a_backup_cut_off_is_never_restored<S: Store>(store: S) {
     assert_eq!(bytes(chats.store(), PATH).await, patched);
 }
 
+/// A storage that fails on cue: `Fault::NextChatAppend` fails the next append to a chat file
+/// or its temporary copy (the new lines do not fit), and no other call (the put-back, no
+/// bigger than what the cut freed, fits); `Fault::Crash` fails that append and every call
+/// after it (the tab closed, the app killed) until it is lifted; `Fault::Writes` fails every
+/// write (a full disk).
+#[derive(Default)]
+pub struct Faults {
+    fault: std::cell::Cell<Fault>,
+    fired: std::cell::Cell<bool>,
+}
+
+#[derive(Clone, Copy, Default, PartialEq)]
+pub enum Fault {
+    #[default]
+    None,
+    NextChatAppend,
+    Crash,
+    Writes,
+}
+
+impl Faults {
+    fn set(&self, fault: Fault) {
+        self.fault.set(fault);
+        self.fired.set(false);
+    }
+}
+
+impl Hook for Faults {
+    async fn before(&self, op: Op<'_>) -> StoreResult<()> {
+        let full = Err(scrollback::store::StoreError::QuotaExceeded);
+        let chat_append =
+            matches!(op, Op::Append(p) if p.ends_with(".jsonl") || p.ends_with(".jsonl.tmp"));
+        let writes = matches!(
+            op,
+            Op::Append(_) | Op::Write(_) | Op::Truncate(_) | Op::Rename { .. }
+        );
+        match self.fault.get() {
+            Fault::Crash if self.fired.get() => full,
+            Fault::NextChatAppend | Fault::Crash if chat_append && !self.fired.get() => {
+                self.fired.set(true);
+                full
+            }
+            Fault::Writes if writes => full,
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A write that fails once it has cut the file (the new lines do not fit) puts the chat back:
+/// byte for byte as before, the caller's cursor still good, so it can try again.
+pub async fn a_write_that_fails_after_the_cut_changes_nothing<S: Store>(store: S) {
+    let chats = Chats::new(Hooked::new(store, Faults::default()));
+    let chat = chat_of(&chats, 30).await;
+    let original = bytes(chats.store(), PATH).await;
+    let t = chat.tail(10, false).await.unwrap();
+    let mut window = t.lines.clone();
+    window[2] = msg(99);
+    let baseline = WriteOptions {
+        expected_window_line_count: Some(10),
+        force: false,
+    };
+    let writes = [
+        ("a windowed save", Cut::Save(window.clone())),
+        (
+            "a rewrite from an index",
+            Cut::Patch(PatchOp::RewriteFromIndex {
+                start_index: 2,
+                lines: window[2..].to_vec(),
+            }),
+        ),
+        ("an append", Cut::Patch(append(msgs(30..32)))),
+        ("a header change", Cut::Save(Vec::new())),
+    ];
+    for (what, write) in &writes {
+        chats.store().hook.set(Fault::NextChatAppend);
+        let header = match what {
+            &"a header change" => HEADER.replace("x", "yy"),
+            _ => HEADER.to_string(),
+        };
+        let failed = match write {
+            Cut::Save(lines) => chat.save(t.cursor, &header, lines, baseline).await,
+            Cut::Patch(op) => chat.patch(t.cursor, &header, op, baseline).await,
+        };
+        chats.store().hook.set(Fault::None);
+        assert!(
+            matches!(failed, Err(WindowError::Store(_))),
+            "{what}: {failed:?}"
+        );
+        assert_eq!(bytes(chats.store(), PATH).await, original, "{what}");
+        assert_eq!(
+            chat.tail(10, false).await.unwrap().cursor,
+            t.cursor,
+            "{what}"
+        );
+    }
+    // The same cursor writes once there is room.
+    let c = chat
+        .patch(t.cursor, HEADER, &append(msgs(30..31)), baseline)
+        .await
+        .unwrap();
+    assert_holds(&chats, HEADER, &msgs(0..31)).await;
+    assert_eq!(chat.tail(11, false).await.unwrap().cursor, c);
+}
+
+/// What a write does, for [`a_write_that_fails_after_the_cut_changes_nothing`].
+pub enum Cut {
+    Save(Vec<String>),
+    Patch(PatchOp),
+}
+
+/// A write cut off midway (the app gone after the cut, before the new lines were written, so
+/// not even its own put-back ran) is put back by the next call on the chat, whatever it is.
+pub async fn a_write_cut_off_midway_is_put_back_by_the_next_call<S: Store>(store: S) {
+    let chats = Chats::new(Hooked::new(store, Faults::default()));
+    let chat = chat_of(&chats, 30).await;
+    let t = chat.tail(10, false).await.unwrap();
+    let op = PatchOp::RewriteFromIndex {
+        start_index: 2,
+        lines: vec![msg(99)],
+    };
+    chats.store().hook.set(Fault::Crash);
+    assert!(chat.patch(t.cursor, HEADER, &op, opts()).await.is_err());
+    chats.store().hook.set(Fault::None);
+    // Left cut: the window's lines from its third are gone from the file, kept in the backup.
+    assert!(bytes(chats.store(), PATH).await.len() < file_bytes(HEADER, &msgs(0..30)).len());
+
+    // The next process: its first read puts the chat back as it was.
+    let chat = chats.chat(PATH).unwrap();
+    let again = chat.tail(10, false).await.unwrap();
+    assert_eq!(again.lines, msgs(20..30));
+    assert_holds(&chats, HEADER, &msgs(0..30)).await;
+    assert_eq!(again.cursor, t.cursor, "the same bytes, the same version");
+    assert!(
+        matches!(chat.restore_backup().await, Err(WindowError::NotFound(_))),
+        "nothing to undo: the write never happened"
+    );
+    chat.patch(t.cursor, HEADER, &op, opts()).await.unwrap();
+    let mut patched = msgs(0..22);
+    patched.push(msg(99));
+    assert_holds(&chats, HEADER, &patched).await;
+}
+
+/// A restore cut off midway (the chat emptied, the backup half copied back) is finished by the
+/// next call: the chat is as before the write it undid, never empty.
+pub async fn a_restore_cut_off_midway_is_finished_by_the_next_call<S: Store>(store: S) {
+    let chats = Chats::new(Hooked::new(store, Faults::default()));
+    let chat = chat_of(&chats, 30).await;
+    let t = chat.tail(10, false).await.unwrap();
+    // A header change: its backup is the whole file, so its restore empties the chat first.
+    let other = HEADER.replace("x", "yy");
+    chat.save(t.cursor, &other, &t.lines, opts()).await.unwrap();
+    chats.store().hook.set(Fault::Crash);
+    assert!(chat.restore_backup().await.is_err());
+    chats.store().hook.set(Fault::None);
+
+    let chat = chats.chat(PATH).unwrap();
+    assert_eq!(chat.tail(10, false).await.unwrap().lines, msgs(20..30));
+    assert_holds(&chats, HEADER, &msgs(0..30)).await;
+    assert!(
+        matches!(chat.restore_backup().await, Err(WindowError::NotFound(_))),
+        "restored once"
+    );
+}
+
+/// A full disk refuses writes, never reads: a chat edited by another program (or never seen
+/// by this layer) opens, though its signature cannot be recorded, with the same cursor each
+/// time; a write then fails and changes nothing.
+pub async fn reads_go_on_while_the_disk_is_full<S: Store>(store: S) {
+    let chats = Chats::new(Hooked::new(store, Faults::default()));
+    let chat = chat_of(&chats, 10).await;
+    chats
+        .store()
+        .append(PATH, format!("{}\n", msg(10)).as_bytes())
+        .await
+        .unwrap();
+    chats
+        .store()
+        .write("chats/imported.jsonl", &file_bytes(HEADER, &msgs(0..2)))
+        .await
+        .unwrap();
+    chats.store().hook.set(Fault::Writes);
+    let t = chat.tail(5, false).await.unwrap();
+    assert_eq!(t.lines, msgs(6..11));
+    assert_eq!(chat.tail(5, false).await.unwrap().cursor, t.cursor);
+    let imported = chats.chat("chats/imported.jsonl").unwrap();
+    assert_eq!(imported.tail(5, false).await.unwrap().lines, msgs(0..2));
+    assert!(chat
+        .patch(t.cursor, HEADER, &append(msgs(11..12)), opts())
+        .await
+        .is_err());
+    chats.store().hook.set(Fault::None);
+    assert_holds(&chats, HEADER, &msgs(0..11)).await;
+    chat.patch(t.cursor, HEADER, &append(msgs(11..12)), opts())
+        .await
+        .unwrap();
+    assert_holds(&chats, HEADER, &msgs(0..12)).await;
+}
+
+/// A line with bytes that are not UTF-8 (a character torn by another writer) is shown with
+/// U+FFFD in their place, not a chat that cannot open; the file keeps its bytes.
+pub async fn a_line_that_is_not_utf8_is_shown_not_refused<S: Store>(store: S) {
+    let chats = Chats::new(store);
+    let chat = chat_of(&chats, 5).await;
+    chats
+        .store()
+        .append(PATH, b"{\"mes\":\"caf\xc3\"}\n")
+        .await
+        .unwrap();
+    let t = chat.tail(2, false).await.unwrap();
+    assert_eq!(
+        t.lines,
+        vec![msg(4), "{\"mes\":\"caf\u{fffd}\"}".to_string()]
+    );
+    assert!(bytes(chats.store(), PATH).await.ends_with(b"caf\xc3\"}\n"));
+    // A window after it is written as any other.
+    let c = chat
+        .patch(t.cursor, HEADER, &append(msgs(5..6)), opts())
+        .await
+        .unwrap();
+    assert_eq!(chat.tail(1, false).await.unwrap().lines, msgs(5..6));
+    assert_eq!(chat.before(c, 10).await.unwrap().lines, msgs(0..4));
+}
+
 /// (Each storage call yields to the executor first, so that the two writes interleave.)
 pub async fn writes_to_one_chat_are_serialized<S: Store>(store: S) {
     let chats = Chats::new(Hooked::new(store, Yield));
@@ -1516,6 +1744,9 @@ pub async fn named_chats_normalize_and_find_older_spellings<S: Store>(store: S) 
     let chats = Chats::new(store);
     let a = chats.named("chats", " notes.jsonl ").await.unwrap();
     assert_eq!(a.path(), "chats/notes.jsonl");
+    let twice = chats.named("chats", "notes.jsonl.jsonl").await.unwrap();
+    assert_eq!(twice.path(), "chats/notes.jsonl", "no chat of its own");
+    drop(twice);
     let c = a
         .save(Cursor::default(), HEADER, &msgs(0..3), opts())
         .await

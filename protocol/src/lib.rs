@@ -26,7 +26,7 @@ pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,
 };
 pub use query::{query_pairs, QueryError, TranscriptQuery};
-pub use rows::{clean_append, coalesce, continues, joins, last_seq, RowWalk, FOLDED};
+pub use rows::{check_raw, clean_append, coalesce, continues, joins, last_seq, RowWalk, FOLDED};
 pub use session::{SessionSummary, UNKNOWN_SESSION};
 
 /// The highest seq a line may carry: JavaScript's largest exact integer (2^53-1), so a seq

@@ -11,7 +11,7 @@
 //! whichever way a page is walked and wherever a page starts: a run cut by `after` or `limit`
 //! is the partial it is, and welds back when the pages meet.
 
-use crate::line::{EventKind, Line};
+use crate::line::{EventKind, Line, LineError};
 use serde_json::{Map, Value};
 
 /// The field a coalesced line carries so that it can still be compared at a seam:
@@ -67,6 +67,18 @@ fn span(line: &Line) -> Option<Span<'_>> {
                 })
         }
         Some(_) => None,
+    }
+}
+
+/// Whether `line` is one as a transcript file holds it and every raw answer carries it (a stream's line, a
+/// catch-up's, a page not coalesced): refused ([`LineError::Folded`]) when its `folded` field
+/// claims the lines after it. Only a coalesced page's lines fold others; a raw line that says
+/// it does would hide the lines after it from every fold. The one rule the server applies to
+/// what it reads and what a PUT writes, and the client to what it is sent.
+pub fn check_raw(line: &Line) -> Result<(), LineError> {
+    match last_seq(line) == line.seq() {
+        true => Ok(()),
+        false => Err(LineError::Folded),
     }
 }
 

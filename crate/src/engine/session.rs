@@ -287,27 +287,30 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
     }
 
-    /// Shows an older page at the oldest end (`folded`: its rows, when it was folded already).
-    fn show_older(&self, lines: &[Line], folded: Option<Transcript>) {
+    /// Shows an older page at the oldest end (`folded`: its rows, when it was folded already);
+    /// answers whether it was drawn.
+    fn show_older(&self, lines: &[Line], folded: Option<Transcript>) -> bool {
         let Some(first) = lines.first() else {
             self.update(Change::State, |v| v.more_history = false);
-            return;
+            return false;
         };
-        self.update(Change::Older(lines), |v| {
-            let shown = match folded {
+        let shown = {
+            let mut v = self.view.borrow_mut();
+            match folded {
                 Some(rows) => v.transcript.push_older_folded(rows),
                 None => v.transcript.push_older(lines),
-            };
-            match shown {
-                Ok(()) => {
-                    v.oldest = Some(first.seq());
-                    v.more_history = first.seq() > 1;
-                }
-                // A page reaching into what is shown cannot be drawn: the cache and the server no
-                // longer agree about this stretch. Stop paging; a reload starts over.
-                Err(_) => v.more_history = false,
             }
-        });
+        };
+        match shown {
+            Ok(()) => self.update(Change::Older(lines), |v| {
+                v.oldest = Some(first.seq());
+                v.more_history = first.seq() > 1;
+            }),
+            // A page reaching into what is shown cannot be drawn: the cache and the server no
+            // longer agree about this stretch. Stop paging; a reload starts over.
+            Err(_) => self.update(Change::State, |v| v.more_history = false),
+        }
+        shown.is_ok()
     }
 
     /// Drops everything shown. `ready`: a reset, the newest window follows, and the state
@@ -947,9 +950,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         if let Some((lines, folded)) = local {
             if self.epoch.get() == epoch && self.view.borrow().oldest == Some(before) {
                 self.view.borrow_mut().counters.local_pages += 1;
-                self.show_older(&lines, folded);
+                let drawn = self.show_older(&lines, folded);
                 shown();
-                return Ok(Ok(true));
+                return Ok(Ok(drawn));
             }
             return Ok(Ok(false));
         }
@@ -1000,8 +1003,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         };
         let (lines, fetched) = page;
         let current = self.epoch.get() == epoch && self.view.borrow().oldest == Some(before);
+        let drawn = current && self.show_older(&lines, None);
         if current {
-            self.show_older(&lines, None);
             shown();
         }
         if fetched {
@@ -1020,7 +1023,7 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                 self.cache().await.store_page(&lines, before, rows).await;
             }
         }
-        Ok(Ok(current && !lines.is_empty()))
+        Ok(Ok(drawn))
     }
 
     /// Whether an older page read from file `file` may join the rows: not when the server
@@ -1260,6 +1263,9 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                     // one silent that long from its start is held by something in between.
                     let mut silence_limit_ms = self.config.first_frame_ms;
                     let (mut heard, mut keep_alives) = (false, 0);
+                    // The newest seq held when a `behind` reset came, until its window's first
+                    // line.
+                    let mut held_at_reset = 0;
                     let error = loop {
                         let next = self.heard_within(&mut stream, silence_limit_ms);
                         let item = match self.unless_asked(inbox, next).await {
@@ -1302,11 +1308,21 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
                                     return self.reopen(inbox).await;
                                 }
                                 self.clear(true);
+                                held_at_reset = held_at_reset.max(cursor);
                                 cursor = 0;
                             }
                             Some(Ok(StreamItem::Line(line))) => {
                                 if line.seq() <= cursor {
                                     continue; // the stream's contract is seq > after
+                                }
+                                // Behind means a gap too large to send: a newest window that
+                                // starts at or below what was held is another file's (one
+                                // shorter, or replaced), whatever the reset said. Its lines
+                                // are never laid over the cached ones: purged, opened again.
+                                if std::mem::take(&mut held_at_reset) >= line.seq() {
+                                    self.purge().await;
+                                    self.clear(false);
+                                    return self.reopen(inbox).await;
                                 }
                                 // A reader's cache appends nothing; a line the cache already
                                 // covers is not appended again. The stream sends every line

@@ -11,7 +11,7 @@ use super::{
     EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    CatchUpQuery, Line, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
+    CatchUpQuery, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -517,7 +517,7 @@ impl EventStream for BrowserStream {
                 Some(Signal::Data(text)) if text.is_empty() => continue,
                 Some(Signal::Data(text)) => {
                     count(&self.counters, 0, text.len() as u64);
-                    return Some(Line::parse(&text).map(StreamItem::Line).map_err(Into::into));
+                    return Some(StreamItem::line(&text));
                 }
                 Some(Signal::Reset(text)) => {
                     return Some(Ok(StreamItem::Reset(ResetReason::from_data(&text))))

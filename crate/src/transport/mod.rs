@@ -21,8 +21,8 @@ pub use browser::{BrowserStream, BrowserTransport, WireCounters};
 pub use native::{HttpStream, HttpTransport};
 
 use crate::protocol::{
-    parse_catch_up, shortened, CatchUpAnswer, CatchUpQuery, CatchUpState, Line, LineError,
-    SessionSummary, TranscriptQuery, MAX_SEQ, UNKNOWN_SESSION,
+    check_raw, last_seq, parse_catch_up, shortened, CatchUpAnswer, CatchUpQuery, CatchUpState,
+    Line, LineError, SessionSummary, TranscriptQuery, MAX_SEQ, UNKNOWN_SESSION,
 };
 
 /// What a request to the server can fail with. Each variant's message says what happened in
@@ -294,20 +294,26 @@ pub fn parse_page_for(query: &TranscriptQuery, body: &str) -> TransportResult<Pa
             lines.len()
         )));
     }
+    // Each line past the last one's reach (a coalesced line's reaches through its fold), and
+    // the last one's reach below `before`.
     let mut last = query.after.unwrap_or(0);
     for line in &lines {
-        let seq = line.seq();
-        if seq <= last || query.before.is_some_and(|before| seq >= before) {
+        let (seq, reach) = (line.seq(), last_seq(line));
+        if seq <= last || query.before.is_some_and(|before| reach >= before) {
             return Err(TransportError::BadResponse(format!(
                 "a page asked as `{}` holds seq {seq}{}",
                 query.to_query_string(),
                 match seq <= last {
                     true => format!(" after seq {last}"),
+                    false if reach != seq => format!(" folded through seq {reach}"),
                     false => String::new(),
                 }
             )));
         }
-        last = seq;
+        if !query.coalesced() {
+            check_raw(line)?;
+        }
+        last = reach;
     }
     Ok(Page {
         lines,
@@ -334,6 +340,7 @@ pub fn parse_catch_up_for(id: &str, query: &CatchUpQuery, body: &str) -> Transpo
     if answer.summary.id != id {
         return refuse(format!("is session {:?}'s", shortened(&answer.summary.id)));
     }
+    answer.lines.iter().try_for_each(check_raw)?;
     if let Some(pair) = answer.lines.windows(2).find(|w| w[1].seq() <= w[0].seq()) {
         return refuse(format!(
             "holds seq {} after seq {}",
@@ -400,6 +407,14 @@ pub enum StreamItem {
 }
 
 impl StreamItem {
+    /// The item for a line frame's `data`: a raw line ([`crate::protocol::check_raw`]), else
+    /// [`TransportError::BadLine`] (the stream is dropped and opened again on the schedule).
+    pub fn line(data: &str) -> TransportResult<StreamItem> {
+        let line = Line::parse(data)?;
+        check_raw(&line)?;
+        Ok(StreamItem::Line(line))
+    }
+
     /// The item for a keep-alive frame's `data`; `None` when it names no interval (a frame
     /// this client does not understand is not a line either: it is skipped).
     pub fn keep_alive(data: &str) -> Option<StreamItem> {
@@ -637,6 +652,38 @@ mod tests {
             assert!(matches!(e, TransportError::BadResponse(_)), "{bad:?}: {e}");
             assert_eq!(Retry::classify(&e), Retry::After(0), "retried");
         }
+        // A line folding the ones after it: a coalesced page's, reaching no further than the
+        // next line and `before`; never a raw page's.
+        let folded = |seq: u64, through: u64| {
+            format!(
+                r#"{{"seq":{seq},"ts":1.0,"event":{{"type":"assistantText","text":"ab","messageId":"m","folded":{{"through":{through},"first":"a","last":"b"}}}}}}"#
+            )
+        };
+        let rows = TranscriptQuery {
+            coalesce: true,
+            ..query
+        };
+        let ok = format!("[{},{}]", folded(4, 6), line(7));
+        assert!(parse_page_for(&rows, &ok).is_ok());
+        let e = parse_page_for(&query, &ok).unwrap_err();
+        assert!(
+            matches!(e, TransportError::BadLine(LineError::Folded)),
+            "{e}"
+        );
+        assert_eq!(Retry::classify(&e), Retry::After(0), "retried");
+        for (bad, why) in [
+            (
+                format!("[{},{}]", folded(4, 7), line(7)),
+                "seq 7 after seq 7",
+            ),
+            (
+                format!("[{},{}]", line(4), folded(8, 10)),
+                "seq 8 folded through seq 10",
+            ),
+        ] {
+            let e = parse_page_for(&rows, &bad).unwrap_err();
+            assert!(e.to_string().contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -681,6 +728,13 @@ mod tests {
                 other => panic!("{why}: {other:?}"),
             }
         }
+        // Its lines are raw: one folding the lines after it is refused.
+        let folded = r#"{"seq":6,"ts":1.0,"event":{"type":"assistantText","text":"ab","messageId":"m","folded":{"through":8,"first":"a","last":"b"}}}"#;
+        let bad = body("a", "caughtUp", &[5]).replace("}]}", &format!("}},{folded}]}}"));
+        assert!(matches!(
+            check(bad),
+            Err(TransportError::BadLine(LineError::Folded))
+        ));
         // A body of the wrong shape quoting a huge string: a short message.
         let huge = format!(
             r#"{{"state":"caughtUp","lines":"{}"}}"#,

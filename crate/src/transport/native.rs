@@ -6,7 +6,7 @@ use super::{
     EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
-    CatchUpQuery, Line, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
+    CatchUpQuery, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
 };
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
@@ -263,11 +263,7 @@ impl EventStream for HttpStream {
             if event.data.is_empty() {
                 continue;
             }
-            return Some(
-                Line::parse(&event.data)
-                    .map(StreamItem::Line)
-                    .map_err(TransportError::from),
-            );
+            return Some(StreamItem::line(&event.data));
         }
     }
 }

@@ -34,6 +34,11 @@ pub enum LineError {
     /// on `/transcript`: one definition of a line refuses it everywhere.
     #[error("line holds a raw CR or LF (allowed in JSON whitespace, but a line is one line of text on every route): escape it or remove it")]
     Multiline,
+    /// A raw line whose `folded` field claims the lines after it ([`crate::check_raw`]).
+    #[error(
+        "its `folded` field claims the lines after it (only a coalesced page's lines have one)"
+    )]
+    Folded,
 }
 
 impl LineError {

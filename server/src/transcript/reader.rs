@@ -7,7 +7,7 @@
 //! is never a line: [`complete_end`] stops before it.
 
 use scrollback_protocol::{
-    last_seq, BackWalk, ForwardWalk, Found, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK, FOLDED,
+    check_raw, BackWalk, ForwardWalk, Found, Line, Probed, Seek, SeqSeek, Step, FIRST_BLOCK,
 };
 use std::collections::HashSet;
 use std::io::{self, Read, SeekFrom};
@@ -210,19 +210,13 @@ pub fn offset_of_seq<F: Read + io::Seek>(
     Ok(hi)
 }
 
-/// A line as a transcript file may hold it: [`Line::parse`]'s, with no [`FOLDED`] field that
-/// reaches past its own seq. That field is what a coalesced page's lines carry; in a file (an
-/// agent's event that happens to have one) it would claim the lines after it, and every reader
-/// of coalesced pages would hide them. The one rule for what is read from a file and what a PUT
-/// writes.
+/// A line as a transcript file may hold it: [`Line::parse`]'s, with no `folded` field that
+/// reaches past its own seq ([`check_raw`], the rule the client applies to what it is sent).
+/// The one rule for what is read from a file and what a PUT writes.
 pub fn file_line(text: &str) -> Result<Line, String> {
-    let line = Line::parse(text).map_err(|e| e.to_string())?;
-    if last_seq(&line) != line.seq() {
-        return Err(format!(
-            "its `{FOLDED}` field claims the lines after it (only a coalesced page's lines have one)"
-        ));
-    }
-    Ok(line)
+    Line::parse(text)
+        .and_then(|line| check_raw(&line).map(|()| line))
+        .map_err(|e| e.to_string())
 }
 
 /// Parses one line of the file ([`file_line`]); anything unreadable (blank, not JSON, no event,

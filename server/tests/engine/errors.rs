@@ -14,7 +14,9 @@
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
+use futures::StreamExt;
 use scrollback::engine::{Config, Engine};
+use scrollback::fold::Transcript;
 use scrollback::protocol::SessionSummary;
 use scrollback::store::FsStore;
 use scrollback::transport::{HttpTransport, Retry};
@@ -23,7 +25,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use crate::support::{local, Recorded, Running, TestServer};
+use crate::support::{assert_chunks_are_servers, local, Recorded, Running, TestServer};
 
 /// A scripted answer: for requests whose path ends with `route`, answer `status` with `body`
 /// (and `Retry-After` when given) instead of forwarding.
@@ -89,12 +91,15 @@ async fn front(State(front): State<Front>, request: Request) -> Response {
         if c.body.starts_with('<') {
             answer = answer.header("content-type", "text/html; charset=utf-8");
         }
-        // A 200 on the stream's route is an event stream: its body as scripted, or, for
-        // `SILENT`, nothing at all, never ending (a proxy that buffers the stream).
+        // A 200 on the stream's route is an event stream: its body as scripted, or, for a
+        // body ending in `SILENT`, what comes before it and then nothing, never ending (a
+        // proxy that buffers the stream, a server that stops talking).
         if c.status == 200 && c.route == "/events" {
             answer = answer.header("content-type", "text/event-stream");
-            if c.body == SILENT {
-                let never = futures::stream::pending::<Result<Vec<u8>, std::io::Error>>();
+            if let Some(said) = c.body.strip_suffix(SILENT) {
+                let said = futures::stream::iter([Ok(said.as_bytes().to_vec())]);
+                let never =
+                    said.chain(futures::stream::pending::<Result<Vec<u8>, std::io::Error>>());
                 return answer.body(Body::from_stream(never)).unwrap();
             }
         }
@@ -275,8 +280,27 @@ fn banners(opened: &Running<FsStore, Recorded>) -> Rc<RefCell<Vec<String>>> {
     banners
 }
 
-/// A scripted event stream's body that is never sent: headers, then nothing, for ever.
+/// A scripted event stream's body that is never sent (or the end of one): nothing more, for
+/// ever.
 const SILENT: &str = "(silent)";
+
+/// A stream frame carrying `line`.
+fn frame(line: &str) -> String {
+    format!("data: {line}\n\n")
+}
+
+/// A user message line at `seq` saying `text`.
+fn said(seq: u64, text: &str) -> String {
+    format!(r#"{{"seq":{seq},"ts":1.5,"event":{{"type":"userMessage","text":"{text}"}}}}"#)
+}
+
+/// A line at `seq` whose `folded` field claims the lines after it, through `through`: what
+/// only a coalesced page's lines carry.
+fn folded(seq: u64, through: u64) -> String {
+    format!(
+        r#"{{"seq":{seq},"ts":1.5,"event":{{"type":"assistantText","text":"hi","messageId":"m","folded":{{"through":{through},"first":"h","last":"i"}}}}}}"#
+    )
+}
 
 /// A scripted request held (no answer at all) until the test releases it, then forwarded.
 const HELD: &str = "(held)";
@@ -943,5 +967,140 @@ fn an_older_page_a_cache_kept_from_a_replaced_file_is_refused_never_shown() {
             "nothing of the replaced file shown"
         );
         again.close().await;
+    });
+}
+
+#[test]
+fn a_behind_reset_whose_window_starts_at_what_was_held_is_another_files_never_spliced_on() {
+    local(async {
+        let env = Env::start(None).await;
+        // No silence limit: only what the stream says can end it.
+        let config = Config {
+            first_frame_ms: None,
+            ..Config::default()
+        };
+        let client = env.client_with(None, config).await;
+        let warm = open(&client, "welcome");
+        warm.wait("live", |v| v.live).await;
+        warm.close().await;
+        let all = env.base.lines("welcome");
+        // The next stream says `behind` (a gap too large to send), then sends lines from seq 1:
+        // another file's, whatever the reason said. Then it stays open, saying nothing.
+        let other: String = (1..=3)
+            .map(|seq| frame(&said(seq, "another file")))
+            .collect();
+        let body = format!("event: reset\ndata: {{\"reason\":\"behind\"}}\n\n{other}{SILENT}");
+        env.script(&[Canned::new("/events", 200, body.leak())]);
+        let again = open(&client, "welcome");
+        again
+            .wait("opened again from the server's own file", |v| {
+                v.live && v.cursor == all.len() as u64 && v.counters.resets == 1
+            })
+            .await;
+        let view = again.session.view();
+        assert_eq!(
+            view.transcript.rows(),
+            Transcript::from_lines(&all[view.oldest.unwrap() as usize - 1..])
+                .unwrap()
+                .rows()
+        );
+        again.close().await;
+        assert!(assert_chunks_are_servers(&env.base, &client, "welcome").await > 0);
+    });
+}
+
+#[test]
+fn a_raw_line_that_claims_the_lines_after_it_is_refused_and_the_stream_opened_again() {
+    local(async {
+        let env = Env::start(None).await;
+        let client = env.client(None).await;
+        let newest = env.base.lines("welcome").len() as u64;
+        // A stream whose first line says it folds the two after it (only a coalesced page's
+        // lines do): drawn, it would hide them.
+        let body = [
+            frame(&folded(newest + 1, newest + 3)),
+            frame(&said(newest + 2, "hidden")),
+            frame(&said(newest + 3, "hidden")),
+        ]
+        .concat();
+        env.script(&[Canned::new(
+            "/events",
+            200,
+            format!("{body}{SILENT}").leak(),
+        )]);
+        let opened = open(&client, "welcome");
+        let banners = banners(&opened);
+        opened
+            .wait("live", |v| v.live && env.scripted_left() == 0)
+            .await;
+        // Refused, said, and the server's own stream followed: a line written now arrives.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(env.base.path("welcome"))
+            .unwrap();
+        std::io::Write::write_all(
+            &mut file,
+            format!("{}\n", said(newest + 1, "after")).as_bytes(),
+        )
+        .unwrap();
+        opened
+            .wait("the server's line", |v| v.live && v.cursor == newest + 1)
+            .await;
+        assert!(
+            banners
+                .borrow()
+                .iter()
+                .any(|b| b.contains("claims the lines after it")),
+            "{:?}",
+            banners.borrow()
+        );
+        let all = env.base.lines("welcome");
+        opened.session.with_view(|v| {
+            let from = v.oldest.unwrap() as usize - 1;
+            assert_eq!(
+                v.transcript.rows(),
+                Transcript::from_lines(&all[from..]).unwrap().rows()
+            );
+        });
+        opened.close().await;
+        assert!(assert_chunks_are_servers(&env.base, &client, "welcome").await > 0);
+    });
+}
+
+#[test]
+fn a_restore_page_that_reaches_into_the_rows_shown_is_asked_once_and_the_session_goes_live() {
+    local(async {
+        let env = Env::start(None).await;
+        let config = Config {
+            opening_window: 20,
+            ..Config::default()
+        };
+        let client = env.client_with(None, config).await;
+        let warm = open(&client, "welcome");
+        warm.wait("live", |v| v.live).await;
+        warm.close().await;
+        let newest = env.base.lines("welcome").len() as u64;
+        let first_shown = newest - 19;
+        // The page below the opening window, as a server that lies answers it every time: its
+        // last line folded through the first rows shown, so it can never be drawn below them.
+        let page = format!(
+            "[{},{}]",
+            said(first_shown - 2, "below"),
+            folded(first_shown - 1, first_shown + 1)
+        );
+        let page: &'static str = page.leak();
+        env.script(&vec![Canned::new("/transcript", 200, page); 20]);
+        // Opened again at seq 5: the rows down to it are asked for before the stream opens.
+        let opened = Running::spawn(client.open(summary("welcome"), Some(5)).unwrap());
+        opened.wait("live", |v| v.live).await;
+        let asked = 20 - env.scripted_left();
+        assert_eq!(asked, 1, "the page that cannot be drawn is asked once");
+        assert_eq!(
+            opened.session.view().oldest,
+            Some(first_shown),
+            "nothing of it shown"
+        );
+        env.script.lock().unwrap().clear();
+        opened.close().await;
     });
 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::LocalSet;
 
-use crate::support::{Recorded, Running, TestServer};
+use crate::support::{assert_chunks_are_servers, Recorded, Running, TestServer};
 
 type Client = Engine<FsStore, Recorded>;
 
@@ -783,49 +783,6 @@ async fn open_unlisted(client: &Client, id: &str) -> Opened {
     Running::spawn(client.open_id(id, None).await.unwrap())
 }
 
-/// Every chunk the client's cache holds for `id` is exactly what the server answers for that
-/// chunk's coverage (raw chunks line for line, row chunks coalesced).
-async fn assert_chunks_are_servers(env: &Env, client: &Client, id: &str) -> usize {
-    use scrollback::chunks::coverage::Kind;
-    use scrollback::chunks::names::parse_chunk_name;
-    use scrollback::store::Store;
-    let store = FsStore::new(&env.base.cache);
-    let dir = format!("{}/{id}", client.cache().dir());
-    let mut n = 0;
-    for entry in store.list(&dir).await.unwrap_or_default() {
-        let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
-            continue;
-        };
-        let bytes = store
-            .read(&format!("{dir}/{}", entry.name), 0, usize::MAX)
-            .await
-            .unwrap();
-        let lines: Vec<Line> = String::from_utf8(bytes)
-            .unwrap()
-            .lines()
-            .map(|l| Line::parse(l).unwrap())
-            .collect();
-        let Some(last) = lines.last() else { continue };
-        let end = end.unwrap_or(last_seq(last) + 1);
-        let q = TranscriptQuery {
-            before: Some(end),
-            after: Some(first - 1),
-            limit: Some(10_000),
-            coalesce: kind == Kind::Rows,
-            bytes: None,
-        };
-        let served = transcript::window(&env.base.path(id), &q).unwrap();
-        assert_eq!(
-            lines.iter().map(Line::raw).collect::<Vec<_>>(),
-            served.iter().map(Line::raw).collect::<Vec<_>>(),
-            "chunk {} is not the server's [{first}, {end})",
-            entry.name
-        );
-        n += 1;
-    }
-    n
-}
-
 #[tokio::test]
 async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
     LocalSet::new()
@@ -886,7 +843,7 @@ async fn a_catch_up_after_n_events_is_one_request_for_any_n_up_to_the_bound() {
                 });
                 assert_shows_server(&again.session, &all);
                 again.close().await;
-                assert!(assert_chunks_are_servers(&env, &client, "c").await > 0);
+                assert!(assert_chunks_are_servers(&env.base, &client, "c").await > 0);
                 figures.push(format!(
                     "{n} events: {} request, {} bytes on the wire ({} raw)",
                     t1.0 - t0.0,
@@ -975,7 +932,7 @@ async fn a_file_replaced_between_the_check_and_the_stream_is_caught_by_the_strea
             assert_shows_server(&again.session, &all);
             again.scroll_to_start().await;
             assert_shows_server(&again.session, &all);
-            assert_chunks_are_servers(&env, &client, "b").await;
+            assert_chunks_are_servers(&env.base, &client, "b").await;
             again.close().await;
         })
         .await;
@@ -1010,7 +967,7 @@ async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
                 s.scroll_to_start().await;
                 assert_shows_server(&s.session, &all);
                 assert!(
-                    assert_chunks_are_servers(&env, &client, "o").await > 0,
+                    assert_chunks_are_servers(&env.base, &client, "o").await > 0,
                     "{what}"
                 );
             }
@@ -1037,7 +994,7 @@ async fn a_file_replaced_while_open_leaves_nothing_of_the_old_one() {
             assert_shows_server(&s.session, &all);
             s.scroll_to_start().await;
             assert_shows_server(&s.session, &all);
-            assert_chunks_are_servers(&env, &client, "o").await;
+            assert_chunks_are_servers(&env.base, &client, "o").await;
             let resets = s.session.counters().resets;
             assert!(resets >= 4, "each replacement was a reset: {resets}");
             s.close().await;

@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 use scrollback::engine::{Engine, Session, View};
-use scrollback::protocol::{CatchUpQuery, Line, SessionSummary, TranscriptQuery};
-use scrollback::store::{Store, StoreResult};
+use scrollback::protocol::{last_seq, CatchUpQuery, Line, SessionSummary, TranscriptQuery};
+use scrollback::store::{FsStore, Store, StoreResult};
 use scrollback::testing::{Hook, Op};
 use scrollback::transport::{CatchUp, HttpTransport, Page, Transport, TransportResult};
 use scrollback_server::{spawn, Config, Server};
@@ -271,4 +271,50 @@ impl Hook for Yielding {
         tokio::task::yield_now().await;
         Ok(())
     }
+}
+
+/// Every chunk the client's cache holds for `id` is exactly what the server answers for that
+/// chunk's coverage (raw chunks line for line, row chunks coalesced).
+pub async fn assert_chunks_are_servers<T: Transport>(
+    base: &TestServer,
+    client: &Engine<FsStore, T>,
+    id: &str,
+) -> usize {
+    use scrollback::chunks::coverage::Kind;
+    use scrollback::chunks::names::parse_chunk_name;
+    let store = FsStore::new(&base.cache);
+    let dir = format!("{}/{id}", client.cache().dir());
+    let mut n = 0;
+    for entry in store.list(&dir).await.unwrap_or_default() {
+        let Some((first, end, kind)) = parse_chunk_name(&entry.name) else {
+            continue;
+        };
+        let bytes = store
+            .read(&format!("{dir}/{}", entry.name), 0, usize::MAX)
+            .await
+            .unwrap();
+        let lines: Vec<Line> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| Line::parse(l).unwrap())
+            .collect();
+        let Some(last) = lines.last() else { continue };
+        let end = end.unwrap_or(last_seq(last) + 1);
+        let q = TranscriptQuery {
+            before: Some(end),
+            after: Some(first - 1),
+            limit: Some(10_000),
+            coalesce: kind == Kind::Rows,
+            bytes: None,
+        };
+        let served = scrollback_server::transcript::window(&base.path(id), &q).unwrap();
+        assert_eq!(
+            lines.iter().map(Line::raw).collect::<Vec<_>>(),
+            served.iter().map(Line::raw).collect::<Vec<_>>(),
+            "chunk {} is not the server's [{first}, {end})",
+            entry.name
+        );
+        n += 1;
+    }
+    n
 }

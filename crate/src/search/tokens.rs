@@ -67,6 +67,19 @@ fn fold_into(c: char, out: &mut String) {
     }
 }
 
+/// `text` with each character folded as a word's are (lowercase, no diacritic) and combining
+/// marks dropped, nothing split into words: the spellings of a name that a file system may take
+/// for one file (`Café`, `CAFE\u{301}`) fold the same. Coarser than any file system (`cafe`
+/// too), which is what a key for one lock per file wants: two files sharing a lock only wait
+/// for each other.
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars().filter(|c| !combining(*c)) {
+        fold_into(c, &mut out);
+    }
+    out
+}
+
 /// The full-width katakana of a half-width one (U+FF66 `ｦ` to U+FF9D `ﾝ`, in the order of
 /// Unicode's `<narrow>` decompositions).
 fn wide_kana(c: char) -> char {

@@ -52,9 +52,10 @@ impl<S: Store> Chats<S> {
             return Err(bad_path(path));
         }
         let lock = {
-            // Keyed without case: on a file system that ignores it (macOS's and Windows', where a
-            // Tauri app runs), `Notes` and `notes` are one file, and must be one lock.
-            let key = path.to_lowercase();
+            // Keyed without case or accents: on a file system that ignores case (macOS's and
+            // Windows', where a Tauri app runs) `Notes` and `notes` are one file, and on macOS's
+            // a name's composed and decomposed spellings too: one file must be one lock.
+            let key = crate::search::tokens::fold(path);
             let mut locks = self.locks.lock().unwrap();
             match locks.get(&key).and_then(Weak::upgrade) {
                 Some(lock) => lock,
@@ -710,12 +711,16 @@ mod tests {
     use crate::store::MemoryStore;
 
     #[test]
-    fn spellings_that_differ_in_case_share_one_lock() {
+    fn spellings_of_one_file_share_one_lock() {
         let chats = Chats::new(MemoryStore::new());
         let a = chats.chat("chats/Notes.jsonl").unwrap();
         let b = chats.chat("chats/notes.jsonl").unwrap();
         let c = chats.chat("chats/other.jsonl").unwrap();
         assert!(Arc::ptr_eq(&a.lock, &b.lock));
         assert!(!Arc::ptr_eq(&a.lock, &c.lock));
+        // A name composed and decomposed (as macOS writes it): one file there, one lock.
+        let d = chats.chat("chats/Caf\u{e9}.jsonl").unwrap();
+        let e = chats.chat("chats/cafe\u{301}.jsonl").unwrap();
+        assert!(Arc::ptr_eq(&d.lock, &e.lock));
     }
 }

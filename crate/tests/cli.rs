@@ -403,6 +403,21 @@ fn a_session_the_server_lacks_an_id_no_url_holds_a_closed_pipe_and_a_bad_command
     failing(&["search"], 2, "usage:");
     failing(&["send", "welcome"], 2, "no text given");
     failing(&["--pages", "abc", "show", "welcome"], 2, "usage:");
+    failing(&["search", ""], 2, "give words to find");
+    failing(
+        &["search", "--limit", "0", "hello"],
+        2,
+        "--limit of 1 or more",
+    );
+    failing(&["--cache", "", "size"], 2, "--cache needs a folder");
+    failing(&["size", ".."], 1, "cannot be used in a URL");
+    failing(&["purge", ""], 1, "session id");
+    // An address this build cannot speak to: said at once, not shown from the cache.
+    failing(
+        &["--server", "https://127.0.0.1:1", "list"],
+        1,
+        "plain http",
+    );
     let (version, _) = ok(&url, &cache, &["--version"]);
     assert!(version.starts_with("scrollback "), "{version}");
 
@@ -426,5 +441,70 @@ fn a_session_the_server_lacks_an_id_no_url_holds_a_closed_pipe_and_a_bad_command
         let stderr = stderr.lock().unwrap().clone();
         assert!(status.success(), "{args:?}: {status}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_message_is_sent_as_typed_and_show_starts_with_its_first_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let cache = tmp.path().join("cache");
+    let server = Server::start(&data);
+    // Words that look like options are the message's, not the CLI's.
+    let typed = [
+        "how", "do", "I", "use", "--pages", "2", "and", "--cache", "here?",
+    ];
+    let args: Vec<&str> = ["send", "welcome"].iter().chain(&typed).copied().collect();
+    ok(&server.url, &cache, &args);
+    let sent = server_lines(&data, "welcome")
+        .into_iter()
+        .rev()
+        .find(|l| l["event"]["type"] == "userMessage")
+        .unwrap();
+    assert_eq!(sent["event"]["text"], typed.join(" "));
+    assert!(
+        !Path::new("here?").exists(),
+        "no cache folder named by the message"
+    );
+    let (out, _) = ok(&server.url, &cache, &["show", "welcome"]);
+    let first = out.lines().next().unwrap();
+    assert!(first.trim_start().starts_with(char::is_numeric), "{out:?}");
+}
+
+/// A server whose every answer is a 500 with `error` as its message.
+fn lying_server(error: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = serde_json::json!({ "error": error }).to_string();
+            let answer = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = std::io::Write::write_all(&mut stream, answer.as_bytes());
+        }
+    });
+    url
+}
+
+#[test]
+fn a_servers_words_never_reach_the_terminal_as_control_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = lying_server("\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{202e}evil");
+    for args in [&["show", "x"][..], &["list"][..]] {
+        let output = run(&url, &tmp.path().join("cache"), args);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.contains("PWNED"),
+            "{args:?}: the message is said: {stderr:?}"
+        );
+        assert!(
+            !stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+            "{args:?}: {stderr:?}"
+        );
     }
 }

@@ -6,7 +6,7 @@
 //!                         cached ones when the server cannot be reached
 //!   show ID [--pages N]   open the session, page back N older pages, print, exit
 //!   follow ID [--pages N] the same, then print new events as they stream (Ctrl-C stops)
-//!   send ID TEXT          post a message
+//!   send ID TEXT          post a message: every word after the id, as typed
 //!   delete ID             delete the session on the server, and its cache
 //!   size [ID]             bytes cached, per session or for one
 //!   purge [ID]            throw away the cache of one session, or of the whole server
@@ -36,7 +36,7 @@ commands:
   list                   the server's sessions (prunes the cache of deleted ones)
   show ID [--pages N]    open the session, page back N older pages, print, exit
   follow ID [--pages N]  the same, then print new events as they stream (Ctrl-C stops)
-  send ID TEXT           post a message
+  send ID TEXT           post a message (every word after the id, options too)
   delete ID              delete the session on the server, and its cache
   size [ID]              bytes cached, per session or for one
   purge [ID]             throw away the cache of one session, or of the whole server
@@ -73,19 +73,38 @@ fn parse_args() -> Result<Args, lexopt::Error> {
         match arg {
             Long("server") => args.server = parser.value()?.string()?,
             Long("token") => args.token = Some(parser.value()?.string()?),
-            Long("cache") => args.cache = parser.value()?.into(),
+            Long("cache") => {
+                args.cache = parser.value()?.into();
+                if args.cache.as_os_str().is_empty() {
+                    return Err("--cache needs a folder".into());
+                }
+            }
             Long("pages") => args.pages = parser.value()?.parse()?,
             Long("limit") => args.limit = parser.value()?.parse()?,
             Short('h') | Long("help") => {
-                println!("{USAGE}");
+                // A closed pipe (`| head -1`) ends it quietly.
+                let _ = writeln!(std::io::stdout(), "{USAGE}");
                 std::process::exit(0);
             }
             Short('V') | Long("version") => {
-                println!("scrollback {}", env!("CARGO_PKG_VERSION"));
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "scrollback {}",
+                    env!("CARGO_PKG_VERSION")
+                );
                 std::process::exit(0);
             }
             Value(v) if args.command.is_empty() => args.command = v.string()?,
-            Value(v) => args.positional.push(v.string()?),
+            Value(v) => {
+                args.positional.push(v.string()?);
+                // A message is everything after its id, as typed: `--pages` in it is a word.
+                if args.command == "send" {
+                    for word in parser.raw_args()? {
+                        let word = word.into_string().map_err(lexopt::Error::NonUnicodeValue)?;
+                        args.positional.push(word);
+                    }
+                }
+            }
             _ => return Err(arg.unexpected()),
         }
     }
@@ -96,7 +115,7 @@ fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("scrollback: {e}\n{USAGE}");
+            say(&format!("{e}\n{USAGE}"));
             return ExitCode::from(2);
         }
     };
@@ -108,14 +127,20 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A command line that does not say what to do: 2, as a bad option is.
         Err(e) if e.is::<Usage>() => {
-            eprintln!("scrollback: {e}");
+            say(&e.to_string());
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("scrollback: {e}");
+            say(&e.to_string());
             ExitCode::FAILURE
         }
     }
+}
+
+/// Says `what` on stderr, as `scrollback: …`: its text made [`printable`] (it may quote the
+/// server), and nothing (no panic) when stderr is closed.
+fn say(what: &str) {
+    let _ = writeln!(std::io::stderr(), "scrollback: {}", printable(what));
 }
 
 type Fail = Box<dyn std::error::Error>;
@@ -143,7 +168,7 @@ async fn run(args: Args) -> Result<(), Fail> {
                 Ok(list) => list,
                 // Unreachable: what the cache holds, as the last list described it.
                 Err(e) if !e.is_client_error() => {
-                    eprintln!("scrollback: {e}: listing the cached sessions (not live)");
+                    say(&format!("{e}: listing the cached sessions (not live)"));
                     engine.cached_sessions().await
                 }
                 Err(e) => return Err(e.into()),
@@ -184,6 +209,7 @@ async fn run(args: Args) -> Result<(), Fail> {
             let _ = lines.iter().try_for_each(|line| writeln!(out, "{line}"));
         }
         ("size", Some(id)) => {
+            scrollback::transport::usable_id(id)?;
             let size = match engine.cache().session_size(id).await {
                 0 => "nothing cached".to_string(),
                 n => human(n),
@@ -198,9 +224,22 @@ async fn run(args: Args) -> Result<(), Fail> {
                 );
             }
         }
-        ("purge", Some(id)) => engine.cache().purge(id).await,
+        ("purge", Some(id)) => {
+            scrollback::transport::usable_id(id)?;
+            engine.cache().purge(id).await;
+            // Not removed (a folder it may not write, say): said, and a failure.
+            let left = engine.cache().session_size(id).await;
+            if left > 0 {
+                let why = format!("{} of {id} still cached: could not remove it", human(left));
+                return Err(why.into());
+            }
+        }
         ("search", Some(_)) => {
             let query = args.positional.join(" ");
+            if query.trim().is_empty() || args.limit == 0 {
+                let why = "search: give words to find, and a --limit of 1 or more";
+                return Err(Box::new(Usage(why.into())));
+            }
             let mut out = std::io::stdout().lock();
             for hit in engine.search(&query, args.limit, None).await {
                 let line = format!(
@@ -267,8 +306,8 @@ async fn open(
             if b.is_some() && b != banner {
                 let b = b.as_deref().unwrap_or("");
                 match follow {
-                    true => eprintln!("scrollback: {b}"),
-                    false => eprintln!("scrollback: {b}: showing the cached session (not live)"),
+                    true => say(b),
+                    false => say(&format!("{b}: showing the cached session (not live)")),
                 }
             }
             banner = b;
@@ -287,7 +326,7 @@ async fn open(
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("scrollback: older page: {e}");
+                    say(&format!("older page: {e}"));
                     break;
                 }
             }
@@ -334,15 +373,15 @@ async fn open(
 async fn report(session: &Session<FsStore, HttpTransport>) {
     let c = session.counters();
     let size = session.cached_size().await;
-    eprintln!(
-        "scrollback: {} requests, {} received; {} pages from the cache; probes {} passed, {} failed; {} cached",
+    say(&format!(
+        "{} requests, {} received; {} pages from the cache; probes {} passed, {} failed; {} cached",
         c.requests,
         human(c.bytes),
         c.local_pages,
         c.probes_passed,
         c.probes_failed,
         human(size)
-    );
+    ));
 }
 
 /// Ends the line the printer left open.
@@ -358,9 +397,19 @@ struct Printer {
     rows: usize,
     last_text: usize,
     status: String,
+    /// Whether a line was begun (the next one starts on a new line).
+    begun: bool,
 }
 
 impl Printer {
+    /// Begins a new line of output (the first one right away, with no blank line above it).
+    fn new_line(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if std::mem::replace(&mut self.begun, true) {
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+
     /// Prints what is new in `view`; an error when the reader is gone.
     fn print(&mut self, view: &View) -> std::io::Result<()> {
         let rows = view.transcript.rows();
@@ -368,7 +417,8 @@ impl Printer {
         if rows.front().map(Row::seq) != self.first || rows.len() < self.rows {
             // Something other than growth at the end: a reset or a page back; start over.
             if self.rows > 0 {
-                write!(out, "\n--- (the view was rebuilt) ---")?;
+                self.new_line(&mut out)?;
+                write!(out, "--- (the view was rebuilt) ---")?;
             }
             self.first = rows.front().map(Row::seq);
             self.rows = 0;
@@ -382,7 +432,8 @@ impl Printer {
             }
         }
         for row in rows.iter().skip(self.rows) {
-            write!(out, "\n{}", printable(&describe(row)))?;
+            self.new_line(&mut out)?;
+            write!(out, "{}", printable(&describe(row)))?;
             self.last_text = match row {
                 Row::Assistant { text, .. } => text.len(),
                 _ => 0,
@@ -400,7 +451,8 @@ impl Printer {
                 .unwrap_or_default()
         );
         if status != self.status {
-            write!(out, "\n{}", printable(&status))?;
+            self.new_line(&mut out)?;
+            write!(out, "{}", printable(&status))?;
             self.status = status;
         }
         out.flush()

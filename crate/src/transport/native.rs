@@ -30,7 +30,8 @@ pub struct HttpTransport {
 
 impl HttpTransport {
     /// A transport for the server at `server` (`http://127.0.0.1:8080`), sending `token` (when
-    /// given) as `Authorization: Bearer` on every request and on the stream.
+    /// given; else a `token` in the address's query) as `Authorization: Bearer` on every request
+    /// and on the stream. Plain `http` only: an `https` address is refused ([`BadServer`]).
     pub fn new(server: &str, token: Option<String>) -> Result<HttpTransport, BadServer> {
         let bad = |why: &'static str| BadServer {
             url: server.to_string(),
@@ -40,6 +41,22 @@ impl HttpTransport {
         if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
             return Err(bad("not an http(s) address"));
         }
+        // Built without a TLS library (none in a Tauri backend's or the CLI's tree): said now,
+        // not a network error retried for ever.
+        if base.scheme() == "https" {
+            return Err(bad(
+                "an https address: the native transport speaks plain http (put a TLS proxy in front, or use the browser's)",
+            ));
+        }
+        // A token in the address (`?token=T`, as the server takes it) is the token, unless one
+        // is given.
+        let token = token.or_else(|| {
+            let query = base.query().unwrap_or("");
+            let mut pairs = crate::protocol::query_pairs(query);
+            pairs
+                .find(|(k, _)| k == "token")
+                .map(|(_, v)| v.into_owned())
+        });
         base.set_query(None);
         base.set_fragment(None);
         // `/p`, `/p/` and `/p//` are one server (one cache, `Transport::server`): one address.
@@ -79,7 +96,7 @@ impl HttpTransport {
     }
 
     /// The server's path prefix, without a trailing slash: `/sandbox` for
-    /// `https://gw.example.com/sandbox/`, `""` for a server at the root of its origin.
+    /// `http://gw.example.com/sandbox/`, `""` for a server at the root of its origin.
     pub fn prefix(&self) -> &str {
         self.base.path().trim_end_matches('/')
     }
@@ -284,27 +301,47 @@ mod tests {
         let at = |host: &str, port, prefix: &str| (host.to_string(), port, prefix.to_string());
         assert_eq!(server("http://127.0.0.1:8080"), at("127.0.0.1", 8080, ""));
         assert_eq!(server("http://127.0.0.1:8080/"), at("127.0.0.1", 8080, ""));
-        assert_eq!(server("https://Chat.Example/"), at("chat.example", 443, ""));
+        assert_eq!(server("http://Chat.Example/"), at("chat.example", 80, ""));
         for url in [
-            "https://gw.example.com/sandbox",
-            "https://gw.example.com/sandbox/",
-            "https://gw.example.com/sandbox//?x=1#y",
+            "http://gw.example.com/sandbox",
+            "http://gw.example.com/sandbox/",
+            "http://gw.example.com/sandbox//?x=1#y",
         ] {
-            assert_eq!(server(url), at("gw.example.com", 443, "/sandbox"), "{url}");
+            assert_eq!(server(url), at("gw.example.com", 80, "/sandbox"), "{url}");
             let t = HttpTransport::new(url, None).unwrap();
             assert_eq!(
                 t.url(&["sessions"]).unwrap().as_str(),
-                "https://gw.example.com/sandbox/sessions",
+                "http://gw.example.com/sandbox/sessions",
                 "{url}: one server, one address"
             );
         }
         assert_eq!(
-            server("https://gw.example.com/a/Prod"),
-            at("gw.example.com", 443, "/a/Prod")
+            server("http://gw.example.com/a/Prod"),
+            at("gw.example.com", 80, "/a/Prod")
         );
         assert_ne!(
-            server("https://gw.example.com/sandbox"),
-            server("https://gw.example.com/prod")
+            server("http://gw.example.com/sandbox"),
+            server("http://gw.example.com/prod")
         );
+    }
+
+    #[test]
+    fn an_https_address_is_refused_and_a_token_in_the_address_is_the_token() {
+        let e = HttpTransport::new("https://chat.example", None).unwrap_err();
+        assert!(e.to_string().contains("plain http"), "{e}");
+        let token = |url: &str, given: Option<&str>| {
+            let t = HttpTransport::new(url, given.map(str::to_string)).unwrap();
+            let token = t.token.read().unwrap().clone();
+            (token, t.base().query().map(str::to_string))
+        };
+        assert_eq!(
+            token("http://h/?token=a%2Bb", None),
+            (Some("a+b".into()), None)
+        );
+        assert_eq!(
+            token("http://h/?token=a", Some("b")).0.as_deref(),
+            Some("b")
+        );
+        assert_eq!(token("http://h/?x=1", None).0, None);
     }
 }

@@ -363,11 +363,11 @@ impl<S: Store> ChatFile<'_, S> {
         let state = self.current().await?;
         let no_backup =
             || WindowError::NotFound(format!("backup of the current state of {}", self.path));
-        if !state.backup || self.backup_cut().await?.is_none() {
+        let Some(backup) = self.backup().await?.filter(|_| state.backup) else {
             return Err(no_backup());
-        }
+        };
         signature::undo_ready(self.store, &self.sig, state.stamp + 1).await?;
-        self.put_back().await?;
+        self.put_back_from(backup).await?;
         signature::finish_write(self.store, &self.path, &self.sig, &state, false).await?;
         Ok(())
     }
@@ -387,24 +387,34 @@ impl<S: Store> ChatFile<'_, S> {
         signature::put_back_done(self.store, &self.path, &self.sig, state.stamp).await
     }
 
-    /// Where the backup's bytes go (its record's `cut`) and where its body starts, or `None`
-    /// when there is no whole backup.
-    async fn backup_cut(&self) -> Result<Option<(u64, u64, u64)>> {
+    /// The backup: where its bytes go (its record's `cut`), and where its body starts and
+    /// ends in the backup blob; `None` when there is no whole backup.
+    async fn backup(&self) -> Result<Option<Backup>> {
         let Some(bak) = self.store.stat(&self.bak).await? else {
             return Ok(None);
         };
         let (record, body) = read_header(self.store, &self.bak, bak.size).await?;
         Ok(serde_json::from_str::<BackupRecord>(&record)
             .ok()
-            .map(|r| (r.cut, body, bak.size)))
+            .map(|r| Backup {
+                cut: r.cut,
+                body,
+                end: bak.size,
+            }))
     }
 
-    /// Cuts the chat where the backup's bytes were taken from and puts them back. Done again
-    /// from the start, it gives the same bytes: so a put-back cut off is finished by the next.
+    /// Cuts the chat where the backup's bytes were taken from and puts them back
+    /// ([`ChatFile::put_back_from`]).
     async fn put_back(&self) -> Result<()> {
-        let Some((cut, body, end)) = self.backup_cut().await? else {
-            return Err(WindowError::NotFound(format!("backup of {}", self.path)));
-        };
+        match self.backup().await? {
+            Some(backup) => self.put_back_from(backup).await,
+            None => Err(WindowError::NotFound(format!("backup of {}", self.path))),
+        }
+    }
+
+    /// Cuts the chat at `backup`'s cut and puts its bytes back. Done again from the start, it
+    /// gives the same bytes: so a put-back cut off is finished by the next.
+    async fn put_back_from(&self, Backup { cut, body, end }: Backup) -> Result<()> {
         if cut == 0 {
             self.store.write(&self.path, b"").await?;
         } else {
@@ -617,6 +627,15 @@ enum Cut {
     End,
     /// At the window's n-th line.
     Line(usize),
+}
+
+/// A whole backup, as [`ChatFile::backup`] finds it.
+struct Backup {
+    /// Where its bytes go in the chat.
+    cut: u64,
+    /// Where they start and end in the backup blob.
+    body: u64,
+    end: u64,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -16,7 +16,6 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use futures::StreamExt;
 use scrollback::engine::{Config, Engine};
-use scrollback::fold::Transcript;
 use scrollback::protocol::SessionSummary;
 use scrollback::store::FsStore;
 use scrollback::transport::{HttpTransport, Retry};
@@ -25,7 +24,9 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use crate::support::{assert_chunks_are_servers, local, Recorded, Running, TestServer};
+use crate::support::{
+    assert_chunks_are_servers, assert_shows_server, local, Recorded, Running, TestServer,
+};
 
 /// A scripted answer: for requests whose path ends with `route`, answer `status` with `body`
 /// (and `Retry-After` when given) instead of forwarding.
@@ -997,13 +998,7 @@ fn a_behind_reset_whose_window_starts_at_what_was_held_is_another_files_never_sp
                 v.live && v.cursor == all.len() as u64 && v.counters.resets == 1
             })
             .await;
-        let view = again.session.view();
-        assert_eq!(
-            view.transcript.rows(),
-            Transcript::from_lines(&all[view.oldest.unwrap() as usize - 1..])
-                .unwrap()
-                .rows()
-        );
+        assert_shows_server(&again.session, &all);
         again.close().await;
         assert!(assert_chunks_are_servers(&env.base, &client, "welcome").await > 0);
     });
@@ -1054,14 +1049,7 @@ fn a_raw_line_that_claims_the_lines_after_it_is_refused_and_the_stream_opened_ag
             "{:?}",
             banners.borrow()
         );
-        let all = env.base.lines("welcome");
-        opened.session.with_view(|v| {
-            let from = v.oldest.unwrap() as usize - 1;
-            assert_eq!(
-                v.transcript.rows(),
-                Transcript::from_lines(&all[from..]).unwrap().rows()
-            );
-        });
+        assert_shows_server(&opened.session, &env.base.lines("welcome"));
         opened.close().await;
         assert!(assert_chunks_are_servers(&env.base, &client, "welcome").await > 0);
     });

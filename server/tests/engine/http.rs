@@ -11,7 +11,7 @@
 //! by the reopen itself) is shown from memory, and never after the file was replaced. Also: the list prunes the
 //! cache, delete purges it, and the token travels on every request and the stream.
 
-use scrollback::engine::{Config, Engine, Session, View};
+use scrollback::engine::{Config, Engine, View};
 use scrollback::fold::Transcript;
 use scrollback::protocol::{
     last_seq, parse_page, Line, TranscriptQuery, CATCH_UP_BYTES, OPENING_WINDOW,
@@ -30,7 +30,9 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::task::LocalSet;
 
-use crate::support::{assert_chunks_are_servers, Recorded, Running, TestServer};
+use crate::support::{
+    assert_chunks_are_servers, assert_shows_server, Recorded, Running, TestServer,
+};
 
 type Client = Engine<FsStore, Recorded>;
 
@@ -101,19 +103,6 @@ impl Env {
 }
 
 type Opened = Running<FsStore, Recorded>;
-
-/// What is shown is the server's transcript from the oldest row shown to the newest.
-fn assert_shows_server(session: &Session<FsStore, Recorded>, server: &[Line]) {
-    session.with_view(|v| {
-        let from = v.oldest.expect("something shown") as usize;
-        let expected = Transcript::from_lines(&server[from - 1..v.cursor as usize]).unwrap();
-        assert_eq!(
-            v.transcript.rows(),
-            expected.rows(),
-            "rows differ from the server's"
-        );
-    });
-}
 
 #[tokio::test]
 async fn a_warm_reopen_is_one_request_and_scrolling_back_is_free() {

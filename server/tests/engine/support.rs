@@ -318,3 +318,17 @@ pub async fn assert_chunks_are_servers<T: Transport>(
     }
     n
 }
+
+/// What is shown is the server's transcript from the oldest row shown to the newest.
+pub fn assert_shows_server<T: Transport>(session: &Session<FsStore, T>, server: &[Line]) {
+    session.with_view(|v| {
+        let from = v.oldest.expect("something shown") as usize;
+        let expected =
+            scrollback::fold::Transcript::from_lines(&server[from - 1..v.cursor as usize]).unwrap();
+        assert_eq!(
+            v.transcript.rows(),
+            expected.rows(),
+            "rows differ from the server's"
+        );
+    });
+}

@@ -183,16 +183,48 @@ impl<S: Store> Cache<S> {
         if !self.indexing {
             return Vec::new();
         }
-        crate::search::reader::search(
-            &*self.store,
-            &self.dir,
-            &self.search,
-            &self.live,
-            query,
-            limit,
-            sessions,
-        )
-        .await
+        let ask = || {
+            crate::search::reader::search(
+                &*self.store,
+                &self.dir,
+                &self.search,
+                &self.live,
+                query,
+                limit,
+                sessions,
+            )
+        };
+        let hits = ask().await;
+        // A session whose index blob holds a line that does not read has a row no query
+        // finds: its index is rebuilt now (unless a view writes it), and the query asked again.
+        let mut rebuilt = false;
+        for key in self.search.damaged().await {
+            rebuilt |= self.rebuild_index(&key).await;
+        }
+        match rebuilt {
+            true => ask().await,
+            false => hits,
+        }
+    }
+
+    /// Rebuilds the search index of the session whose folder is `key` from its chunks, under
+    /// its writer role ([`SessionCache::rebuild_index`]); `false` when another holds the role
+    /// (a view writing it: its next open rebuilds it, or a query after that).
+    async fn rebuild_index(&self, key: &str) -> bool {
+        let Some(Ok(mut session)) = decode(key).map(|id| self.session(&id)) else {
+            return false;
+        };
+        let dir = format!("{}/{key}", self.dir);
+        let done = self.briefly(&dir, async {
+            session.rebuild_index("a line does not read").await;
+            session.hand_over().await;
+        });
+        if done.await.is_none() {
+            return false;
+        }
+        self.search.forget(key).await;
+        self.live.changed(key);
+        true
     }
 
     /// Readies search in idle time (the worker calls it after it opens): builds the segment of
@@ -355,7 +387,13 @@ impl<S: Store> Cache<S> {
                 continue;
             };
             match done {
-                Ok(()) => {
+                Ok(false) => {
+                    // A line that does not read: the index is indexed again (built next time).
+                    if self.rebuild_index(&key).await {
+                        self.live.unbuilt(&key);
+                    }
+                }
+                Ok(true) => {
                     built += 1;
                     // Loaded again, from the segment, by the next query.
                     self.search.forget(&key).await;

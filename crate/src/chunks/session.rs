@@ -435,6 +435,21 @@ impl<S: Store> SessionCache<S> {
         .await;
     }
 
+    /// Throws the session's search index away and indexes its cached lines again, without
+    /// touching it (a repair is not an open): its index blob holds a line that does not read
+    /// (`why`). For the cache, holding the writer role.
+    pub(crate) async fn rebuild_index(&mut self, why: &str) {
+        let mut opened = Opened::open(&mut self.io, &mut self.state).await;
+        let path = format!("{}/{INDEX}", opened.io.dir);
+        if IndexWriter::rebuild(&*opened.io.store, &path, why)
+            .await
+            .is_ok()
+        {
+            opened.io.index.reset();
+            opened.sync_index().await;
+        }
+    }
+
     /// The bytes this session's cache holds on disk (0 when nothing or unreadable).
     pub async fn size(&self) -> u64 {
         dir_size(&*self.io.store, &self.io.dir).await.unwrap_or(0)

@@ -136,13 +136,11 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
 
 /// The searchable text of one line's event, or `None` when it holds none. A streamed delta's
 /// is borrowed from the line (as [`Event::read`] reads it: any string `text`), so that the
-/// row it starts is allocated once, with its room ([`Folder`]).
+/// row it starts is allocated once, with its room ([`Folder`]); one of blanks only (a reply's
+/// first `"\n\n"`) starts its row too, which is at that delta's seq, as the row rule says.
 fn text_of(line: &Line) -> Option<Cow<'_, str>> {
     if line.kind() == EventKind::AssistantText {
-        return line
-            .text()
-            .filter(|t| !t.trim().is_empty())
-            .map(Cow::Borrowed);
+        return line.text().map(Cow::Borrowed);
     }
     let json = |v: &Value| match v {
         Value::String(s) => s.clone(),

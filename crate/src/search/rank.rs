@@ -8,6 +8,7 @@ use super::tokens::{combining, follower_bit, words};
 use super::writer::INDEX;
 use crate::store::Store;
 use serde::Serialize;
+use std::collections::HashSet;
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
@@ -261,7 +262,16 @@ pub(super) async fn rank<S: Store>(
                 broken.push(s);
                 continue;
             };
-            if hits.len() < limit && has_phrases(&text, &query.phrases) {
+            let (words, phrases) = holds(&text, query);
+            if !words {
+                // The postings named a document that lacks a word (a segment or pack damaged
+                // where no check sees it): never shown; the session's blob answers instead.
+                if p.doc < loaded[s].2.base() {
+                    broken.push(s);
+                }
+                continue;
+            }
+            if hits.len() < limit && phrases {
                 hits.push(Hit {
                     session: loaded[s].1.clone(),
                     seq: p.seq,
@@ -275,15 +285,21 @@ pub(super) async fn rank<S: Store>(
             }
         }
     }
+    broken.sort_unstable();
+    broken.dedup();
     Ranked { hits, broken, read }
 }
 
-/// Whether every phrase appears in `text` as adjacent words.
-fn has_phrases(text: &str, phrases: &[Vec<String>]) -> bool {
+/// What `text` holds of `query`: every word and one the prefix starts (as the postings
+/// that named it said), and every phrase as adjacent words (which they could only suggest).
+fn holds(text: &str, query: &Query) -> (bool, bool) {
     let terms: Vec<String> = words(text).into_iter().map(|w| w.term).collect();
-    phrases
-        .iter()
-        .all(|p| terms.windows(p.len()).any(|w| w == p.as_slice()))
+    let set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+    let words = (query.words.iter().chain(query.phrases.iter().flatten()))
+        .all(|w| set.contains(w.as_str()))
+        && (query.prefix.as_deref()).is_none_or(|p| terms.iter().any(|t| t.starts_with(p)));
+    let phrases = (query.phrases.iter()).all(|p| terms.windows(p.len()).any(|w| w == p.as_slice()));
+    (words, phrases)
 }
 
 /// Whether a cut at byte `i` would part a character from what joins it: a combining mark, a
@@ -313,11 +329,11 @@ const SPAN: usize = 200;
 fn snippet(text: &str, query: &Query) -> Vec<Piece> {
     let ws = words(text);
     let marks = query.marks(&ws);
-    let first = ws
+    let (first, first_end) = ws
         .iter()
         .zip(&marks)
         .find(|(_, &hit)| hit)
-        .map_or(0, |(w, _)| w.start);
+        .map_or((0, 0), |(w, _)| (w.start, w.end));
     let floor = |mut i: usize| {
         while !text.is_char_boundary(i) {
             i -= 1;
@@ -333,7 +349,8 @@ fn snippet(text: &str, query: &Query) -> Vec<Piece> {
             .find(|&s| s >= from && s <= first && !inside_cluster(text, s))
             .unwrap_or(first),
     };
-    let to = floor((start + SPAN).min(text.len()));
+    // The first match whole, however long (a hash found by its first letters).
+    let to = floor((start + SPAN).max(first_end).min(text.len()));
     let mut end = match to == text.len() {
         true => to,
         false => (ws.iter().rev().map(|w| w.end))
@@ -439,6 +456,11 @@ mod tests {
                 assert!(s.contains("[target]"), "{s}");
             }
         }
+
+        // A match longer than the span (a hash found by its first letters) is still marked.
+        let hash = format!("deadbeef{}", "a".repeat(300));
+        let s = shown(&format!("the hash is {hash} ok"), "deadbeef");
+        assert!(s.starts_with("the hash is [deadbeef"), "{s}");
 
         // Short texts are whole, with no ellipsis.
         assert_eq!(

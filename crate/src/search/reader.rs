@@ -194,6 +194,15 @@ impl Memo {
     pub(crate) async fn forget(&self, key: &str) {
         self.0.lock().await.sessions.remove(key);
     }
+
+    /// The sessions whose blob, as loaded, holds a line that does not read (damaged where no
+    /// write cuts: its row would never be found): their index is to be rebuilt from the chunks
+    /// ([`crate::chunks::Cache::search`]).
+    pub(crate) async fn damaged(&self) -> Vec<String> {
+        let loads = self.0.lock().await;
+        let damaged = loads.sessions.iter().filter(|(_, (_, l))| l.gaps);
+        damaged.map(|(key, _)| key.clone()).collect()
+    }
 }
 
 /// The session folders under `dir` (a server's folder); `None` when it cannot be listed.
@@ -498,8 +507,8 @@ async fn from_segment<S: Store>(
 }
 
 /// Adds the whole lines of `bytes` (the blob from `loaded.size` on) to `loaded`: a line that
-/// does not read is skipped (the writer rebuilds the blob on its next open); a line still
-/// being written is left for later.
+/// does not read is skipped, and the session noted as damaged ([`Memo::damaged`]: its index
+/// is rebuilt); a line still being written is left for later.
 fn add_lines(loaded: &mut Loaded, bytes: &[u8]) {
     let Some(cut) = bytes.iter().rposition(|&b| b == b'\n') else {
         return;

@@ -33,8 +33,9 @@
 //!   the signature of the words that follow it there (one byte: a phrase's candidates are
 //!   narrowed before their texts are read).
 //!
-//! Every line of the blob has its document (one that does not read is an empty one, and so is
-//! a piece that a welded document after it replaces, [`Doc::welds`]). A query
+//! Every line of the blob has its document (a piece that a welded document after it replaces
+//! is an empty one, [`Doc::welds`]; a blob with a line that does not read gets no segment: its
+//! index is rebuilt from the chunks). A query
 //! reads the header once per worker (with the dictionary, for most sessions), then per word
 //! one dictionary block (unless read with the header) and one run of postings per session,
 //! and per hit shown its line in the blob (its snippet, kept by the reader for the queries
@@ -58,10 +59,11 @@ pub const SEGMENT: &str = "search.idx";
 /// The name it is written under before being renamed into place.
 pub const SEGMENT_NEW: &str = "search.idx.new";
 
-/// `SBIA`: the document column in runs of [`SKIP`] with a skip table, decoded as a query asks
-/// (a worker's first query decoded every document of the server's pack first, 11-13 ms of its
-/// time on a slower machine). An older segment does not read, so it is removed and built again
-/// (a server's pack too: its segment is one): `SBI9` decoded its whole column with the header;
+/// `SBIB`: `ς` folded to `σ`, and the mark of a lowercased `İ` dropped (`SBIA` kept both in its
+/// words). An older segment does not read, so it is removed and built again (a server's pack
+/// too: its segment is one): `SBIA` was the first with the document column in runs of [`SKIP`]
+/// with a skip table, decoded as a query asks (a worker's first query decoded every document of
+/// the server's pack first, 11-13 ms of its time on a slower machine); `SBI9` decoded its whole column with the header;
 /// `SBI8` cut an assistant message where a delta repeated or overlapped the one before it (the
 /// wire's row rule; one document now however they overlap, [`crate::protocol::continues`]);
 /// `SBI7` kept decomposed Hangul's jamo a word each and `ß` unfolded, as `SBI6` did half-width
@@ -70,7 +72,7 @@ pub const SEGMENT_NEW: &str = "search.idx.new";
 /// as one word, as `SBI3` did Chinese, Japanese and Korean characters and emoji; `SBI2` wrote
 /// each term whole with its postings' start (about twice the bytes; `SBI3` front-codes the
 /// dictionary).
-const MAGIC: &[u8; 4] = b"SBIA";
+const MAGIC: &[u8; 4] = b"SBIB";
 /// Documents per run of the column: a document is found by decoding at most this many.
 const SKIP: usize = 32;
 /// A skip table entry's bytes: where the run starts in the column (u32), and its first line
@@ -1101,27 +1103,29 @@ pub async fn stale<S: Store>(store: &S, dir: &str) -> bool {
     }
 }
 
-/// Builds the segment of the session folder `dir` from every whole line of its blob (a line
-/// that does not read is left out, as a query leaves it out), replacing the one there; a
-/// folder without a blob loses its segment. Call it holding the session's writer role.
-pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
+/// Builds the segment of the session folder `dir` from every whole line of its blob,
+/// replacing the one there; a folder without a blob loses its segment. Answers `false`, with
+/// nothing built, when a line does not read (the blob is damaged: its index is to be rebuilt
+/// from the chunks, not frozen with a row missing). Call it holding the session's writer role.
+pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<bool> {
     let path = format!("{dir}/{INDEX}");
     let Some(meta) = store.stat(&path).await? else {
-        return store.remove(&format!("{dir}/{SEGMENT}")).await;
+        store.remove(&format!("{dir}/{SEGMENT}")).await?;
+        return Ok(true);
     };
     let bytes = store.read(&path, 0, meta.size as usize).await?;
     let Some(covered) = bytes.iter().rposition(|&b| b == b'\n').map(|i| i + 1) else {
-        return Ok(());
+        return Ok(true);
     };
-    // Every line has its place in the column: one that does not read is an empty document,
-    // and so is a piece that a welded document written after it replaces.
-    let mut docs: Vec<(Doc, u32)> = bytes[..covered - 1]
-        .split(|&b| b == b'\n')
-        .map(|line| {
-            let doc = serde_json::from_slice::<Doc>(line).unwrap_or_default();
-            (doc, line.len() as u32)
-        })
-        .collect();
+    // Every line has its place in the column: a piece that a welded document written after it
+    // replaces is an empty document.
+    let mut docs: Vec<(Doc, u32)> = Vec::new();
+    for line in bytes[..covered - 1].split(|&b| b == b'\n') {
+        let Ok(doc) = serde_json::from_slice::<Doc>(line) else {
+            return Ok(false);
+        };
+        docs.push((doc, line.len() as u32));
+    }
     for i in 0..docs.len() {
         if docs[i].0.welds {
             let seqs = docs[i].0.seq..docs[i].0.end;
@@ -1142,7 +1146,7 @@ pub async fn build<S: Store>(store: &S, dir: &str) -> StoreResult<()> {
     if done.is_err() {
         let _ = store.remove(&new).await; // a full disk keeps nothing half written
     }
-    done
+    done.map(|()| true)
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub struct Word {
     pub end: usize,
 }
 
-/// Appends `c` folded (lowercase, no diacritic, `ß` as `ss`, a full-width Latin letter or digit as
+/// Appends `c` folded (lowercase, no diacritic, `ß` as `ss`, `ς` as `σ`, a full-width Latin letter or digit as
 /// its ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it; a half-width katakana as
 /// its full-width one: `ｶﾀｶﾅ` is `カタカナ`) to `out`.
 fn fold_into(c: char, out: &mut String) {
@@ -55,14 +55,17 @@ fn fold_into(c: char, out: &mut String) {
         return;
     }
     for l in c.to_lowercase() {
-        // German's sharp s is written `ss` where it is not at hand (Unicode's case folding).
-        if l == 'ß' {
-            out.push_str("ss");
-            continue;
-        }
-        match BASES.binary_search_by_key(&l, |&(k, _)| k) {
-            Ok(i) => out.push(char::from(BASES[i].1)),
-            Err(_) => out.push(l),
+        match l {
+            // German's sharp s is written `ss` where it is not at hand (Unicode's case folding).
+            'ß' => out.push_str("ss"),
+            // Greek's final sigma is the sigma `Σ` lowercases to (`ΟΔΟΣ` is `οδος`).
+            'ς' => out.push('σ'),
+            // Turkish's `İ` lowercases to `i` and a combining dot: the `i` alone, as `I`'s.
+            '\u{307}' if c == 'İ' => {}
+            l => match BASES.binary_search_by_key(&l, |&(k, _)| k) {
+                Ok(i) => out.push(char::from(BASES[i].1)),
+                Err(_) => out.push(l),
+            },
         }
     }
 }
@@ -371,6 +374,12 @@ mod tests {
             terms("Straße STRASSE STRAẞE"),
             ["strasse", "strasse", "strasse"]
         );
+        // Greek's final sigma is a sigma, whatever the case; a Turkish `İ` is an `i`.
+        assert_eq!(
+            terms("ΟΔΟΣ οδος Οδος İSTANBUL istanbul"),
+            ["οδοσ", "οδοσ", "οδοσ", "istanbul", "istanbul"]
+        );
+        assert_same_terms("ΟΔΟΣ İSTANBUL");
         let text = "Déjà vu: tokio::select! ÉTÉ naïve_Œuvre 42";
         assert_eq!(
             terms(text),

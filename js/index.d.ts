@@ -378,7 +378,8 @@ export declare class SessionView {
    * resolves to whether more history remains (`state.moreHistory`): `false` once the page just
    * loaded reached the session's first line, or when there was nothing older to load. It
    * resolves once the page is shown: a page from the server is written to the cache after that
-   * (`cachedSize` and `search` wait for the write).
+   * (`cachedSize` and `search` wait for the write). Rejects when the view is closed before the
+   * page came (it is not waited for).
    */
   loadOlder(): Promise<boolean>;
   /** Bytes cached for this session. */

@@ -10,9 +10,30 @@
 
 import { lastScreen, saveScreen, forgetScreen, forgetScreens } from './screen.js';
 
-const frame = typeof requestAnimationFrame === 'function'
-  ? (fn) => requestAnimationFrame(fn)
-  : (fn) => setTimeout(fn, 16);
+/**
+ * Calls `fn` at the page's next animation frame; in a page that draws none (a hidden one, a
+ * background tab, or one hidden before its frame), on a timer instead: changes are still
+ * delivered there, as often as the browser runs timers in the background.
+ */
+function frame(fn) {
+  const doc = globalThis.document;
+  if (typeof requestAnimationFrame !== 'function' || !doc || doc.visibilityState === 'hidden') {
+    setTimeout(fn, 16);
+    return;
+  }
+  let called = false;
+  const once = () => {
+    if (called) return;
+    called = true;
+    doc.removeEventListener('visibilitychange', hidden);
+    fn();
+  };
+  const hidden = () => {
+    if (doc.visibilityState === 'hidden') setTimeout(once, 16);
+  };
+  requestAnimationFrame(once);
+  doc.addEventListener('visibilitychange', hidden);
+}
 
 /**
  * An error thrown by the app's own callback (`onChange`, `onOpeningScreen`): reported as an
@@ -424,6 +445,12 @@ export class Scrollback {
     const screen = server === null ? null : {
       save: (state) => saveScreen(server, id, state),
       forget: () => forgetScreen(server, id),
+      // Forgotten, and handed back to be put back (`save`) if what forgot it is refused.
+      take: () => {
+        const screen = lastScreen(server, id);
+        forgetScreen(server, id);
+        return screen;
+      },
     };
     const view = new SessionView(id, onChange, screen, (op, ...args) => this.#call(op, viewId, ...args), () => {
       this.#views.delete(viewId);
@@ -812,8 +839,14 @@ export class SessionView {
    * @returns {Promise<void>}
    */
   reload(anchor) {
-    this.#screen?.forget();
-    return this.#op('reload', anchor ?? null);
+    if (!this.#call) return this.#op('reload'); // refused: the view is closed
+    // Forgotten at once (a page gone mid-reload must not draw next time what was thrown away),
+    // and put back when the worker refuses the call (a bad anchor): nothing was reloaded.
+    const kept = this.#screen?.take();
+    return this.#op('reload', anchor ?? null).catch((err) => {
+      if (kept) this.#screen?.save(kept);
+      throw err;
+    });
   }
 
   /**

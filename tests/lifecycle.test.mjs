@@ -6,7 +6,9 @@
 // view (`storageError`) while the rows go on; a reopen's small module
 // warms up (holding the page's thread) only after the frame that draws the last screen; a chat
 // store's `close()` resolves once its worker is gone; bad arguments reject (a promise-returning
-// call never throws at the caller).
+// call never throws at the caller); an older page still on its way when its view closes is not
+// waited for (the call rejects, the worker's close ends cleanly); a page that draws no frames
+// still hears `onChange`; a refused `reload()` keeps the session's last screen.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
@@ -295,4 +297,92 @@ test('opfs: a full quota is said in the view, the rows go on; a reload once ther
   assert.ok(again.kept > 0 && again.more > again.kept, `the window and the next page are kept: ${again.kept} -> ${again.more}`);
   await p.evaluate(() => sb.close());
   assert.deepEqual(errors, []);
+});
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`${storage}: close() while an older page is on its way ends the worker cleanly; the page is not waited for`, async (t) => {
+    const { context, page: p } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+    const warnings = [];
+    p.on('console', (m) => { if (m.type() === 'warning') warnings.push(m.text()); });
+    // A link that never answers the page before the newest.
+    let asked;
+    const asking = new Promise((r) => { asked = r; });
+    await context.route((url) => url.pathname === '/sessions/long/transcript' && url.searchParams.has('before'), () => asked());
+    await p.evaluate(async (storage) => {
+      const { Scrollback } = await import('/pkg/index.js');
+      const sb = await Scrollback.open({ server: location.origin, storage });
+      const view = await sb.openSession('long');
+      while (!view.state.live) await new Promise((r) => setTimeout(r, 20));
+      const older = view.loadOlder().then((more) => `resolved ${more}`, (e) => `rejected: ${e.message}`);
+      window.t = { sb, view, older };
+    }, storage);
+    await asking;
+    const out = await p.evaluate(async () => {
+      // The view closed alone first: its call ends at once, as the whole close's would.
+      t.view.close();
+      const older = await t.older;
+      await t.sb.close();
+      return { older };
+    });
+    assert.equal(out.older, 'rejected: this session view is closed');
+    assert.deepEqual(warnings.filter((w) => /did not finish closing/.test(w)), [],
+      'the worker finished its close (a page on its way would keep it waiting until it is ended)');
+  });
+}
+
+test('a page that draws no frames (a background tab) still hears a view\'s changes through onChange', async (t) => {
+  const { context } = await pageAt(t, shared.browser, 'about:blank');
+  // Hidden, as Chromium runs a background tab: no animation frame callback ever runs.
+  await context.addInitScript(() => {
+    window.requestAnimationFrame = () => 0;
+    Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' });
+    Object.defineProperty(document, 'hidden', { get: () => true });
+  });
+  const p = await context.newPage();
+  await p.goto(`${shared.server.url}/pkg/index.js`);
+  const out = await p.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server: location.origin, storage: 'memory' });
+    let heard = null;
+    const view = await sb.openSession('welcome', { onChange(state) { heard = state; } });
+    const until = async (check) => {
+      for (const end = Date.now() + 60_000; !check() && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+    };
+    await until(() => view.state.live);
+    const before = view.state.cursor;
+    await sb.postMessage('welcome', 'are you there?');
+    // What onChange heard catches up with the view's state as the reply streams in.
+    await until(() => view.state.cursor > before + 3 && heard?.cursor === view.state.cursor);
+    const result = { before, state: view.state.cursor, heard: heard?.cursor ?? null };
+    await sb.close();
+    return result;
+  });
+  assert.ok(out.state > out.before + 3, `a reply streamed into view.state: ${JSON.stringify(out)}`);
+  assert.equal(out.heard, out.state, `onChange heard the newest state: ${JSON.stringify(out)}`);
+});
+
+test('a reload that is refused (a bad anchor, a closed view) keeps the session\'s last screen', async (t) => {
+  const { page: p } = await page(t);
+  const out = await p.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const server = location.origin;
+    const sb = await Scrollback.open({ server, storage: 'memory' });
+    const view = await sb.openSession('fix-build');
+    // Saved a moment after the view shows its rows.
+    while (Scrollback.lastScreen(server, 'fix-build') === null) await new Promise((r) => setTimeout(r, 20));
+    const r = {};
+    r.badAnchor = await view.reload('7').then(() => 'resolved', (e) => e.name);
+    r.afterBadAnchor = Scrollback.lastScreen(server, 'fix-build') !== null;
+    view.close();
+    r.closedReload = await view.reload().then(() => 'resolved', (e) => e.message);
+    r.afterClosedReload = Scrollback.lastScreen(server, 'fix-build') !== null;
+    await sb.close();
+    return r;
+  });
+  assert.deepEqual(out, {
+    badAnchor: 'TypeError',
+    afterBadAnchor: true,
+    closedReload: 'this session view is closed',
+    afterClosedReload: true,
+  });
 });

@@ -46,6 +46,9 @@ pub enum BindingError {
     /// The cache cleared while this worker has sessions open (how many).
     #[error("close this Scrollback's {0} open session view(s) before clearing the cache")]
     ViewsOpen(usize),
+    /// The view was closed before the call's answer came (an older page still on its way).
+    #[error("this session view is closed")]
+    Closed,
     /// An answer that could not be made into a JS value.
     #[error("cannot pass the answer to JS: {0}")]
     Convert(String),

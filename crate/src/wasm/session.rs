@@ -7,11 +7,13 @@ use crate::protocol::SessionSummary;
 use crate::store::BrowserStore;
 use crate::transport::BrowserTransport;
 use futures::channel::oneshot;
+use futures::future::{select, Either};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::pin::pin;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, spawn_local};
@@ -28,6 +30,9 @@ pub(super) struct Live {
     cleared: Cell<bool>,
     /// Its run loop has ended.
     ended: Cell<bool>,
+    /// Older pages still on their way from the server, told when the view closes (no one
+    /// waits for them then: a page worker's close must not wait for the network).
+    closing: RefCell<Vec<oneshot::Sender<()>>>,
 }
 
 /// The cache hits of sessions, open and closed, for `counters()`; and the sessions' run loops
@@ -273,6 +278,7 @@ impl SessionHandle {
             reloads: RefCell::new(Vec::new()),
             cleared: Cell::new(false),
             ended: Cell::new(false),
+            closing: RefCell::new(Vec::new()),
         });
         // The listener must not call into the session: the callback only schedules a read.
         let weak = Rc::downgrade(&live);
@@ -342,7 +348,12 @@ impl SessionHandle {
     pub fn load_older(&self) -> js_sys::Promise {
         let live = self.live.clone();
         let (answer, answered) = oneshot::channel();
+        let closed_now = self.closed.get();
         spawn_local(async move {
+            if closed_now {
+                let _ = answer.send(Err(BindingError::Closed));
+                return;
+            }
             let answer = Cell::new(Some(answer));
             let more = || live.session.with_view(|v| v.more_history);
             let send = |result: Result<bool, BindingError>| {
@@ -350,8 +361,28 @@ impl SessionHandle {
                     let _ = answer.send(result);
                 }
             };
-            let result = live.session.older_then(|| send(Ok(more()))).await;
-            send(result.map(|_| more()).map_err(BindingError::from));
+            let (stop, closed) = oneshot::channel();
+            let mut closing = live.closing.borrow_mut();
+            closing.retain(|s| !s.is_canceled());
+            closing.push(stop);
+            drop(closing);
+            let shown = Cell::new(false);
+            let result = {
+                let older = pin!(live.session.older_then(|| {
+                    shown.set(true);
+                    send(Ok(more()))
+                }));
+                match select(older, closed).await {
+                    Either::Left((result, _)) => result.map_err(BindingError::from),
+                    // Closed with the page shown: it is stored, which takes a moment.
+                    Either::Right((_, older)) if shown.get() => {
+                        older.await.map_err(BindingError::from)
+                    }
+                    // Closed while the page was on its way: no one waits for it now.
+                    Either::Right(_) => return send(Err(BindingError::Closed)),
+                }
+            };
+            send(result.map(|_| more()));
             if more() {
                 // The pages read ahead topped up, from the cache, while the page handles this one
                 // (a task of its own, queued after the answer's).
@@ -397,8 +428,11 @@ impl SessionHandle {
             return;
         }
         self.live.session.close();
-        // A reload still waiting will not happen now.
+        // A reload still waiting will not happen now; an older page on its way is not waited for.
         self.live.reloads.borrow_mut().clear();
+        for stop in self.live.closing.take() {
+            let _ = stop.send(());
+        }
         self.tally.closed(&self.live);
         if !self.live.ended.get() {
             self.tally.closing.borrow_mut().push(self.live.clone());

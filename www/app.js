@@ -278,19 +278,24 @@ async function maybeLoadOlder() {
     if (await view.loadOlder()) next = () => requestAnimationFrame(maybeLoadOlder);
     olderRetryMs = 1000;
   } catch (err) {
-    ui.banner.hidden = false;
-    ui.banner.textContent = `Could not load older messages: ${err.message}`;
-    // Asked again later, and later each time it fails: never a request every frame.
-    const wait = olderRetryMs;
-    olderRetryMs = Math.min(olderRetryMs * 2, 30_000);
-    olderNotBefore = performance.now() + wait;
-    next = () => setTimeout(() => { olderNotBefore = 0; maybeLoadOlder(); }, wait);
+    // (A session left meanwhile: its page is not this one's to report, nor to wait for.)
+    if (opened === view) {
+      ui.banner.hidden = false;
+      ui.banner.textContent = `Could not load older messages: ${err.message}`;
+      // Asked again later, and later each time it fails: never a request every frame.
+      const wait = olderRetryMs;
+      olderRetryMs = Math.min(olderRetryMs * 2, 30_000);
+      olderNotBefore = performance.now() + wait;
+      next = () => setTimeout(() => { olderNotBefore = 0; maybeLoadOlder(); }, wait);
+    }
   } finally {
     loadingOlder = false;
     // Nothing loaded, but the view changed meanwhile (a reset, a reconnect): ask again.
     if (!next && olderAgain) next = () => requestAnimationFrame(maybeLoadOlder);
     olderAgain = false;
+    // The session shown now may have asked while this one's page was loading: it asks again.
     if (opened === view) next?.();
+    else queueMicrotask(maybeLoadOlder);
   }
 }
 
@@ -691,13 +696,19 @@ async function main() {
     // search hit, or rows scrolled back to), and the rows that come keep it there.
     pendingAnchor = null;
     toBottom();
+    // The session it goes to, and what was typed: another session may be shown by the time
+    // the server answers, and more typed since.
+    const [id, typed] = [current, ui.message.value];
     try {
-      await sb.postMessage(current, text);
-      ui.message.value = '';
-      drafts.delete(current);
+      await sb.postMessage(id, text);
+      if (current === id && ui.message.value === typed) ui.message.value = '';
+      if (drafts.get(id) === typed) drafts.delete(id);
     } catch (err) {
-      ui.banner.hidden = false;
-      ui.banner.textContent = `Could not send: ${err.message}`;
+      // Not sent: it stays typed (or as the draft of the session left), said where it was sent.
+      if (current === id) {
+        ui.banner.hidden = false;
+        ui.banner.textContent = `Could not send: ${err.message}`;
+      }
     }
   });
   ui.message.addEventListener('keydown', (e) => {

@@ -473,16 +473,22 @@ fn a_message_is_sent_as_typed_and_show_starts_with_its_first_row() {
 
 /// A server whose every answer is a 500 with `error` as its message.
 fn lying_server(error: &'static str) -> String {
+    let body = serde_json::json!({ "error": error });
+    canned_server("500 Internal Server Error", body)
+}
+
+/// A server whose every answer is `status` with `body`.
+fn canned_server(status: &'static str, body: Value) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let body = body.to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut request = [0u8; 4096];
             let _ = stream.read(&mut request);
-            let body = serde_json::json!({ "error": error }).to_string();
             let answer = format!(
-                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = std::io::Write::write_all(&mut stream, answer.as_bytes());
@@ -507,4 +513,22 @@ fn a_servers_words_never_reach_the_terminal_as_control_codes() {
             "{args:?}: {stderr:?}"
         );
     }
+}
+
+#[test]
+fn a_servers_words_never_add_a_line_or_a_column_to_a_listing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let session = serde_json::json!({
+        "id": "a\tb", "title": "one\nfake\tidle\tm\t9 events\tforged",
+        "status": "idle\r", "model": "m", "permissionMode": "", "seq": 3,
+    });
+    let url = canned_server("200 OK", serde_json::json!([session]));
+    let (out, _) = ok(&url, &tmp.path().join("cache"), &["list"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert_eq!(lines[0].split('\t').count(), 5, "{out:?}");
+    assert!(
+        lines[0].starts_with("a b\tidle \tm\t3 events\tone fake"),
+        "{out:?}"
+    );
 }

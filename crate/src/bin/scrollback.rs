@@ -175,12 +175,10 @@ async fn run(args: Args) -> Result<(), Fail> {
             };
             let mut out = std::io::stdout().lock();
             for s in list {
-                let line = format!(
-                    "{}\t{}\t{}\t{} events\t{}",
-                    s.id, s.status, s.model, s.seq, s.title
-                );
+                let events = format!("{} events", s.seq);
+                let line = columns(&[&s.id, &s.status, &s.model, &events, &s.title]);
                 // A closed pipe (`| head`) ends the listing quietly.
-                if writeln!(out, "{}", printable(&line)).is_err() {
+                if writeln!(out, "{line}").is_err() {
                     break;
                 }
             }
@@ -201,7 +199,7 @@ async fn run(args: Args) -> Result<(), Fail> {
             for s in engine.cache().sessions().await {
                 total += s.size;
                 let id = s.id.unwrap_or_else(|| format!("({})", s.key));
-                lines.push(printable(&format!("{}\t{id}", human(s.size))));
+                lines.push(columns(&[&human(s.size), &id]));
             }
             lines.push(format!("{}\ttotal", human(total)));
             let mut out = std::io::stdout().lock();
@@ -242,14 +240,9 @@ async fn run(args: Args) -> Result<(), Fail> {
             }
             let mut out = std::io::stdout().lock();
             for hit in engine.search(&query, args.limit, None).await {
-                let line = format!(
-                    "{}\t{}\t{:.2}\t{}",
-                    hit.session,
-                    hit.seq,
-                    hit.score,
-                    hit.marked()
-                );
-                if writeln!(out, "{}", printable(&line)).is_err() {
+                let (seq, score) = (hit.seq.to_string(), format!("{:.2}", hit.score));
+                let line = columns(&[&hit.session, &seq, &score, &hit.marked()]);
+                if writeln!(out, "{line}").is_err() {
                     break;
                 }
             }
@@ -463,6 +456,15 @@ impl Printer {
 /// cursor, retitle the window or worse) and the bidirectional controls that reorder what
 /// follows them on screen (embeddings, overrides, isolates: the "Trojan Source" characters)
 /// shown as `\u{fffd}`; newlines and tabs kept.
+/// One line of tab-separated columns, each made printable with its own tabs and line breaks
+/// as spaces: a server's title or id cannot add a column or a line of its own.
+fn columns(fields: &[&str]) -> String {
+    let cells: Vec<String> = (fields.iter())
+        .map(|f| printable(&f.replace(['\t', '\n', '\r'], " ")))
+        .collect();
+    cells.join("\t")
+}
+
 fn printable(text: &str) -> String {
     text.chars()
         .map(|c| match c {

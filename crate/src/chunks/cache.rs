@@ -512,8 +512,10 @@ impl<S: Store> Cache<S> {
             Ok(()) => {
                 // Told again once it is gone: a query that ran while the remove waited (OPFS
                 // waits for another tab's handles to close) read the blob back into memory,
-                // and would have kept answering with it until the next full recheck.
+                // and would have kept answering with it until the next full recheck. The
+                // other tabs are told too.
                 self.live.changed(key);
+                self.live.gone(key);
                 true
             }
             Err(e) => {

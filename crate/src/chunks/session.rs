@@ -748,7 +748,10 @@ impl<'a, S: Store> Opened<'a, S> {
         self.io.index.mark(&*self.io.store).await; // removed all the same
         match self.io.store.remove(&self.io.dir).await {
             // Nothing is left whose layout is unknown: a writer that had stopped writes again.
-            Ok(()) => self.io.failed = None,
+            Ok(()) => {
+                self.io.failed = None;
+                self.io.index.gone();
+            }
             Err(e) => self.io.stop_writing(&e),
         }
     }

@@ -178,6 +178,13 @@ impl Live {
         }
     }
 
+    /// Session `key`'s folder, its blob with it, was removed by this worker (a purge, an
+    /// eviction, a sign-out): told as a blob of no bytes ([`Live::on_written`]), so that the
+    /// other contexts' next query drops it rather than answer from what it read before.
+    pub fn gone(&self, key: &str) {
+        self.written(key, 0);
+    }
+
     /// Another context wrote session `key`'s blob, which is now `size` bytes: the next query
     /// looks at it (and the queries after it too, until a read reaches `size`, or for
     /// [`super::reader::RECHECK_MS`], when every session is looked at anyway). A blob rebuilt

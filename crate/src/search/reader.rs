@@ -1470,6 +1470,17 @@ mod tests {
             let hits = search(&*store, &dir, &memo, &live, "pangolin", 10, None).await;
             let sessions: Vec<_> = hits.iter().map(|h| h.session.as_str()).collect();
             assert_eq!(sessions, ["t"], "a new session told: listed and read");
+
+            // Removed there, whole (a purge, an eviction, a sign-out) or its cache thrown away
+            // (a Reload): told, and nothing of it found at the next query.
+            writer.purge("t").await;
+            assert_eq!(last(), (other_key.clone(), 0), "the notice: nothing left");
+            live.told(&other_key, 0);
+            assert!(found("pangolin").await.is_empty(), "told: gone");
+            session.purge().await;
+            assert_eq!(last(), (key.clone(), 0), "the notice: nothing left");
+            live.told(&key, 0);
+            assert!(found("zebu").await.is_empty(), "told: gone");
         });
     }
 }

@@ -111,6 +111,11 @@ impl IndexWriter {
         self.marked
     }
 
+    /// The session's folder was removed: the other contexts are told ([`Live::gone`]).
+    pub fn gone(&self) {
+        self.live.gone(&self.key);
+    }
+
     /// Whether it knows where the blob stops.
     pub fn is_synced(&self) -> bool {
         self.folder.is_some()

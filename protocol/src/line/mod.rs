@@ -381,6 +381,34 @@ mod tests {
     }
 
     #[test]
+    fn an_event_that_would_not_build_is_refused() {
+        // A number past an f64's range, or nesting past serde_json's limit, in a field nothing
+        // reads: the event built as an empty map (no `type`), which made two messages' deltas
+        // one row and the coalescing of two such deltas panic.
+        let line = |extra: &str| {
+            Line::parse(&format!(
+                r#"{{"seq":1,"ts":1,"event":{{"type":"assistantText","text":"a","messageId":"m","n":{extra}}}}}"#
+            ))
+        };
+        let nested = |depth| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for extra in ["1e400", "-1e400", "[1e400]", "{\"k\":1e400}", &nested(200)] {
+            assert!(line(extra).is_err(), "{:.24}", extra);
+            let folded = format!(r#"{{"through":1,"n":{extra}}}"#);
+            assert!(line(&folded).is_err(), "{:.24}", folded);
+        }
+        for extra in [
+            "1e300",
+            "123456789012345678901234567890",
+            "[1.5,{}]",
+            &nested(100),
+        ] {
+            let line = line(extra).unwrap();
+            assert_eq!(line.event()["type"], "assistantText", "{:.24}", extra);
+            assert_eq!(line.event()["messageId"], "m");
+        }
+    }
+
+    #[test]
     fn the_seq_of_a_head_agrees_with_the_parse() {
         let written = Line::new(
             42,

@@ -114,10 +114,10 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 Some(2) => head.message_id = map.next_value_seed(StrSeed { base })?,
                 Some(_) => {
                     head.folded = true;
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value_seed(Checked)?;
                 }
                 None => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value_seed(Checked)?;
                 }
             }
         }
@@ -175,10 +175,10 @@ impl<'de> Visitor<'de> for StrSeed {
         Ok(Some(Str::Owned(s.into())))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Str>, A::Error> {
-        IgnoredAny.visit_map(map).map(|_| None)
+        Checked.visit_map(map).map(|_| None)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Str>, A::Error> {
-        IgnoredAny.visit_seq(seq).map(|_| None)
+        Checked.visit_seq(seq).map(|_| None)
     }
     fn visit_bool<E>(self, _: bool) -> Result<Option<Str>, E> {
         Ok(None)
@@ -194,5 +194,56 @@ impl<'de> Visitor<'de> for StrSeed {
     }
     fn visit_unit<E>(self) -> Result<Option<Str>, E> {
         Ok(None)
+    }
+}
+
+/// An event's value read past as building the event's map reads it ([`super::Line::event`]):
+/// numbers within an f64's range, nesting within serde_json's limit, strings that decode. So
+/// an event the scan accepts is one that builds, never an empty map in its place (which
+/// would have no `type`, and would make two messages' deltas one row).
+struct Checked;
+
+impl<'de> DeserializeSeed<'de> for Checked {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Checked)?.is_some() {
+            map.next_value_seed(Checked)?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Checked)?.is_some() {}
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! A line's event, read into the shape the README's table gives it.
 
-use crate::protocol::{EventKind, Line};
+use crate::protocol::{shortened, EventKind, Line};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -173,7 +173,9 @@ fn read<T: serde::de::DeserializeOwned>(line: &Line) -> Result<T, String> {
     })
 }
 
-/// A read's error without its position. (Not inlined: `read` has a copy for every shape.)
+/// A read's error without its position, and cut short: it may quote the offending value
+/// (a string of a megabyte where a number belongs), and it is a row's text. (Not inlined:
+/// `read` has a copy for every shape.)
 #[inline(never)]
 fn without_position(e: serde_json::Error) -> String {
     // (serde_json's message is "{what} at line {l} column {c}" when it has a position.)
@@ -181,7 +183,7 @@ fn without_position(e: serde_json::Error) -> String {
     if e.line() != 0 {
         message.truncate(message.rfind(" at line ").unwrap_or(message.len()));
     }
-    message
+    shortened(&message)
 }
 
 impl Event {
@@ -301,5 +303,13 @@ mod tests {
         assert_eq!(no_id, "missing field `id`");
         let wrong = event(r#"{"type":"usageDelta","context":"many"}"#).unwrap_err();
         assert_eq!(wrong, r#"invalid type: string "many", expected u64"#);
+        // The value it quotes is cut short: the error is a row's text.
+        let big = "x".repeat(100_000);
+        let wrong = event(&format!(r#"{{"type":"usageDelta","context":"{big}"}}"#)).unwrap_err();
+        assert!(
+            wrong.starts_with(r#"invalid type: string "xxx"#),
+            "{wrong:.40}"
+        );
+        assert!(wrong.chars().count() <= 201, "{} bytes", wrong.len());
     }
 }

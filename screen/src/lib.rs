@@ -11,25 +11,35 @@
 #![warn(missing_docs)]
 
 use scrollback::engine::{SavedScreen, View};
-use scrollback::protocol::{parse_catch_up, parse_page};
+use scrollback::protocol::{CatchUpQuery, TranscriptQuery, OPENING_WINDOW};
+use scrollback::transport::{parse_catch_up_for, parse_page_for};
 use wasm_bindgen::prelude::*;
 
 /// A first visit's first screen: the opening window (`/transcript?limit=80`, its body as
-/// `bytes`) folded as session `id`'s view shows it.
+/// `bytes`) folded as session `id`'s view shows it. An answer the worker's open would refuse
+/// (the transport's checks: seqs rising, no raw line folding others away) is not drawn.
 #[wasm_bindgen(js_name = openingScreen)]
 pub fn opening_screen(id: &str, bytes: &[u8]) -> Option<String> {
-    let lines = parse_page(std::str::from_utf8(bytes).ok()?).ok()?;
-    serde_json::to_string(&View::opening(id, &lines)?).ok()
+    let query = TranscriptQuery {
+        limit: Some(OPENING_WINDOW),
+        ..TranscriptQuery::default()
+    };
+    let page = parse_page_for(&query, std::str::from_utf8(bytes).ok()?).ok()?;
+    serde_json::to_string(&View::opening(id, &page.lines)?).ok()
 }
 
 /// A reopen's first screen: the last screen the page saved (`screen`, its JSON) with what the
 /// check of its cursor (`/catchup?cursor=N`, its body as `bytes`) brought folded on. Nothing
-/// when it brought nothing new or the saved screen is not the server's any more.
+/// when it brought nothing new, the saved screen is not the server's any more, or the answer
+/// is one the worker's open would refuse (another session's, seqs not rising, a raw line
+/// folding others away).
 #[wasm_bindgen(js_name = resumedScreen)]
 pub fn resumed_screen(screen: &str, bytes: &[u8]) -> Option<String> {
     let screen: SavedScreen = serde_json::from_str(screen).ok()?;
-    let answer = parse_catch_up(std::str::from_utf8(bytes).ok()?).ok()?;
-    serde_json::to_string(&View::resumed(screen, answer)?).ok()
+    let query = CatchUpQuery::new(screen.cursor, OPENING_WINDOW);
+    let body = std::str::from_utf8(bytes).ok()?;
+    let caught = parse_catch_up_for(&screen.id, &query, body).ok()?;
+    serde_json::to_string(&View::resumed(screen, caught.answer)?).ok()
 }
 
 /// Runs the fold the opening screen will take (`resumed`: a reopen's, else a first visit's) once
@@ -89,5 +99,31 @@ mod tests {
         let resumed = resumed_screen(SAMPLE_SCREEN, SAMPLE_ANSWER.as_bytes()).unwrap();
         assert!(resumed.contains(r#""text":"bc""#), "{resumed}");
         assert!(resumed.contains(r#""kind":"command""#), "{resumed}");
+    }
+
+    /// What the worker's open refuses is not drawn first either: a raw line whose `folded`
+    /// claims the lines after it (hiding them), seqs that do not rise, another session's answer.
+    #[test]
+    fn an_answer_the_worker_refuses_is_not_drawn() {
+        let folding = r#"{"seq":3,"ts":1.5,"event":{"type":"assistantText","text":"b","messageId":"m","folded":{"through":5,"first":"b","last":"b"}}}"#;
+        let third =
+            r#"{"seq":3,"ts":1.5,"event":{"type":"assistantText","text":"b","messageId":"m"}}"#;
+        let page = SAMPLE_PAGE.replacen(third, folding, 1);
+        assert_ne!(page, SAMPLE_PAGE);
+        assert_eq!(opening_screen("warm-up", page.as_bytes()), None);
+        let falling = SAMPLE_PAGE.replacen(r#""seq":4,"#, r#""seq":2,"#, 1);
+        assert_eq!(opening_screen("warm-up", falling.as_bytes()), None);
+
+        // (The cursor's line left as saved: its fingerprint matches.)
+        let fourth =
+            r#"{"seq":4,"ts":1.5,"event":{"type":"assistantText","text":"c","messageId":"m"}}"#;
+        let folding = r#"{"seq":4,"ts":1.5,"event":{"type":"assistantText","text":"c","messageId":"m","folded":{"through":5,"first":"c","last":"c"}}}"#;
+        let answer = SAMPLE_ANSWER.replacen(fourth, folding, 1);
+        assert_ne!(answer, SAMPLE_ANSWER);
+        assert_eq!(resumed_screen(SAMPLE_SCREEN, answer.as_bytes()), None);
+        let other = SAMPLE_ANSWER.replacen(r#""id":"warm-up""#, r#""id":"other""#, 1);
+        assert_eq!(resumed_screen(SAMPLE_SCREEN, other.as_bytes()), None);
+        let falling = SAMPLE_ANSWER.replacen(r#""seq":5,"#, r#""seq":4,"#, 1);
+        assert_eq!(resumed_screen(SAMPLE_SCREEN, falling.as_bytes()), None);
     }
 }

@@ -223,6 +223,11 @@ pub struct ForwardWalk {
     /// Still inside the line before the first line start.
     skipping: bool,
     block: usize,
+    /// The most bytes of a line kept ([`ForwardWalk::with_line_bound`]).
+    line_bound: Option<usize>,
+    /// The bytes of the line being assembled dropped past the bound (they lie in the file
+    /// after `buf[start..start + bound]`).
+    dropped: u64,
 }
 
 impl ForwardWalk {
@@ -237,6 +242,8 @@ impl ForwardWalk {
             scanned: 0,
             skipping: from > 0,
             block: FIRST_BLOCK,
+            line_bound: None,
+            dropped: 0,
         }
     }
 
@@ -244,6 +251,20 @@ impl ForwardWalk {
     pub fn with_block(mut self, block: usize) -> ForwardWalk {
         self.block = block.max(1);
         self
+    }
+
+    /// The same walk holding at most `bound` bytes of a line (plus a block): a longer line is
+    /// still read to its end (the next one starts there), but its bytes past the bound are
+    /// dropped as they come, and it is handed out cut to its first `bound` bytes (its head:
+    /// enough for [`crate::Line::seq_of_head`]) with [`Found::skipped`] counting the rest.
+    pub fn with_line_bound(mut self, bound: usize) -> ForwardWalk {
+        self.line_bound = Some(bound);
+        self
+    }
+
+    /// The file offset just past the bytes read so far.
+    fn read_end(&self) -> u64 {
+        self.base + self.buf.len() as u64 + self.dropped
     }
 
     /// Where the next line starts (or would: the offset up to which lines were handed out).
@@ -258,33 +279,58 @@ impl ForwardWalk {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
                 let nl = self.scanned + i;
                 let (from, offset) = (self.start, self.base + self.start as u64);
+                if self.dropped > 0 {
+                    // A line cut to its head: what follows it starts `dropped` further on in
+                    // the file than in `buf`, so the walk moves on from there.
+                    return Step::Line(self.cut_line(from, nl, true));
+                }
                 self.start = nl + 1;
                 self.scanned = nl + 1;
                 if std::mem::take(&mut self.skipping) {
                     continue;
                 }
+                let head_end = self
+                    .line_bound
+                    .map_or(nl, |b| nl.min(from.saturating_add(b)));
                 return Step::Line(Found {
                     offset,
-                    bytes: self.buf[from..nl].to_vec(),
+                    bytes: self.buf[from..head_end].to_vec(),
                     newline: true,
-                    skipped: 0,
+                    skipped: (nl - head_end) as u64,
                 });
             }
             self.scanned = self.buf.len();
-            let read_end = self.base + self.buf.len() as u64;
+            if let Some(bound) = self.line_bound.filter(|_| !self.skipping) {
+                // Only the line's head is kept.
+                let head_end = self.start.saturating_add(bound);
+                if self.buf.len() > head_end {
+                    self.dropped += (self.buf.len() - head_end) as u64;
+                    self.buf.truncate(head_end);
+                    self.scanned = head_end;
+                }
+            }
+            let read_end = self.read_end();
             if read_end >= self.end {
-                if self.skipping || self.start == self.buf.len() {
+                if self.skipping || (self.start == self.buf.len() && self.dropped == 0) {
                     self.start = self.buf.len();
                     return Step::Done;
                 }
+                if self.dropped > 0 {
+                    let (from, to) = (self.start, self.buf.len());
+                    return Step::Line(self.cut_line(from, to, false));
+                }
                 let (from, offset) = (self.start, self.base + self.start as u64);
+                let head_end = self
+                    .line_bound
+                    .map_or(self.buf.len(), |b| (from + b).min(self.buf.len()));
+                let skipped = (self.buf.len() - head_end) as u64;
                 self.start = self.buf.len();
                 self.scanned = self.buf.len();
                 return Step::Line(Found {
                     offset,
-                    bytes: self.buf[from..].to_vec(),
+                    bytes: self.buf[from..head_end].to_vec(),
                     newline: false,
-                    skipped: 0,
+                    skipped,
                 });
             }
             return Step::Read {
@@ -294,13 +340,31 @@ impl ForwardWalk {
         }
     }
 
+    /// Hands out the line starting at `buf[from]`, whose bytes past the bound were dropped,
+    /// ending at `buf[to]` (its `\n`, when `newline`), and moves the walk past it.
+    fn cut_line(&mut self, from: usize, to: usize, newline: bool) -> Found {
+        let bound = self.line_bound.unwrap_or(0);
+        let head_end = from.saturating_add(bound).min(to);
+        let found = Found {
+            offset: self.base + from as u64,
+            bytes: self.buf[from..head_end].to_vec(),
+            newline,
+            skipped: self.dropped + (to - head_end) as u64,
+        };
+        let past = (to + usize::from(newline)).min(self.buf.len());
+        self.base += past as u64 + self.dropped;
+        self.buf.drain(..past);
+        (self.start, self.scanned, self.dropped) = (0, 0, 0);
+        found
+    }
+
     /// Hands the walk the bytes its last [`Step::Read`] asked for, or a non-empty prefix of
     /// them (a short read).
     ///
     /// # Panics
     /// When `bytes` is empty or reaches past the region's end.
     pub fn feed(&mut self, bytes: &[u8]) {
-        let read_end = self.base + self.buf.len() as u64;
+        let read_end = self.read_end();
         assert!(
             !bytes.is_empty() && bytes.len() as u64 <= self.end - read_end,
             "a walk is fed the bytes it asked for"
@@ -584,6 +648,47 @@ mod tests {
                 .collect();
             assert_eq!(lines, expected, "case {case}");
             assert_eq!(fed, text.len(), "case {case}: each byte read once");
+        }
+    }
+
+    #[test]
+    fn a_bounded_forward_walk_hands_out_long_lines_cut_to_their_heads_holding_little() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..2_000 {
+            let text = random_text(&mut rng);
+            let bound = rng.below(3_000) as usize;
+            let block = 1 + rng.below(500) as usize;
+            let from = rng.below(text.len() as u64 + 1);
+            let mut walk = ForwardWalk::new(from, text.len() as u64)
+                .with_block(block)
+                .with_line_bound(bound);
+            let (mut lines, mut fed) = (Vec::new(), 0);
+            loop {
+                match walk.step() {
+                    Step::Done => break,
+                    Step::Line(found) => lines.push(found),
+                    Step::Read { at, len } => {
+                        let n = 1 + rng.below(len as u64) as usize;
+                        walk.feed(&text[at as usize..at as usize + n]);
+                        fed += n;
+                        let held = walk.buf.len() - walk.start;
+                        assert!(held <= bound + block, "case {case}: {held}");
+                    }
+                }
+            }
+            let expected: Vec<Found> = reference(&text, 0, text.len())
+                .into_iter()
+                .filter(|l| l.offset >= from)
+                .map(|mut line| {
+                    let keep = line.bytes.len().min(bound);
+                    line.skipped = (line.bytes.len() - keep) as u64;
+                    line.bytes.truncate(keep);
+                    line
+                })
+                .collect();
+            assert_eq!(lines, expected, "case {case}");
+            let start = from.saturating_sub(1) as usize;
+            assert_eq!(fed, text.len() - start, "case {case}: each byte read once");
         }
     }
 

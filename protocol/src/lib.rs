@@ -19,8 +19,8 @@ pub use events::{
     KEEP_ALIVE_EVENT, KEEP_ALIVE_MS, SILENT_INTERVALS,
 };
 pub use line::{
-    fingerprint, page_json, parse_json, parse_page, shortened, EventKind, Line, LineError,
-    MESSAGE_CHARS,
+    fingerprint, page_json, parse_json, parse_page, shortened, EventKind, Fingerprint, Line,
+    LineError, MESSAGE_CHARS,
 };
 pub use names::{
     check_session_id, decode, encode, is_reserved_name, KeyError, MAX_ID_LEN, MAX_KEY_LEN,

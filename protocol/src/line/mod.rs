@@ -53,10 +53,33 @@ impl LineError {
 /// 16 hex digits of the 64-bit FNV-1a hash of `bytes`, the same on every platform and build
 /// ([`Line::fingerprint`], [`crate::file_id`]).
 pub fn fingerprint(bytes: &[u8]) -> String {
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    format!("{hash:016x}")
+    let mut hash = Fingerprint::default();
+    hash.update(bytes);
+    hash.finish()
+}
+
+/// A [`fingerprint`] taken a piece at a time: of a line too long to hold whole.
+#[derive(Debug, Clone, Copy)]
+pub struct Fingerprint(u64);
+
+impl Default for Fingerprint {
+    fn default() -> Self {
+        Fingerprint(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fingerprint {
+    /// Takes in the next bytes.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0 = bytes.iter().fold(self.0, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    }
+
+    /// The fingerprint of every byte taken in, as [`fingerprint`] writes it.
+    pub fn finish(&self) -> String {
+        format!("{:016x}", self.0)
+    }
 }
 
 /// The longest message, in characters, that an error built from what came over the network

@@ -352,11 +352,8 @@ pub fn catch_up_from_end(
 /// Whether the file's line at `seq` is the one whose fingerprint is `at`.
 fn holds(path: &Path, file: &mut File, end: u64, seq: u64, at: &str) -> io::Result<bool> {
     let offset = reader::offset_of_seq(path, file, end, seq)?;
-    Ok(match reader::line_at(file, offset, end)? {
-        Some((bytes, _)) => reader::parse(path, offset, &bytes)
-            .is_some_and(|line| line.seq() == seq && line.fingerprint() == at),
-        None => false,
-    })
+    let found = reader::seq_and_fingerprint_at(path, file, offset, end)?;
+    Ok(found.is_some_and(|(s, fingerprint)| s == seq && fingerprint == at))
 }
 
 /// The newest window as a reset for `reason`.

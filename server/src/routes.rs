@@ -306,6 +306,14 @@ impl TranscriptCheck {
         let raw = std::str::from_utf8(raw).map_err(|_| ApiError::bad("bad body: not UTF-8"))?;
         let line = transcript::reader::file_line(raw)
             .map_err(|e| ApiError::bad(format!("bad body: line {i}: {e}")))?;
+        // As the server writes its lines: the seq first, read from the head alone when the
+        // line is long (a post after it, the session list). With another key first, a line of
+        // 200 MB was read whole, and parsed, by every post after it.
+        if Line::seq_of_head(raw.as_bytes()) != Some(line.seq()) {
+            return Err(ApiError::bad(format!(
+                "bad body: line {i} does not open with its seq ({{\"seq\":N,...}}, as the server writes lines)"
+            )));
+        }
         if line.seq() != self.seq + 1 {
             return Err(ApiError::bad(format!(
                 "bad body: line {i} has seq {}, expected {}",

@@ -27,6 +27,33 @@ fn the_parser_refuses_a_raw_cr_inside_a_line_and_accepts_crlf_endings() {
     );
 }
 
+/// A line whose seq is not its first key (valid JSON all the same) is refused by PUT: the
+/// server's lines open with their seq, which a post after a long line reads from its head alone
+/// (with another key first, a post read a line of 200 MB whole, and parsed it).
+#[tokio::test]
+async fn put_refuses_a_line_that_does_not_open_with_its_seq() {
+    let f = Fixture::new().await;
+    let body = concat!(
+        r#"{"seq":1,"ts":1,"event":{"type":"userMessage","text":"a"}}"#,
+        "\n",
+        r#"{"ts":1,"seq":2,"event":{"type":"userMessage","text":"b"}}"#,
+        "\n",
+    );
+    let (status, message) = f.error(f.put("/sessions/s/transcript", body).await).await;
+    assert_eq!(status, 400);
+    assert!(
+        message.contains("line 2") && message.contains("open with its seq"),
+        "{message}"
+    );
+    // Spaces where JSON allows them are the server's lines too.
+    let spaced = "{ \"seq\" : 1 , \"ts\":1,\"event\":{\"type\":\"userMessage\",\"text\":\"a\"}}\n";
+    assert!(f
+        .put("/sessions/s/transcript", spaced)
+        .await
+        .status()
+        .is_success());
+}
+
 #[tokio::test]
 async fn put_refuses_a_raw_cr_naming_the_line() {
     let f = Fixture::new().await;

@@ -10,6 +10,7 @@ mod server_support;
 use scrollback::protocol::{parse_catch_up, CatchUpState, RESET_EVENT};
 use scrollback_protocol::{coalesce, last_seq, Line, TranscriptQuery};
 use scrollback_server::session::{Summaries, SUMMARY_LINE_BYTES};
+use scrollback_server::transcript::reader::{offset_of_seq, seq_and_fingerprint_at, HEAD_BYTES};
 use scrollback_server::transcript::torn::{Ends, MOST, REMEMBER_FROM};
 use scrollback_server::transcript::{window_in, FileId, RUN_BYTES};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -145,6 +146,26 @@ fn a_page_of_one_reads_no_line_before_it() {
     page_reading_at_most(&mut f, end, "limit=1", &[5], 8 << 10);
     // Three lines: the walk stops at seq 3 and never reads the 60 MB line before it.
     page_reading_at_most(&mut f, end, "limit=3", &[3, 4, 5], 64 << 10);
+}
+
+/// A page down to `after` stops at the long line at `after` holding only its head (a page
+/// after a line of 300 MB held it, and its parse); a page that holds the long line has it whole.
+#[test]
+fn a_page_after_a_long_line_does_not_hold_it() {
+    let text = with_a_huge_line();
+    let huge = Line::parse(text.lines().nth(1).unwrap()).unwrap();
+    let (mut f, end) = file(text);
+    let (lines, held) = most_held(|| page(&mut f, end, "after=2"));
+    assert_eq!(lines.iter().map(Line::seq).collect::<Vec<_>>(), [3, 4, 5]);
+    assert!(held < 1 << 20, "the page held {held} bytes at once");
+    let lines = page(&mut f, end, "after=1");
+    assert_eq!(
+        lines.iter().map(Line::seq).collect::<Vec<_>>(),
+        [2, 3, 4, 5]
+    );
+    assert_eq!(lines[0], huge, "whole");
+    let lines = page(&mut f, end, "after=1&before=3");
+    assert_eq!(lines, [huge]);
 }
 
 #[test]
@@ -320,6 +341,41 @@ fn the_session_list_reads_heads_of_long_lines_and_holds_a_bounded_part_of_them()
         serde_json::json!({"type": "status", "status": "idle"}),
     ));
     check(7, "idle");
+}
+
+/// A stream asking for what follows a long line (`/events?after=2`, its client's cursor line
+/// checked by `at`) finds where seq 3 starts, and the long line's fingerprint, holding a bounded
+/// part of it: six such streams held 1.8 GB at once, reading and parsing it whole.
+#[test]
+fn the_line_after_a_long_one_and_its_fingerprint_are_found_holding_its_head() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("transcript.jsonl");
+    let big = "x".repeat(24 << 20);
+    let long = line(2, serde_json::json!({"type": "toolResult", "output": big}));
+    let text = line(1, serde_json::json!({"type": "userMessage", "text": "hi"}))
+        + &long
+        + &line(
+            3,
+            serde_json::json!({"type": "userMessage", "text": "next"}),
+        );
+    std::fs::write(&path, &text).unwrap();
+    let (end, second) = (text.len() as u64, text.find(&long).unwrap() as u64);
+    let third = second + long.len() as u64;
+    let fingerprint = Line::parse(&long).unwrap().fingerprint();
+    drop(big);
+    let mut file = std::fs::File::open(&path).unwrap();
+    let bound = HEAD_BYTES + 1024 * 1024;
+    let (at, held) = most_held(|| offset_of_seq(&path, &mut file, end, 3).unwrap());
+    assert_eq!(at, third);
+    assert!(held < bound, "the search held {held} bytes at once");
+    let (found, held) =
+        most_held(|| seq_and_fingerprint_at(&path, &mut file, second, end).unwrap());
+    assert_eq!(found, Some((2, fingerprint)));
+    assert!(held < bound, "the fingerprint held {held} bytes at once");
+    // A short line's, as before.
+    let first = seq_and_fingerprint_at(&path, &mut file, 0, end).unwrap();
+    let want = Line::parse(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first, Some((1, want.fingerprint())));
 }
 
 /// A post appends after the newest line: the seq of a long one is read from its head, and its
@@ -585,12 +641,21 @@ fn a_long_torn_line_is_searched_once_and_what_is_appended_to_it_after() {
     drop(f);
     assert_eq!(end_through(&ends, &path).0, other.len() as u64);
 
-    // A file whose only line is torn has nothing to tell it apart by: not remembered.
+    // A file whose only line is torn (its first, still being written) is remembered too, told
+    // apart by that line's first bytes: searched once, then only what was appended.
     let only = dir.path().join("only.jsonl");
     std::fs::write(&only, torn(2 << 20)).unwrap();
     let before = ends.len();
     assert_eq!(end_through(&ends, &only).0, 0);
-    assert_eq!(ends.len(), before);
+    assert_eq!(ends.len(), before + 1);
+    let (end, read) = end_through(&ends, &only);
+    assert_eq!((end, read <= small), (0, true), "read {read}");
+    // Rewritten in place with whole lines and another torn one: searched whole again.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&only).unwrap();
+    f.write_all(format!("{head}{}", torn(2 << 20)).as_bytes())
+        .unwrap();
+    drop(f);
+    assert_eq!(end_through(&ends, &only).0, want);
 
     // Remembered files are bounded.
     for i in 0..MOST + 8 {

@@ -140,8 +140,27 @@ pub fn window_in<F: Read + Seek>(
         None => end,
     };
     let mut page = Page::new(query.coalesced(), query.most(), query.bytes);
-    let mut lines = BackLines::new(file, start);
-    while let Some((offset, bytes)) = lines.next_line_within(page.room())? {
+    // Down to `after`, a long line's seq is read from its head before the line is: the one at
+    // or below `after` that ends the page is not read whole (a page after a line of 300 MB
+    // read it, and parsed it, to stop there).
+    let mut lines = match query.after {
+        Some(_) => BackLines::bounded(file, 0, start, reader::HEAD_BYTES),
+        None => BackLines::new(file, start),
+    };
+    while let Some(found) = lines.next_found_within(page.room())? {
+        let offset = found.offset;
+        let bytes = match found.skipped {
+            0 => found.bytes,
+            _ => match Line::seq_of_head(&found.bytes) {
+                Some(seq) if query.after.is_some_and(|a| seq <= a) => break,
+                Some(seq) if query.before.is_some_and(|b| seq >= b) => continue,
+                // In the page: read whole.
+                _ => match reader::line_at(lines.file_mut(), offset, end)? {
+                    Some((bytes, _)) => bytes,
+                    None => continue,
+                },
+            },
+        };
         let Some(line) = reader::parse(path, offset, &bytes) else {
             continue;
         };
@@ -311,7 +330,7 @@ pub struct Tail {
 /// does: a longer one (a tool output of 100 MB) is scanned for its start, and its seq read
 /// from its head ([`Line::seq_of_head`]). A post after such a line held it whole, with its
 /// parse, outside every bound (six at once held 1.1 GB). A long line with another key first
-/// (a `PUT` may write one) is read whole, as every line was before.
+/// (written by another process: a `PUT` refuses one) is read whole, as every line was before.
 pub fn newest_seq(path: &Path) -> io::Result<u64> {
     let Opened { mut file, end } = open(path)?;
     let mut lines = BackLines::bounded(&mut file, 0, end, SUMMARY_LINE_BYTES);

@@ -7,7 +7,8 @@
 //! remembers how far it searched (`follow`); this remembers it for every other reader (pages,
 //! catch-ups, the session list, a stream's start). Per file (device and inode): the end found,
 //! how far past it holds no newline, and what tells the file apart (its id, the protocol's
-//! fingerprint of its head, and the bytes just before the end). A later read of that file
+//! fingerprint of its head, the bytes just before the end and the torn line's first bytes: a
+//! file whose first line is still being written is remembered too). A later read of that file
 //! searches only what was appended since; a file that no longer holds those bytes (replaced,
 //! truncated, rewritten) is searched whole again, and so is every file on a system that names
 //! none (no inode).
@@ -15,7 +16,7 @@
 //! Only a torn part of at least [`REMEMBER_FROM`] bytes after a complete line is remembered (a
 //! shorter one is cheap to search again), and at most [`MOST`] files at once.
 
-use super::reader::{complete_end, complete_end_above, file_id, tail_before};
+use super::reader::{complete_end, complete_end_above, file_id, tail_before, TAIL_BYTES};
 use super::FileId;
 use std::collections::HashMap;
 use std::io::{self, Read, Seek};
@@ -35,6 +36,8 @@ struct Known {
     searched: u64,
     id: Option<String>,
     tail: Vec<u8>,
+    /// The torn line's first bytes (what tells apart a file that has no complete line yet).
+    torn: Vec<u8>,
     /// When it was remembered (a count): the oldest goes first when [`MOST`] are.
     at: u64,
 }
@@ -86,7 +89,7 @@ impl Ends {
     }
 
     /// Remembers (or forgets) `key` after a search that found its complete lines end at `end`.
-    /// A file with no complete line is not remembered: nothing would tell it apart.
+    /// A file with no complete line yet is told apart by its torn line's first bytes.
     fn remember<F: Read + Seek>(
         &self,
         file: &mut F,
@@ -94,11 +97,12 @@ impl Ends {
         end: u64,
         len: u64,
     ) -> io::Result<()> {
-        if end == 0 || len - end < REMEMBER_FROM {
+        if len - end < REMEMBER_FROM {
             self.lock().0.remove(&key);
             return Ok(());
         }
         let (id, tail) = (file_id(file, end)?, tail_before(file, end)?);
+        let torn = torn_start(file, end)?;
         let mut all = self.lock();
         let (known, count) = &mut *all;
         *count += 1;
@@ -115,6 +119,7 @@ impl Ends {
                 searched: len,
                 id,
                 tail,
+                torn,
                 at,
             },
         );
@@ -137,9 +142,19 @@ impl Ends {
 }
 
 /// Whether `file` still holds what `known` was told apart by: a newline just before its end,
-/// the bytes before that, and the same head.
+/// the bytes before that, the same head, and the same start of the torn line.
 fn still<F: Read + Seek>(file: &mut F, known: &Known) -> io::Result<bool> {
-    Ok(tail_before(file, known.end)? == known.tail && file_id(file, known.end)? == known.id)
+    Ok(tail_before(file, known.end)? == known.tail
+        && file_id(file, known.end)? == known.id
+        && torn_start(file, known.end)? == known.torn)
+}
+
+/// The first [`TAIL_BYTES`] of the torn line starting at `end` (a remembered one is longer).
+fn torn_start<F: Read + Seek>(file: &mut F, end: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = vec![0; TAIL_BYTES as usize];
+    file.seek(io::SeekFrom::Start(end))?;
+    file.read_exact(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The end of the complete lines of an open transcript, `meta` its metadata, through the

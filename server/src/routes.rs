@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{middleware, Extension, Json, Router};
 use scrollback_protocol::{
-    catch_up_json, page_json, CatchUpQuery, Line, TranscriptQuery, FILE_HEADER,
+    catch_up_json, page_json, parse_json, CatchUpQuery, Line, TranscriptQuery, FILE_HEADER,
 };
 use serde_json::json;
 use std::io;
@@ -272,7 +272,10 @@ async fn message(
     struct Post {
         text: String,
     }
-    let post: Post = serde_json::from_slice(&body)
+    // As JavaScript wrote it: a lone surrogate half (a reply cut mid-emoji) is U+FFFD.
+    let post: Post = std::str::from_utf8(&body)
+        .map_err(|e| e.to_string())
+        .and_then(|text| parse_json(text).map_err(|e| e.to_string()))
         .map_err(|e| ApiError::bad(format!("bad body: expected {{\"text\": \"...\"}}: {e}")))?;
     if post.text.trim().is_empty() {
         return Err(ApiError::bad("bad `text`: must not be empty"));

@@ -172,4 +172,16 @@ async fn a_string_cut_between_surrogate_halves_is_served_not_skipped() {
     assert_eq!(got, [1, 2, 3, 4]);
     let put = f.http.put(f.url("/sessions/t/transcript")).body(file);
     assert!(put.send().await.unwrap().status().is_success());
+    // A message posted as JavaScript wrote it, cut between the halves: sent, not refused.
+    let posted = f
+        .http
+        .post(f.url("/sessions/t/messages"))
+        .header("content-type", "application/json")
+        .body(r#"{"text":"cut \ud83d"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 200);
+    let line = Line::parse(&posted.text().await.unwrap()).unwrap();
+    assert_eq!(line.event()["text"], "cut \u{fffd}");
 }

@@ -66,7 +66,7 @@ start_test_server() {
   echo "wasm tests: scrollback-server at $SCROLLBACK_TEST_SERVER, test page at http://$WASM_BINDGEN_TEST_ADDRESS" >&2
 }
 
-export PATH="/usr/bin:$PATH"           # Debian's cargo/rustc first; see TOOLCHAIN.md
+export PATH="/usr/bin:$PATH"           # Debian's cargo/rustc first; see README "Set-up"
 export RUSTC_BOOTSTRAP=1               # lets the stable toolchain take -Zbuild-std
 export CARGO_TARGET_DIR="${SCROLLBACK_WASM_TARGET_DIR:-$root/target/wasm}"
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg=web_sys_unstable_apis"

@@ -552,6 +552,14 @@ mod tests {
         }
     }
 
+    /// `line` as a walk bounded to `bound` bytes hands it out: cut to its head.
+    fn cut(mut line: Found, bound: usize) -> Found {
+        let keep = line.bytes.len().min(bound);
+        line.skipped = (line.bytes.len() - keep) as u64;
+        line.bytes.truncate(keep);
+        line
+    }
+
     /// Random text: short lines, lines longer than any block, empty lines, CRLF endings, and
     /// sometimes a torn tail.
     fn random_text(rng: &mut Rng) -> Vec<u8> {
@@ -639,12 +647,7 @@ mod tests {
             lines.reverse();
             let expected: Vec<Found> = reference(&text, 0, text.len())
                 .into_iter()
-                .map(|mut line| {
-                    let keep = line.bytes.len().min(bound);
-                    line.skipped = (line.bytes.len() - keep) as u64;
-                    line.bytes.truncate(keep);
-                    line
-                })
+                .map(|line| cut(line, bound))
                 .collect();
             assert_eq!(lines, expected, "case {case}");
             assert_eq!(fed, text.len(), "case {case}: each byte read once");
@@ -679,12 +682,7 @@ mod tests {
             let expected: Vec<Found> = reference(&text, 0, text.len())
                 .into_iter()
                 .filter(|l| l.offset >= from)
-                .map(|mut line| {
-                    let keep = line.bytes.len().min(bound);
-                    line.skipped = (line.bytes.len() - keep) as u64;
-                    line.bytes.truncate(keep);
-                    line
-                })
+                .map(|line| cut(line, bound))
                 .collect();
             assert_eq!(lines, expected, "case {case}");
             let start = from.saturating_sub(1) as usize;

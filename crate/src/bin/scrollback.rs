@@ -452,10 +452,6 @@ impl Printer {
     }
 }
 
-/// Text from the server with terminal control characters (escape sequences could move the
-/// cursor, retitle the window or worse) and the bidirectional controls that reorder what
-/// follows them on screen (embeddings, overrides, isolates: the "Trojan Source" characters)
-/// shown as `\u{fffd}`; newlines and tabs kept.
 /// One line of tab-separated columns, each made printable with its own tabs and line breaks
 /// as spaces: a server's title or id cannot add a column or a line of its own.
 fn columns(fields: &[&str]) -> String {
@@ -465,6 +461,10 @@ fn columns(fields: &[&str]) -> String {
     cells.join("\t")
 }
 
+/// Text from the server with terminal control characters (escape sequences could move the
+/// cursor, retitle the window or worse) and the bidirectional controls that reorder what
+/// follows them on screen (embeddings, overrides, isolates: the "Trojan Source" characters)
+/// shown as `\u{fffd}`; newlines and tabs kept.
 fn printable(text: &str) -> String {
     text.chars()
         .map(|c| match c {

@@ -63,8 +63,8 @@ pub const SEGMENT_NEW: &str = "search.idx.new";
 /// words). An older segment does not read, so it is removed and built again (a server's pack
 /// too: its segment is one): `SBIA` was the first with the document column in runs of [`SKIP`]
 /// with a skip table, decoded as a query asks (a worker's first query decoded every document of
-/// the server's pack first, 11-13 ms of its time on a slower machine); `SBI9` decoded its whole column with the header;
-/// `SBI8` cut an assistant message where a delta repeated or overlapped the one before it (the
+/// the server's pack first, 11-13 ms of its time on a slower machine); `SBI9` decoded its whole
+/// column with the header; `SBI8` cut an assistant message where a delta repeated or overlapped the one before it (the
 /// wire's row rule; one document now however they overlap, [`crate::protocol::continues`]);
 /// `SBI7` kept decomposed Hangul's jamo a word each and `ß` unfolded, as `SBI6` did half-width
 /// katakana and kana's sound marks written apart (now composed: `tokens::voiced`), `SBI5` kept

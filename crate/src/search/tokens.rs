@@ -41,9 +41,9 @@ pub struct Word {
     pub end: usize,
 }
 
-/// Appends `c` folded (lowercase, no diacritic, `ß` as `ss`, `ς` as `σ`, a full-width Latin letter or digit as
-/// its ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it; a half-width katakana as
-/// its full-width one: `ｶﾀｶﾅ` is `カタカナ`) to `out`.
+/// Appends `c` folded (lowercase, no diacritic, `ß` as `ss`, `ς` as `σ`, a full-width Latin
+/// letter or digit as its ASCII one: `ＴＯＫＩＯ１` is `tokio1`, as a Japanese keyboard types it; a
+/// half-width katakana as its full-width one: `ｶﾀｶﾅ` is `カタカナ`) to `out`.
 fn fold_into(c: char, out: &mut String) {
     let c = match c {
         '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),

@@ -15,7 +15,11 @@ use std::io::{self, Read, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-fn read_exact_at<F: Read + io::Seek>(file: &mut F, at: u64, len: usize) -> io::Result<Vec<u8>> {
+pub(super) fn read_exact_at<F: Read + io::Seek>(
+    file: &mut F,
+    at: u64,
+    len: usize,
+) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; len];
     file.seek(SeekFrom::Start(at))?;
     file.read_exact(&mut buf)?;

@@ -16,7 +16,9 @@
 //! Only a torn part of at least [`REMEMBER_FROM`] bytes after a complete line is remembered (a
 //! shorter one is cheap to search again), and at most [`MOST`] files at once.
 
-use super::reader::{complete_end, complete_end_above, file_id, tail_before, TAIL_BYTES};
+use super::reader::{
+    complete_end, complete_end_above, file_id, read_exact_at, tail_before, TAIL_BYTES,
+};
 use super::FileId;
 use std::collections::HashMap;
 use std::io::{self, Read, Seek};
@@ -151,10 +153,7 @@ fn still<F: Read + Seek>(file: &mut F, known: &Known) -> io::Result<bool> {
 
 /// The first [`TAIL_BYTES`] of the torn line starting at `end` (a remembered one is longer).
 fn torn_start<F: Read + Seek>(file: &mut F, end: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = vec![0; TAIL_BYTES as usize];
-    file.seek(io::SeekFrom::Start(end))?;
-    file.read_exact(&mut bytes)?;
-    Ok(bytes)
+    read_exact_at(file, end, TAIL_BYTES as usize)
 }
 
 /// The end of the complete lines of an open transcript, `meta` its metadata, through the

@@ -4,8 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
-import { WAIT, pageAt, sharedServer } from './lib/setup.mjs';
+import { WAIT, pageAt, sharedServer, until } from './lib/setup.mjs';
 import { startServer } from './lib/server.mjs';
 
 const shared = sharedServer();
@@ -266,4 +267,52 @@ test('a token the server refuses stops the view; setToken with a good one opens 
   assert.equal(resumed.size, opened.size, 'nothing purged, nothing stored again');
   assert.deepEqual(asked.slice(before), ['GET /sessions/fix-build/catchup', 'GET /sessions/fix-build/events'],
     'the check and the stream: no page fetched, the rows came from the cache');
+});
+
+test('a refused stream whose "why" request is never answered is still retried, and goes live', async (t) => {
+  // A proxy in front of the server: the first event stream is refused (503); the request that
+  // asks why (the same URL with fetch, as EventSource hides the status) is taken and never
+  // answered; everything else, the later streams too, goes through.
+  const upstream = new URL(shared.server.url);
+  let streams = 0;
+  const hung = [];
+  const proxy = http.createServer((req, res) => {
+    if (req.url.includes('/events?')) {
+      streams += 1;
+      if (streams === 1) {
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end('{"error":"busy"}');
+        return;
+      }
+      if (streams === 2) {
+        hung.push(res);
+        return;
+      }
+    }
+    const up = http.request({
+      host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host },
+    }, (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise((resolve) => { proxy.listen(0, '127.0.0.1', resolve); });
+  t.after(() => {
+    for (const res of hung) res.destroy();
+    proxy.closeAllConnections();
+    proxy.close();
+  });
+  const { page } = await pageAt(t, shared.browser, `http://127.0.0.1:${proxy.address().port}/pkg/index.js`);
+  await page.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    window.sb = await Scrollback.open({ server: location.origin, storage: 'memory' });
+    window.view = await sb.openSession('fix-build');
+  });
+  await until(() => page.evaluate(() => view.state.live), 'the session is live through a third stream');
+  const state = await page.evaluate(() => ({ ready: view.state.ready, error: view.state.error, rows: view.state.rows.length }));
+  await page.evaluate(() => sb.close());
+  assert.ok(streams >= 3, `the refused stream was asked again (${streams} streams)`);
+  assert.deepEqual({ ...state, rows: state.rows > 0 }, { ready: true, error: null, rows: true });
 });

@@ -27,6 +27,9 @@ const REFUSED_STREAM: &str = "the server refused the event stream (an error stat
 
 /// How long a request (not the stream) may take before it counts as a network error.
 const REQUEST_TIMEOUT_MS: u32 = 60_000;
+/// How long the question of why a stream was refused may take (ms): the stream has failed
+/// already, and its retry waits for the answer.
+const REFUSAL_TIMEOUT_MS: u32 = 10_000;
 
 /// What one transport has cost on the wire since it was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -280,25 +283,36 @@ impl BrowserTransport {
             return fallback;
         };
         self.count(1, 0);
-        let Ok(response) = request.send().await else {
-            // No answer at all (Firefox closes an EventSource it could not connect): the server
-            // cannot be reached, which is what the stream's error says in every engine.
-            return match fallback {
-                TransportError::Network(message) => TransportError::Network(message.replace(
-                    REFUSED_STREAM,
-                    "cannot reach the server for the event stream",
-                )),
-                other => other,
+        let asked = async {
+            let Ok(response) = request.send().await else {
+                // No answer at all (Firefox closes an EventSource it could not connect): the
+                // server cannot be reached, which is what the stream's error says in every engine.
+                return match fallback.clone() {
+                    TransportError::Network(message) => TransportError::Network(message.replace(
+                        REFUSED_STREAM,
+                        "cannot reach the server for the event stream",
+                    )),
+                    other => other,
+                };
             };
+            if response.ok() {
+                return fallback.clone();
+            }
+            let text = response.text().await.unwrap_or_default();
+            self.count(0, text.len() as u64);
+            let retry_after = response.headers().get("Retry-After");
+            TransportError::from_answer(response.status(), &text, retry_after.as_deref())
         };
-        if response.ok() {
-            controller.abort();
-            return fallback;
-        }
-        let text = response.text().await.unwrap_or_default();
-        self.count(0, text.len() as u64);
-        let retry_after = response.headers().get("Retry-After");
-        TransportError::from_answer(response.status(), &text, retry_after.as_deref())
+        // A server that takes this request and never answers (or never ends its body) must not
+        // keep the stream from being retried: past the bound, the stream's own error stands.
+        let bound = gloo_timers::future::TimeoutFuture::new(REFUSAL_TIMEOUT_MS);
+        let error = match futures::future::select(std::pin::pin!(asked), bound).await {
+            futures::future::Either::Left((error, _)) => error,
+            futures::future::Either::Right(_) => fallback.clone(),
+        };
+        // (An answer that opened a stream, or one cut off by the bound: not read any further.)
+        controller.abort();
+        error
     }
 }
 

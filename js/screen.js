@@ -6,11 +6,14 @@
 // Only what the worker already showed is saved (rows are the fold's output: no rule is written
 // twice), and a saved screen is never taken for verified: it comes back with `verified: false`
 // and `live: false`. A screen goes when its session is reloaded, deleted, gone from the server
-// or shown empty; at most SCREENS_KEPT are kept per origin, least recently saved first out.
+// or shown empty. At most SCREENS_KEPT screens of SCREENS_CHARS in all are kept per origin,
+// the least recently saved first out: the app's own localStorage keeps most of its room.
 
 const PREFIX = 'scrollback.screen.v1 ';
 const INDEX = 'scrollback.screens.v1';
 const SCREENS_KEPT = 20;
+// (localStorage holds about 5 Mi characters per origin in Chromium, Firefox and WebKit.)
+const SCREENS_CHARS = 1024 * 1024;
 const SCREEN_ROWS = 60;
 const SCREEN_CHARS = 256 * 1024;
 // The fields a screen keeps besides its rows; the rest describe a connection, not the session.
@@ -27,17 +30,20 @@ function storage() {
 }
 
 /**
- * The server's part of a key: its host and port, and its path prefix when it has one (without
- * trailing slashes), as the cache names its folder: two servers behind one origin
- * (`https://gw/sandbox`, `https://gw/prod`) keep two last screens of a session id both hold, and
- * a server at the root of its origin keeps the key it always had. Neither a host nor a URL's
- * (percent-encoded) path holds a space, so the key's space still ends it.
+ * The server's part of a key: its host and port (the scheme's default when the URL names none,
+ * so `http://gw` and `https://gw` are two servers, as they are two folders of the cache), and
+ * its path prefix when it has one (without trailing slashes): two servers behind one origin
+ * (`https://gw/sandbox`, `https://gw/prod`) keep two last screens of a session id both hold.
+ * Neither a host nor a URL's (percent-encoded) path holds a space, so the key's space still
+ * ends it.
  */
 function serverKey(server) {
   try {
     const url = new URL(server);
     if (!url.host) return String(server);
-    return url.host + url.pathname.replace(/\/+$/, '');
+    const port = url.port || { 'http:': '80', 'https:': '443' }[url.protocol];
+    const host = port ? `${url.hostname}:${port}` : url.host;
+    return host + url.pathname.replace(/\/+$/, '');
   } catch {
     return String(server);
   }
@@ -47,14 +53,24 @@ function key(server, id) {
   return `${PREFIX}${serverKey(server)} ${id}`;
 }
 
-/** Saved keys by when they were saved (ms since the epoch). */
+/**
+ * Saved keys: when each was saved (ms since the epoch) and its length in characters, as
+ * `[savedAt, chars]`. (An index an older build wrote holds the time alone: the length is read
+ * from the screen itself.)
+ */
 function readIndex(ls) {
+  let index;
   try {
-    const index = JSON.parse(ls.getItem(INDEX) ?? '{}');
-    return index && typeof index === 'object' && !Array.isArray(index) ? index : {};
+    index = JSON.parse(ls.getItem(INDEX) ?? '{}');
   } catch {
     return {};
   }
+  if (!index || typeof index !== 'object' || Array.isArray(index)) return {};
+  for (const [k, v] of Object.entries(index)) {
+    if (typeof v === 'number') index[k] = [v, ls.getItem(k)?.length ?? 0];
+    else if (!Array.isArray(v) || v.length !== 2 || !v.every(Number.isFinite)) delete index[k];
+  }
+  return index;
 }
 
 function writeIndex(ls, index) {
@@ -115,17 +131,31 @@ export function saveScreen(server, id, state) {
     return;
   }
   const index = readIndex(ls);
-  index[k] = Date.now();
-  const keys = Object.keys(index).sort((a, b) => index[a] - index[b]);
-  for (const old of keys.slice(0, Math.max(0, keys.length - SCREENS_KEPT))) {
+  index[k] = [Date.now(), json.length];
+  // The least recently saved others, first out: past the count or the characters kept, and
+  // then one by one while localStorage is too full for this one (the app's own data fills it).
+  const others = Object.keys(index).filter((o) => o !== k).sort((a, b) => index[a][0] - index[b][0]);
+  let chars = Object.values(index).reduce((n, [, c]) => n + c, 0);
+  const drop = () => {
+    const old = others.shift();
     ls.removeItem(old);
+    chars -= index[old][1];
     delete index[old];
-  }
-  try {
-    ls.setItem(k, json);
-  } catch {
-    ls.removeItem(k); // full: the screen is only a head start
-    delete index[k];
+  };
+  while (others.length && (others.length >= SCREENS_KEPT || chars > SCREENS_CHARS)) drop();
+  for (;;) {
+    try {
+      ls.setItem(k, json);
+      break;
+    } catch {
+      if (others.length) {
+        drop();
+        continue;
+      }
+      ls.removeItem(k); // full even so: the screen is only a head start
+      delete index[k];
+      break;
+    }
   }
   writeIndex(ls, index);
 }

@@ -279,7 +279,13 @@ export interface SessionState {
   banner: string | null;
   /** Whether older history exists above the first row. */
   moreHistory: boolean;
-  /** Whether the first rows are shown. */
+  /**
+   * Whether the view's rows are to be drawn. False until its first rows are read, and while
+   * they are cached rows older than a screen the app was already handed for the session (its
+   * last screen, its opening screen: a cache that stopped writing, or a last screen lost) and
+   * the server has not answered their check yet: drawing them would take the user back to
+   * older lines for a moment.
+   */
   ready: boolean;
   /** Whether the server has confirmed the rows shown (cached rows are shown before it has). */
   verified: boolean;

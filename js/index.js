@@ -202,6 +202,9 @@ function handOver(handing, json) {
   } catch {
     return;
   }
+  // What the app now shows: the session's view does not take it back (see `SessionView`).
+  handing.cursor = state.cursor;
+  handing.handed(state.cursor);
   try {
     show(state);
   } catch (err) {
@@ -279,7 +282,9 @@ export class Scrollback {
       : null;
     // Who is told of the opening screen, once: the app, unless the Scrollback was closed
     // meanwhile (`show` taken back) or a view of the session already shows rows of its own.
-    const handing = screenModule ? { show: onOpeningScreen, shown: () => false } : null;
+    const handing = screenModule
+      ? { id: opening, show: onOpeningScreen, shown: () => false, handed: () => {}, cursor: 0 }
+      : null;
     // (The mark says when it was settled, handed over or not: for timelines and tests.)
     const handed = screenModule && Promise.all([early.answer, screenModule])
       .then(([answer, glue]) => handOver(handing, foldOpening(glue, opening, early, answer)))
@@ -302,6 +307,9 @@ export class Scrollback {
     sb.#server = options.server;
     if (handing) {
       handing.shown = () => [...sb.#views.values()].some((view) => view.id === opening && view.state.ready);
+      handing.handed = (cursor) => {
+        for (const view of sb.#views.values()) if (view.id === opening) view._shown(cursor);
+      };
       sb.#opening = handing;
     }
     early?.answer.then((answer) => sb.#call('early', answer)).catch(() => {});
@@ -457,6 +465,9 @@ export class Scrollback {
       this.#dirty.delete(view);
       if (this.#worker && !this.#failure) this.#worker.postMessage({ id: 0, op: 'closeView', args: [viewId] });
     });
+    // What the app may already show of the session: its last screen, its opening screen.
+    if (server !== null) view._shown(lastScreen(server, id)?.cursor ?? 0);
+    if (this.#opening?.id === id) view._shown(this.#opening.cursor);
     this.#views.set(viewId, view);
     try {
       view._apply(await this.#call('openSession', viewId, id, anchor ?? null));
@@ -687,6 +698,9 @@ export class SessionView {
   #screen;
   #screenTimer = null;
   #patched = false;
+  // The newest seq of a screen the app was handed before this view's rows (its last screen,
+  // its opening screen), while it matters: cached rows older than it are held back (`#held`).
+  #floor = 0;
 
   /** @private Use {@link Scrollback#openSession}. */
   constructor(id, onChange, screen, call, closed) {
@@ -705,7 +719,10 @@ export class SessionView {
     const change = this.#change;
     // A reset after the first patch: the screen was cleared (a replaced file, a gap): the saved
     // screen may hold what is not the server's any more, so it goes at once.
-    if (patch.reset && this.#patched) this.#screen?.forget();
+    if (patch.reset && this.#patched) {
+      this.#screen?.forget();
+      this.#floor = 0; // (and what the app was shown is not the server's either)
+    }
     this.#patched = true;
     if (patch.reset) {
       Object.assign(change, emptyChange(), { reset: true });
@@ -779,6 +796,31 @@ export class SessionView {
     if (!change.reset) for (const row of rows) change.removed.delete(row.seq);
   }
 
+  /** @private The app was handed a screen of this session whose newest line is `cursor`. */
+  _shown(cursor) {
+    if (!Number.isSafeInteger(cursor) || cursor <= this.#floor) return;
+    this.#floor = cursor;
+    this.#state = null;
+  }
+
+  /**
+   * Whether the view's rows are held back from the app: cached rows, not checked yet, older than
+   * a screen the app already shows (a cache that stopped writing, or a last screen lost, while
+   * the page's opening screen drew newer lines). Drawing them would take the user back to older
+   * rows, then forward again once the check answers. Held until the check has answered (the
+   * rows verified, or cleared), or it cannot be had (a banner, an error), or the rows reach
+   * what was shown; until then the state says `ready: false`.
+   */
+  #held() {
+    const f = this.#fields;
+    if (this.#floor === 0) return false;
+    if (!f.ready || f.verified || f.live || f.banner || f.error || (f.cursor ?? 0) >= this.#floor) {
+      if (f.ready) this.#floor = 0; // delivered once: the view's own rows are what is shown
+      return false;
+    }
+    return true;
+  }
+
   /** @private The state was read whole: later changes are relative to it. */
   _taken() {
     this.#change = emptyChange();
@@ -787,6 +829,7 @@ export class SessionView {
   /** @private */
   _deliver() {
     if (!this.#onChange || !this.#call) return;
+    if (this.#held()) return; // (its changes are told with the first state not held)
     const c = this.#change;
     this.#change = emptyChange();
     const change = {
@@ -808,6 +851,7 @@ export class SessionView {
     if (this.#state === null) {
       this.#rowsShared = true;
       this.#state = { ...this.#fields, rows: this.#rows };
+      if (this.#held()) this.#state.ready = false;
     }
     return this.#state;
   }

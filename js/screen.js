@@ -112,6 +112,9 @@ export function saveScreen(server, id, state) {
   const ls = storage();
   if (!ls) return;
   if (!state?.ready) return; // not drawn yet: what was saved stays
+  // The cache stopped keeping rows (a full quota): a screen past what it kept would be newer
+  // than what a reopen's cache shows. What was saved before stays.
+  if (state.storageError) return;
   if (!state.rows?.length || state.error) {
     forgetScreen(server, id);
     return;

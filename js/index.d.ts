@@ -312,7 +312,9 @@ export interface SessionState {
   error: SessionError | null;
   /**
    * Whether this tab writes the session's cache: one writer per session per origin; the other
-   * tabs show the same rows read-only and take over when the writer's tab closes.
+   * tabs show the same rows read-only and take over when the writer's tab closes. (Where the
+   * page has no Web Locks, every tab starts as a writer, and one that finds another tab's
+   * writes in the store becomes a reader for the rest of the open.)
    */
   writer: boolean;
   /**

@@ -8,7 +8,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import { startServer } from './lib/server.mjs';
+import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS } from './lib/browser.mjs';
+import { startServer, freePort } from './lib/server.mjs';
 import { readChunks, checkChunks } from './lib/chunks.mjs';
 import { WAIT, live, sandboxCopies, until } from './lib/setup.mjs';
 
@@ -142,4 +144,65 @@ test('a tab whose session stopped (deleted on the server) holds no writer role: 
   await live(third);
   assert.equal((await state(third)).writer, true, 'the tab opened after the stop writes the cache');
   assert.equal((await state(first)).writer, false, 'the stopped writer gave its role up');
+});
+
+test('two tabs where no Web Locks keep the role one tab\'s (plain http from another host): one steps down, neither reports a storage error', async (t) => {
+  // A page served over plain http from a host other than localhost is no secure context: no
+  // navigator.locks, no OPFS ('auto' is IndexedDB). Both tabs take the writer role; the one
+  // whose write finds the other's there reads from then on.
+  const data = await shared.copy();
+  const port = await freePort();
+  const server = await startServer({ data, port, args: ['--pace-ms', '40', '--allow-host', 'lan.test'] });
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium', args: [...CHROMIUM_ARGS, '--host-resolver-rules=MAP lan.test 127.0.0.1'],
+  });
+  t.after(async () => {
+    await browser.close();
+    await server.dispose();
+    await fs.rm(data, { recursive: true, force: true });
+  });
+  const context = await browser.newContext();
+  const tab = async () => {
+    const page = await context.newPage();
+    await page.goto(`http://lan.test:${port}/pkg/index.js`);
+    const info = await page.evaluate(async () => {
+      const { Scrollback } = await import('/pkg/index.js');
+      window.sb = await Scrollback.open({ server: location.origin, storage: 'auto' });
+      window.view = await sb.openSession('welcome');
+      while (!view.state.live) await new Promise((r) => setTimeout(r, 20));
+      return { secure: isSecureContext, locks: 'locks' in navigator, storage: sb.storage };
+    });
+    return { page, info };
+  };
+  const a = await tab();
+  const b = await tab();
+  assert.deepEqual([a.info, b.info], Array(2).fill({ secure: false, locks: false, storage: 'indexeddb' }));
+  const asked = 'two writers';
+  const posted = await fetch(`${server.url}/sessions/welcome/messages`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: asked }),
+  });
+  assert.ok(posted.ok);
+  const lines = () => server.lines('welcome');
+  const userSeq = (await lines()).find((l) => l.event.text === asked).seq;
+  await until(async () => (await lines()).some((l) => l.seq > userSeq && l.event.type === 'status' && l.event.status === 'idle'), 'the reply ended');
+  const newest = (await lines()).at(-1).seq;
+  const states = [];
+  for (const { page } of [a, b]) {
+    states.push(await page.evaluate(async (seq) => {
+      while (view.state.cursor < seq) await new Promise((r) => setTimeout(r, 20));
+      return { writer: view.state.writer, storageError: view.state.storageError, cursor: view.state.cursor };
+    }, newest));
+  }
+  assert.deepEqual(states.map((s) => s.storageError), [null, null], `neither tab stopped keeping rows: ${JSON.stringify(states)}`);
+  assert.deepEqual(states.map((s) => s.writer).sort(), [false, true], `one writer is left: ${JSON.stringify(states)}`);
+  // The writer's tab closes last, its writes committed: the cache is the server's, every line once.
+  const order = states[0].writer ? [b, a] : [a, b];
+  for (const { page } of order) await page.evaluate(async () => { view.close(); await sb.close(); });
+  const reader = await context.newPage();
+  await reader.goto(`http://lan.test:${port}/pkg/index.js`);
+  const chunks = await readChunks(reader, 'indexeddb', port, 'welcome');
+  await checkChunks(server, chunks, 'welcome');
+  const seqs = chunks.flatMap((c) => c.text.split('\n').filter(Boolean).map((l) => JSON.parse(l)))
+    .map((l) => l.folded?.through ?? l.seq);
+  assert.equal(Math.max(...seqs), newest, 'the cache holds the reply to its end');
 });

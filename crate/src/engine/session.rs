@@ -5,7 +5,7 @@ use super::Config;
 use crate::chunks::{Cache, SessionCache};
 use crate::fold::{SessionState, Transcript};
 use crate::protocol::{last_seq, CatchUpQuery, Line, SessionSummary, TranscriptQuery, MAX_LIMIT};
-use crate::store::{Store, WriterRole};
+use crate::store::{Store, StoreError, WriterRole};
 use crate::transport::{
     Backoff, CatchUp, EventStream, Page, ResetReason, Retry, StreamItem, Transport, TransportError,
     TransportResult,
@@ -1387,12 +1387,32 @@ impl<S: Store + 'static, T: Transport> DerefMut for Cached<'_, S, T> {
 
 impl<S: Store + 'static, T: Transport> Drop for Cached<'_, S, T> {
     fn drop(&mut self) {
-        let error = self.cache.write_error().map(ToString::to_string);
         let session = self.session;
+        // Another tab wrote the session meanwhile: a browser without Web Locks (a page served
+        // over plain http from another host) let both take the role. That tab keeps it; this
+        // one reads from now on, as a tab that found the role taken does, with nothing to
+        // report: what it shows is still the server's, and the other tab keeps it.
+        let mut stepped_down = false;
+        if matches!(self.cache.write_error(), Some(StoreError::Contended(_))) {
+            if let Ok(mut role) = session.role.try_borrow_mut() {
+                log::info!(
+                    "scrollback: another tab writes session {:?}: reading",
+                    session.id
+                );
+                self.cache.set_reader(true);
+                role.take();
+                stepped_down = true;
+            }
+        }
+        let error = self.cache.write_error().map(ToString::to_string);
         // Unchanged, or the view is borrowed meanwhile (told at the next release).
-        let changed = (session.view.try_borrow_mut()).is_ok_and(|v| v.storage_error != error);
+        let changed = (session.view.try_borrow_mut())
+            .is_ok_and(|v| v.storage_error != error || (stepped_down && v.writer));
         if changed {
-            session.update(Change::State, |v| v.storage_error = error);
+            session.update(Change::State, |v| {
+                v.storage_error = error;
+                v.writer &= !stepped_down;
+            });
         }
     }
 }

@@ -390,9 +390,9 @@ impl Inner {
                 tx.abort();
                 return Err(match rec {
                     None => StoreError::NotFound(path.to_string()),
-                    Some(_) => StoreError::Io(format!(
-                        "{path}: changed by another writer ({size} bytes, expected {base})"
-                    )),
+                    Some(_) => {
+                        StoreError::Contended(format!("{path} ({size} bytes, expected {base})"))
+                    }
                 });
             }
             let id = match rec {

@@ -48,6 +48,10 @@ pub enum StoreError {
     /// A path that is empty, has an empty segment, `.` or `..`.
     #[error("invalid path: {0:?}")]
     InvalidPath(String),
+    /// Another tab or worker wrote the blob since this one last did (two writers of one
+    /// session, where no Web Locks kept the role one tab's): nothing of this write happened.
+    #[error("changed by another writer: {0}")]
+    Contended(String),
     /// Anything else the backend reported.
     #[error("storage error: {0}")]
     Io(String),

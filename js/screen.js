@@ -115,6 +115,8 @@ export function saveScreen(server, id, state) {
   // The cache stopped keeping rows (a full quota): a screen past what it kept would be newer
   // than what a reopen's cache shows. What was saved before stays.
   if (state.storageError) return;
+  // A refused token keeps the cache (`setToken` opens it again): it keeps the screen too.
+  if (state.error?.kind === 'unauthorized') return;
   if (!state.rows?.length || state.error) {
     forgetScreen(server, id);
     return;

@@ -168,3 +168,18 @@ test(`${ENGINE}: in a browser's own localStorage, twenty large screens leave the
   });
   assert.deepEqual(out, { write: 'ok', newest: true });
 });
+
+test('a refused token keeps the last screen (the cache is kept too); a session gone forgets it', () => {
+  saveScreen(SERVER, 'a', shown('a', 'kept'));
+  const stopped = (kind) => ({ ...shown('a', 'kept'), error: { kind, status: kind === 'gone' ? 404 : 401, message: kind } });
+  saveScreen(SERVER, 'a', stopped('unauthorized'));
+  assert.equal(text(lastScreen(SERVER, 'a')), 'kept');
+  saveScreen(SERVER, 'a', stopped('gone'));
+  assert.equal(lastScreen(SERVER, 'a'), null);
+});
+
+test('a view whose cache stopped writing saves no screen past it', () => {
+  saveScreen(SERVER, 'a', shown('a', 'cached'));
+  saveScreen(SERVER, 'a', { ...shown('a', 'not cached'), cursor: 9, storageError: 'storage quota exceeded' });
+  assert.equal(text(lastScreen(SERVER, 'a')), 'cached');
+});

@@ -360,6 +360,9 @@ export class Scrollback {
 
   #fail(err) {
     this.#failure = err;
+    // Nothing more is asked of it: ended, its streams closed and its writer roles given up, so
+    // that a Scrollback opened next (in this page or another tab) writes the sessions it held.
+    this.#worker?.terminate();
     for (const { reject } of this.#calls.values()) reject(err);
     this.#calls.clear();
     // The views still open will hear nothing more: they say so, not live, with the reason.

@@ -225,7 +225,8 @@ const ops = {
   chatBackfill: (h, name, request) => chat(h).backfill(name, request),
   /**
    * Ends everything before the page terminates this worker: the views closed, the calls still
-   * running answered, then the sessions' runs ended and the store's buffered writes committed.
+   * running answered (but those on the network, `UNWAITED`), then the sessions' runs ended and
+   * the store's buffered writes committed.
    * (A worker ended with IndexedDB transactions in flight loses its buffered appends, and in
    * WebKit can leave the database unable to run another transaction: bug 324094.)
    */
@@ -250,6 +251,17 @@ const ops = {
 /** The calls being answered, for a close that lets them finish. */
 const running = new Set();
 
+/**
+ * The calls a close does not wait for: each waits on the network (up to a request's timeout, a
+ * minute, on a server that takes a request and never answers) or on a search, and a close that
+ * waited for them would run out of time and end the worker before its store is closed. None
+ * keeps anything a close would lose: a session list is remembered again by the next listing, a
+ * message posted or a session deleted is the server's to keep (a deleted session's cache goes
+ * at its next open), and the next worker redoes an idle search build. The page answers them
+ * "Scrollback is closed".
+ */
+const UNWAITED = new Set(['sessions', 'postMessage', 'deleteSession', 'warmSearch', 'search']);
+
 self.onmessage = async ({ data }) => {
   if ('module' in data) {
     given(data.module);
@@ -263,7 +275,7 @@ self.onmessage = async ({ data }) => {
     if (!run) throw new Error(`unknown operation ${op}`);
     // (A close's own call joins the set after it took the calls it waits for.)
     call = Promise.resolve(run(...args));
-    running.add(call);
+    if (!UNWAITED.has(op)) running.add(call);
     const value = await call;
     self.postMessage(value instanceof OnView ? value.message(id) : { id, value });
   } catch (err) {

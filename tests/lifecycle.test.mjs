@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { pageAt, sharedServer } from './lib/setup.mjs';
+import { pageAt, sharedServer, until } from './lib/setup.mjs';
 
 const shared = sharedServer();
 
@@ -385,4 +385,70 @@ test('a reload that is refused (a bad anchor, a closed view) keeps the session\'
     closedReload: 'this session view is closed',
     afterClosedReload: true,
   });
+});
+
+test('a worker that failed is ended: a Scrollback opened next writes the sessions it held', async (t) => {
+  const { page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const out = await page.evaluate(async (timeout) => {
+    // The package's worker, as the page sees it; its failure is what the page is told of it
+    // (an uncaught error in the worker, a wasm trap in a task, reaches the page as this event).
+    const workers = [];
+    const PageWorker = globalThis.Worker;
+    globalThis.Worker = class extends PageWorker {
+      constructor(...args) {
+        super(...args);
+        workers.push(this);
+      }
+    };
+    const { Scrollback } = await import('/pkg/index.js');
+    const until = async (check) => {
+      for (const end = Date.now() + timeout; !check() && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+      return check();
+    };
+    const sb = await Scrollback.open({ server: location.origin, storage: 'opfs' });
+    const view = await sb.openSession('long');
+    await until(() => view.state.live && view.state.writer);
+    workers[0].dispatchEvent(new ErrorEvent('error', { message: 'Uncaught RuntimeError: unreachable' }));
+    await until(() => view.state.banner);
+    const failed = { live: view.state.live, banner: view.state.banner };
+    // The app opens a new one (the failed one's calls all reject now).
+    const next = await Scrollback.open({ server: location.origin, storage: 'opfs' });
+    const again = await next.openSession('long');
+    const writes = await until(() => again.state.live && again.state.writer);
+    await next.close();
+    await sb.close();
+    return { failed, writes };
+  }, 60_000);
+  assert.deepEqual(out, {
+    failed: { live: false, banner: 'the Scrollback worker failed: Uncaught RuntimeError: unreachable' },
+    writes: true,
+  });
+});
+
+test('a close does not wait for a listing the server never answers: the store is closed, the listing told it is closed', async (t) => {
+  const { context, page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const warnings = [];
+  page.on('console', (m) => { if (m.type() === 'warning') warnings.push(m.text()); });
+  // The second listing is taken and never answered (until the test ends).
+  let listings = 0;
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  t.after(() => release());
+  await context.route(/\/sessions$/, async (route) => {
+    listings += 1;
+    if (listings > 1) await held;
+    await route.continue().catch(() => {});
+  });
+  await page.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    window.sb = await Scrollback.open({ server: location.origin, storage: 'opfs' });
+    await sb.sessions();
+    window.listing = sb.sessions().then(() => 'listed', (e) => e.message);
+  });
+  await until(() => listings === 2, 'the second listing is on its way');
+  const out = await page.evaluate(async () => {
+    await sb.close();
+    return { listing: await listing };
+  });
+  assert.deepEqual({ ...out, warnings }, { listing: 'Scrollback is closed', warnings: [] });
 });

@@ -387,7 +387,11 @@ export declare class SessionView {
    * loaded reached the session's first line, or when there was nothing older to load. It
    * resolves once the page is shown: a page from the server is written to the cache after that
    * (`cachedSize` and `search` wait for the write). Rejects when the view is closed before the
-   * page came (it is not waited for).
+   * page came (it is not waited for), and with a `ScrollbackError` of kind `unavailable` when
+   * the page is not cached here and the server cannot be reached (or has not answered the
+   * view's check yet, the banner says why): try again when the banner is gone. While the check
+   * is on its way without a banner (a moment after an open or a reconnect), the call waits for
+   * it: a page from the server is never shown over rows it has not checked.
    */
   loadOlder(): Promise<boolean>;
   /** Bytes cached for this session. */

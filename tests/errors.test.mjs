@@ -316,3 +316,47 @@ test('a refused stream whose "why" request is never answered is still retried, a
   assert.ok(streams >= 3, `the refused stream was asked again (${streams} streams)`);
   assert.deepEqual({ ...state, rows: state.rows > 0 }, { ready: true, error: null, rows: true });
 });
+
+test('offline, past what is cached: loadOlder says older history needs the server, instead of "more" with nothing added', async (t) => {
+  const { context, page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  // Online: the newest rows and one older page cached.
+  await page.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server: location.origin, storage: 'opfs' });
+    const view = await sb.openSession('long');
+    while (!(view.state.live && view.state.verified)) await new Promise((r) => setTimeout(r, 20));
+    await view.loadOlder();
+    view.close();
+    await sb.close();
+  });
+  // Offline: every request to the API fails (the package is loaded already).
+  await context.route(/\/sessions/, (route) => route.abort('internetdisconnected'));
+  const out = await page.evaluate(async (timeout) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    const sb = await Scrollback.open({ server: location.origin, storage: 'opfs' });
+    const view = await sb.openSession('long');
+    for (const end = Date.now() + timeout; !(view.state.ready && view.state.banner) && Date.now() < end;) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // "Load everything older", as an app may write it.
+    const answers = [];
+    for (let more = true; more && answers.length < 100;) {
+      const before = view.state.rows.length;
+      try {
+        more = await view.loadOlder();
+        answers.push({ more, added: view.state.rows.length > before });
+      } catch (e) {
+        answers.push({ error: e.message, kind: e.kind, added: view.state.rows.length > before });
+        break;
+      }
+    }
+    const moreHistory = view.state.moreHistory;
+    await sb.close();
+    return { answers, moreHistory };
+  }, WAIT.timeout);
+  const last = out.answers.at(-1);
+  assert.ok(out.answers.length < 100, `loadOlder was answered "more" ${out.answers.length} times`);
+  assert.ok(out.answers.slice(0, -1).every((a) => a.more && a.added), `each "more" added rows: ${JSON.stringify(out.answers)}`);
+  assert.deepEqual(last, { error: 'network error: older history is not cached here, and the server has not answered yet', kind: 'unavailable', added: false });
+  assert.equal(out.moreHistory, true, 'the history above is still there, for when the server is back');
+});

@@ -11,7 +11,7 @@ use crate::transport::{
     TransportResult,
 };
 use async_lock::{Mutex, MutexGuard};
-use futures::channel::mpsc;
+use futures::channel::{mpsc, oneshot};
 use futures::future::{join, select, Either, LocalBoxFuture};
 use futures::{FutureExt, StreamExt};
 use std::cell::{Cell, RefCell};
@@ -109,6 +109,8 @@ pub struct Session<S: Store, T: Transport> {
     config: Config,
     view: RefCell<View>,
     listener: RefCell<Option<Listener>>,
+    /// Who waits for the view's next change ([`Session::next_change`]).
+    watchers: RefCell<Vec<oneshot::Sender<()>>>,
     /// Bumped by every reload and every clear, so a page in flight knows it is stale.
     epoch: Cell<u64>,
     /// Bumped by every purge, so a page fetched before it (perhaps of another file) is not
@@ -169,6 +171,7 @@ impl<S: Store, T: Transport> Session<S, T> {
             transport,
             config,
             listener: RefCell::new(None),
+            watchers: RefCell::default(),
             epoch: Cell::new(0),
             purges: Cell::new(0),
             file: RefCell::new(None),
@@ -257,6 +260,18 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         f(&mut self.view.borrow_mut());
         if let Some(listener) = self.listener.borrow_mut().as_mut() {
             listener(&self.view.borrow(), change);
+        }
+        for watcher in self.watchers.take() {
+            let _ = watcher.send(());
+        }
+    }
+
+    /// Resolves at the view's next change (or at once when the session is dropped).
+    fn next_change(&self) -> impl Future<Output = ()> {
+        let (tx, rx) = oneshot::channel();
+        self.watchers.borrow_mut().push(tx);
+        async move {
+            let _ = rx.await;
         }
     }
 
@@ -956,10 +971,29 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             }
             return Ok(Ok(false));
         }
-        if !self.view.borrow().verified {
-            // Unchecked cached rows are shown; a page from the server could be of another file
-            // (the one the probe is about to catch), so the network waits for the probe.
-            return Ok(Ok(false));
+        // Unchecked cached rows are shown; a page from the server could be of another file (the
+        // one the probe is about to catch), so the network waits for the probe. The app's call
+        // waits for it (a moment after an open or a reconnect); while the server cannot be
+        // reached (or is slow to answer: the banner says so), it is told there is no page to
+        // show, rather than answered at once with nothing added, again and again.
+        loop {
+            let (verified, banner) = self.with_view(|v| (v.verified, v.banner.is_some()));
+            if verified {
+                break;
+            }
+            if inbox.is_some()
+                || self.epoch.get() != epoch
+                || self.view.borrow().oldest != Some(before)
+            {
+                return Ok(Ok(false));
+            }
+            if banner {
+                return Ok(Err(TransportError::Network(
+                    "older history is not cached here, and the server has not answered yet"
+                        .to_string(),
+                )));
+            }
+            self.next_change().await;
         }
         let mut query = TranscriptQuery {
             before: Some(before),

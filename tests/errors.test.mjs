@@ -360,3 +360,40 @@ test('offline, past what is cached: loadOlder says older history needs the serve
   assert.deepEqual(last, { error: 'network error: older history is not cached here, and the server has not answered yet', kind: 'unavailable', added: false });
   assert.equal(out.moreHistory, true, 'the history above is still there, for when the server is back');
 });
+
+test('a token set while a request with the old one is on its way: the refusal of the old one does not stop the view', async (t) => {
+  const api = await startServer({ args: ['--token', 'good-token', '--allow-origin', shared.server.url] });
+  t.after(() => api.dispose());
+  const { context, page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  // The view's first request to the API is held until the app has its new token.
+  let first = true;
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const seen = new Promise((resolve) => { asked = resolve; });
+  t.after(() => release());
+  await context.route((url) => url.origin === api.url, async (route) => {
+    if (first) {
+      first = false;
+      asked();
+      await held;
+    }
+    await route.continue().catch(() => {});
+  });
+  await page.evaluate(async ({ server }) => {
+    const { Scrollback } = await import('/pkg/index.js');
+    // The app starts with the token it kept, expired, while its refresh is on its way.
+    window.sb = await Scrollback.open({ server, token: 'expired-token', storage: 'memory' });
+    window.view = await sb.openSession('fix-build');
+  }, { server: api.url });
+  await seen;
+  await page.evaluate(() => sb.setToken('good-token'));
+  release(); // the request sent with the expired token is answered: 401
+  await until(() => page.evaluate(() => view.state.live || view.state.error !== null), 'the view is live or stopped');
+  const out = await page.evaluate(async () => {
+    const { live, error, rows } = view.state;
+    await sb.close();
+    return { live, error, rows: rows.length > 0 };
+  });
+  assert.deepEqual(out, { live: true, error: null, rows: true });
+});

@@ -8,7 +8,7 @@
 
 use super::{
     answer_body, parse_catch_up_for, parse_page_for, parse_sessions, usable_id, BadServer, CatchUp,
-    EventStream, Page, ResetReason, StreamItem, Transport, TransportError, TransportResult,
+    EventStream, Page, ResetReason, Retry, StreamItem, Transport, TransportError, TransportResult,
 };
 use crate::protocol::{
     CatchUpQuery, SessionSummary, TranscriptQuery, FILE_HEADER, KEEP_ALIVE_EVENT, RESET_EVENT,
@@ -50,6 +50,9 @@ pub struct BrowserTransport {
     prefix: String,
     /// Sent with every request from now on: [`BrowserTransport::set_token`] replaces it.
     token: RefCell<Option<String>>,
+    /// Bumped by each [`BrowserTransport::set_token`]: a request knows whether the token it was
+    /// sent with is still the app's ([`BrowserTransport::stale_token`]).
+    token_turn: Cell<u64>,
     counters: Rc<Cell<WireCounters>>,
     early: RefCell<Option<Early>>,
 }
@@ -99,6 +102,7 @@ impl BrowserTransport {
             port,
             prefix: url.pathname().trim_end_matches('/').to_string(),
             token: RefCell::new(token.filter(|t| !t.is_empty())),
+            token_turn: Cell::new(0),
             counters: Rc::default(),
             early: RefCell::default(),
         })
@@ -108,6 +112,21 @@ impl BrowserTransport {
     /// (an app's access token refreshed); one under way keeps the token it was sent with.
     pub fn set_token(&self, token: Option<String>) {
         *self.token.borrow_mut() = token.filter(|t| !t.is_empty());
+        self.token_turn.set(self.token_turn.get() + 1);
+    }
+
+    /// `error`, but for the server refusing the token a request was sent with (at `turn`) when
+    /// the app has set another since ([`Self::set_token`] while it was on its way, as an app
+    /// that starts with an expired token does while its refresh comes back): then a network
+    /// error, retried with the new token, rather than the session stopped for a token that is
+    /// not the app's any more.
+    fn stale_token(&self, error: TransportError, turn: u64) -> TransportError {
+        if self.token_turn.get() == turn || Retry::classify(&error) != Retry::Unauthorized {
+            return error;
+        }
+        TransportError::Network(format!(
+            "{error} (sent with the token before the one set since: asked again)"
+        ))
     }
 
     /// Takes over a request the page made before the module was ready: the first request of
@@ -221,6 +240,7 @@ impl BrowserTransport {
         request: RequestBuilder,
         body: Option<String>,
     ) -> TransportResult<(String, Option<String>)> {
+        let turn = self.token_turn.get();
         let signal = AbortSignal::timeout_with_u32(REQUEST_TIMEOUT_MS);
         // Never the browser's HTTP cache: an answer kept there (a proxy's `max-age`, say) is the
         // file as it was, and a replaced file would be answered with the old one again.
@@ -254,11 +274,9 @@ impl BrowserTransport {
         self.count(0, text.len() as u64);
         if !response.ok() {
             let retry_after = response.headers().get("Retry-After");
-            return Err(TransportError::from_answer(
-                response.status(),
-                &text,
-                retry_after.as_deref(),
-            ));
+            let error =
+                TransportError::from_answer(response.status(), &text, retry_after.as_deref());
+            return Err(self.stale_token(error, turn));
         }
         let file = response.headers().get(FILE_HEADER);
         Ok((
@@ -388,6 +406,7 @@ impl Transport for BrowserTransport {
     ) -> TransportResult<BrowserStream> {
         let path = self.url(&["sessions", id, "events"])?;
         let mut url = format!("{path}?{}", crate::protocol::events_query(after, at));
+        let turn = self.token_turn.get();
         if let Some(token) = &*self.token.borrow() {
             url.push_str("&token=");
             url.push_str(&String::from(js_sys::encode_uri_component(token)));
@@ -409,7 +428,7 @@ impl Transport for BrowserTransport {
                 let error = stream.failure(false);
                 drop(stream);
                 match refused {
-                    true => Err(self.refusal(&url, error).await),
+                    true => Err(self.stale_token(self.refusal(&url, error).await, turn)),
                     false => Err(error),
                 }
             }

@@ -556,7 +556,12 @@ impl OpfsStore {
             [] => tmp_name.clone(),
             _ => format!("{}/{tmp_name}", parents.join("/")),
         };
-        let (dir, file) = self.file(&tmp, true).await?.expect("created");
+        let (dir, file) = match self.file(&tmp, true).await {
+            Ok(created) => created.expect("created"),
+            // The folder went (site data cleared): the blob's error, as a write in place gives.
+            Err(StoreError::NotFound(_)) => return Err(StoreError::NotFound(path.to_string())),
+            Err(e) => return Err(e),
+        };
         // Its own handle, never cached: opened, written whole and closed here.
         let h = open_sync(&file, path).await?;
         let written = h

@@ -119,3 +119,43 @@ fn segments_that_are_not_portable_file_names_are_refused_everywhere() {
         }
     });
 }
+
+/// What a flush syncs is kept by name: a file appended to and then renamed is synced under its
+/// new name, one removed since (or its folder) is skipped, and one that cannot be synced is
+/// reported, and again by the next flush, until it goes. (Whether a sync reaches the disk
+/// cannot be seen from here: this checks what the flush is asked to sync and what it reports.)
+#[test]
+fn a_flush_follows_renames_skips_removals_and_reports_failures() {
+    pollster::block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsStore::new(dir.path());
+        store.flush().await.unwrap();
+        store.append("c/chat.jsonl.tmp", b"header\n").await.unwrap();
+        store
+            .rename("c/chat.jsonl.tmp", "c/chat.jsonl")
+            .await
+            .unwrap();
+        store.append("s/1-open.raw.jsonl", b"one\n").await.unwrap();
+        store.append("gone/x", b"x").await.unwrap();
+        store.remove("gone").await.unwrap();
+        store.truncate("s/1-open.raw.jsonl", 2).await.unwrap();
+        store.flush().await.unwrap();
+        // A blob whose file became a folder cannot be opened to be synced.
+        store.append("s/odd", b"x").await.unwrap();
+        let odd = dir.path().join("s/odd");
+        std::fs::remove_file(&odd).unwrap();
+        std::fs::create_dir(&odd).unwrap();
+        assert!(store.flush().await.is_err());
+        assert!(store.flush().await.is_err(), "noted again after it failed");
+        std::fs::remove_dir(&odd).unwrap();
+        store.flush().await.unwrap();
+        assert_eq!(
+            store.read("c/chat.jsonl", 0, 100).await.unwrap(),
+            b"header\n"
+        );
+        assert_eq!(
+            store.read("s/1-open.raw.jsonl", 0, 100).await.unwrap(),
+            b"on"
+        );
+    });
+}

@@ -130,6 +130,62 @@ async fn the_session_list_is_not_held() {
     assert_eq!(one.open_handles(), 1);
 }
 
+/// A rewrite of the session list that the full origin refuses keeps the list before it: a
+/// start without network still shows its titles (it once showed bare ids, the list emptied by
+/// a rewrite done in place).
+#[wasm_bindgen_test]
+async fn a_refused_rewrite_keeps_the_remembered_list() {
+    let store = Arc::new(fresh("remember").await);
+    let cache = Cache::new(store.clone(), "example.com", 443).await;
+    let summary = |id: &str| SessionSummary {
+        id: id.to_string(),
+        title: format!("Title of {id}"),
+        status: "idle".into(),
+        model: "m".into(),
+        permission_mode: "default".into(),
+        seq: 10,
+    };
+    cache.remember_list(&[summary("a"), summary("b")]).await;
+    store.limit_writes(Some(20));
+    let longer = [summary("a"), summary("b"), summary("c")];
+    cache.remember_list(&longer).await;
+    store.limit_writes(None);
+    let kept = cache.remembered_list().await;
+    assert_eq!(kept.len(), 2);
+    assert_eq!(kept[1].title, "Title of b");
+    cache.remember_list(&longer).await;
+    assert_eq!(cache.remembered_list().await.len(), 3);
+}
+
+/// A rewrite goes through a hidden sibling moved over the blob: one a crash left behind is
+/// never listed and is overwritten by the next rewrite; the blob's sync handle, open from an
+/// append, is let go before the move, and what follows (appends, reads, another instance's
+/// reads) sees the new file.
+#[wasm_bindgen_test]
+async fn a_rewrite_leaves_no_sibling_and_no_stale_handle() {
+    let dir = format!("test-opfs/{}", unique("rewrite"));
+    let store = OpfsStore::open_in(&dir).await.unwrap();
+    // What a crash between a sibling's write and its move leaves.
+    store.write("s/.~rewrite:sig", b"half of a").await.unwrap();
+    store.append("s/sig", b"old record").await.unwrap();
+    assert_eq!(store.open_handles(), 2);
+    store.close_handles_below("s/.~rewrite:sig");
+    assert_eq!(names(&store, "s").await, ["sig"]);
+    assert_eq!(store.names("s").await.unwrap(), ["sig"]);
+    store.write("s/sig", b"new").await.unwrap();
+    assert_eq!(store.open_handles(), 0, "the blob's old handle is let go");
+    assert_eq!(store.read("s/sig", 0, 100).await.unwrap(), b"new");
+    assert_eq!(store.append("s/sig", b" record").await.unwrap(), 10);
+    assert_eq!(store.read("s/sig", 0, 100).await.unwrap(), b"new record");
+    store.write("s/sig", b"newer").await.unwrap();
+    assert_eq!(store.stat("s/sig").await.unwrap().unwrap().size, 5);
+    let other = OpfsStore::open_in(&dir).await.unwrap();
+    assert_eq!(other.read("s/sig", 0, 100).await.unwrap(), b"newer");
+    // The leftover was overwritten and moved over the blob: it is gone, not only unlisted.
+    assert_eq!(other.stat("s/.~rewrite:sig").await.unwrap(), None);
+    assert_eq!(names(&other, "s").await, ["sig"]);
+}
+
 #[wasm_bindgen_test]
 async fn storage_removed_between_operations_reads_as_empty() {
     let top = format!("test-opfs/{}", unique("wiped"));

@@ -8,14 +8,22 @@
 //! next [`Store::list`] of its folder once it is ten minutes old). Stamps are the files'
 //! modification times in milliseconds.
 //!
+//! Durability: a whole-blob write syncs its temporary file before the rename and (on Unix) the
+//! folder after it, so a write that returned survives a crash or a power cut as the old blob or
+//! the new one. Appends and cuts are not synced one by one (live streaming appends one line at
+//! a time): the files they changed are noted, and [`Store::flush`] syncs them, with the folders
+//! a rename changed.
+//!
 //! The operations are plain blocking `std::fs` calls inside `async fn`s: each is one short
 //! system call or a few, and the cache above awaits them one at a time.
 
 use super::{portable, segments, Entry, Meta, Store, StoreError, StoreResult};
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::UNIX_EPOCH;
 
 /// How a temporary file's name begins (a hidden file); [`Store::list`] never shows such files,
@@ -32,6 +40,18 @@ const ABANDONED_TMP: std::time::Duration = std::time::Duration::from_secs(10 * 6
 pub struct FsStore {
     root: PathBuf,
     tmp_counter: AtomicU64,
+    /// What the next [`Store::flush`] syncs.
+    unsynced: Mutex<Unsynced>,
+}
+
+/// What changed since the last [`Store::flush`] and is not on disk for sure yet.
+#[derive(Debug, Default)]
+struct Unsynced {
+    /// Files appended to or cut (by their current name: a rename carries the note over).
+    files: HashSet<PathBuf>,
+    /// Folders whose entries changed: a rename, a file an append created, a whole write's
+    /// rename whose folder sync failed.
+    dirs: HashSet<PathBuf>,
 }
 
 impl FsStore {
@@ -40,6 +60,41 @@ impl FsStore {
         Self {
             root: root.into(),
             tmp_counter: AtomicU64::new(0),
+            unsynced: Mutex::default(),
+        }
+    }
+
+    /// The notes of what the next flush syncs (a panic elsewhere while they were held left
+    /// them whole: each change is one insert or remove).
+    fn unsynced(&self) -> MutexGuard<'_, Unsynced> {
+        self.unsynced.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Syncs each of `paths` with `sync`; those whose sync failed, with their errors (one
+    /// removed since is not a failure: nothing of it is left to keep).
+    fn sync_each(
+        &self,
+        paths: HashSet<PathBuf>,
+        sync: fn(&Path) -> io::Result<()>,
+    ) -> Vec<(PathBuf, StoreError)> {
+        let mut failed = Vec::new();
+        for path in paths {
+            match sync(&path) {
+                Err(e) if e.kind() != ErrorKind::NotFound => {
+                    let name = path.strip_prefix(&self.root).unwrap_or(&path);
+                    let e = err(&name.to_string_lossy(), e);
+                    failed.push((path, e));
+                }
+                _ => {}
+            }
+        }
+        failed
+    }
+
+    /// Notes that the folder holding `file` changed, for the next flush.
+    fn dir_changed(&self, file: &Path) {
+        if let Some(dir) = file.parent() {
+            self.unsynced().dirs.insert(dir.to_path_buf());
         }
     }
 
@@ -78,6 +133,22 @@ fn stamp(meta: &fs::Metadata) -> u64 {
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Makes a folder's entries durable (a file created, renamed or replaced in it). Unix only:
+/// opening a folder as a file, to sync it, fails on Windows.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Makes a file's bytes and size durable. Opened for writing: Windows flushes only a file
+/// opened so.
+fn sync_file(file: &Path) -> io::Result<()> {
+    OpenOptions::new().write(true).open(file)?.sync_all()
 }
 
 fn create_parent(file: &Path) -> io::Result<()> {
@@ -176,12 +247,25 @@ impl Store for FsStore {
             std::ffi::OsString::from(format!("{TMP_PREFIX}{}.{n}.", std::process::id()));
         tmp_name.push(p.file_name().unwrap_or_default());
         let tmp = p.with_file_name(tmp_name);
+        // Synced before the rename: renamed first, a crash could leave the new name on a file
+        // whose bytes never reached the disk (an empty or zero-filled blob).
         let result = File::create(&tmp)
-            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|mut f| {
+                f.write_all(bytes)?;
+                f.sync_all()
+            })
             .and_then(|()| fs::rename(&tmp, &p));
         if let Err(e) = result {
             let _ = fs::remove_file(&tmp);
             return Err(err(path, e));
+        }
+        // The rename itself is durable once its folder is. Should that sync fail, the write
+        // did happen: the next flush tries again and reports it.
+        if let Some(dir) = p.parent() {
+            if let Err(e) = sync_dir(dir) {
+                log::info!("scrollback: {path}: syncing its folder failed ({e}), left to flush");
+                self.dir_changed(&p);
+            }
         }
         Ok(())
     }
@@ -203,6 +287,12 @@ impl Store for FsStore {
             let _ = file.set_len(before);
             return Err(err(path, e));
         }
+        // Synced at the next flush, not here: one sync per streamed line would cost more
+        // than the line's write.
+        if before == 0 {
+            self.dir_changed(&p); // perhaps created: its folder's entry too
+        }
+        self.unsynced().files.insert(p);
         Ok(before + bytes.len() as u64)
     }
 
@@ -217,7 +307,9 @@ impl Store for FsStore {
         if len >= size {
             return Ok(());
         }
-        file.set_len(len).map_err(|e| err(path, e))
+        file.set_len(len).map_err(|e| err(path, e))?;
+        self.unsynced().files.insert(p);
+        Ok(())
     }
 
     async fn rename(&self, from: &str, to: &str) -> StoreResult<()> {
@@ -226,7 +318,17 @@ impl Store for FsStore {
             return Err(StoreError::NotFound(from.to_string()));
         }
         create_parent(&t).map_err(|e| err(to, e))?;
-        fs::rename(&f, &t).map_err(|e| err(from, e))
+        fs::rename(&f, &t).map_err(|e| err(from, e))?;
+        // What was appended under the old name is synced under the new one (a chat's rewrite
+        // appends to a temporary file, then renames it over the chat), with the folders.
+        let mut unsynced = self.unsynced();
+        if unsynced.files.remove(&f) {
+            unsynced.files.insert(t.clone());
+        }
+        drop(unsynced);
+        self.dir_changed(&f);
+        self.dir_changed(&t);
+        Ok(())
     }
 
     async fn remove(&self, path: &str) -> StoreResult<()> {
@@ -242,5 +344,26 @@ impl Store for FsStore {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Syncs the files appended to or cut since the last flush, then the folders whose entries
+    /// changed. A file or folder removed since is skipped (nothing of it to keep); one whose
+    /// sync fails stays noted for the next flush, and the first failure is reported.
+    async fn flush(&self) -> StoreResult<()> {
+        let Unsynced { files, dirs } = std::mem::take(&mut *self.unsynced());
+        let failed_files = self.sync_each(files, sync_file);
+        let failed_dirs = self.sync_each(dirs, sync_dir);
+        // What failed is noted again, for the next flush to try.
+        let mut unsynced = self.unsynced();
+        let mut first_error = None;
+        for (path, e) in failed_files {
+            unsynced.files.insert(path);
+            first_error.get_or_insert(e);
+        }
+        for (path, e) in failed_dirs {
+            unsynced.dirs.insert(path);
+            first_error.get_or_insert(e);
+        }
+        first_error.map_or(Ok(()), Err)
     }
 }

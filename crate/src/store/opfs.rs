@@ -12,7 +12,9 @@
 //! Durability: appends are not flushed one by one (the cache is never load-bearing, and a torn
 //! last line is repaired above); whole-blob writes are flushed, closing a handle flushes, and
 //! [`Store::flush`] flushes every open handle. Every write's returned byte count is checked:
-//! a short write is undone and answers [`StoreError::QuotaExceeded`].
+//! a short write is undone and answers [`StoreError::QuotaExceeded`]. A whole-blob write over a
+//! blob that holds bytes goes to a hidden sibling first, moved over the blob once complete, so
+//! a write the quota refuses leaves the old bytes ([`OpfsStore::replace`]).
 //!
 //! Other contexts: a rename is one `move()`, so a reader sees the old name or the new one, never
 //! a half-renamed blob; a reader that listed the old name and then finds it gone
@@ -47,6 +49,13 @@ const SEEN_KEPT: usize = 512;
 /// ([`OpfsStore::check_sync_handles`] passed in this origin's file system), so later opens
 /// look it up (under a millisecond) instead of probing again (5-10 ms on every start).
 const SYNC_HANDLES_WORK: &str = ".sync-handles-work";
+
+/// How the hidden sibling a rewrite goes through is named: this, then the blob's own name, in
+/// the blob's folder ([`OpfsStore::replace`]). Never a blob's name: `:` is in no name the layers
+/// above write (keys are escaped, chat names are `portable`), and [`Store::list`] and
+/// [`Store::names`] never show such a file. One a crash left behind is overwritten by the next
+/// rewrite of its blob, and goes with its folder.
+const REWRITE_PREFIX: &str = ".~rewrite:";
 
 #[wasm_bindgen]
 extern "C" {
@@ -530,6 +539,83 @@ impl OpfsStore {
     }
 }
 
+impl OpfsStore {
+    /// [`Store::write`] of a blob that holds bytes: the new bytes go to its hidden sibling
+    /// ([`REWRITE_PREFIX`]), whose sync handle is flushed and closed, and the sibling is then
+    /// moved over the blob in one step. A write the quota refuses (or any failure before the
+    /// move) leaves the blob as it was, as the trait promises; a reader sees the old bytes or
+    /// the new ones, never a blob cut to nothing.
+    ///
+    /// The blob's own sync handle, if this store holds one, is closed before the move (its lock
+    /// would refuse it, and it names the old file): the next operation opens the new one.
+    async fn replace(&self, path: &str, bytes: &[u8]) -> StoreResult<()> {
+        let segs = segments(path)?;
+        let (name, parents) = segs.split_last().expect("one segment at least");
+        let tmp_name = format!("{REWRITE_PREFIX}{name}");
+        let tmp = match parents {
+            [] => tmp_name.clone(),
+            _ => format!("{}/{tmp_name}", parents.join("/")),
+        };
+        let (dir, file) = match self.file(&tmp, true).await {
+            Ok(created) => created.expect("created"),
+            // The folder went (site data cleared): the blob's error, as a write in place gives.
+            Err(StoreError::NotFound(_)) => return Err(StoreError::NotFound(path.to_string())),
+            Err(e) => return Err(e),
+        };
+        // Its own handle, never cached: opened, written whole and closed here.
+        let h = open_sync(&file, path).await?;
+        let written = h
+            .truncate_with_f64(0.0)
+            .map_err(|e| js_error(path, &e))
+            .and_then(|_| self.write_at(path, &h, bytes, 0))
+            .and_then(|_| h.flush().map_err(|e| js_error(path, &e)));
+        h.close();
+        let moved = match written {
+            Ok(()) => {
+                self.close(path);
+                move_over(&file, &dir, name, path).await
+            }
+            Err(e) => Err(e),
+        };
+        if moved.is_err() {
+            // Nothing of the write stays (a sibling left anyway is overwritten next time).
+            let _ = JsFuture::from(dir.remove_entry(&tmp_name)).await;
+        }
+        moved
+    }
+}
+
+/// Whether this engine's file handles have `move()` (Chromium and Firefox do).
+fn can_move() -> bool {
+    Reflect::get(&js_sys::global(), &"FileSystemFileHandle".into())
+        .ok()
+        .and_then(|c| Reflect::get(&c, &"prototype".into()).ok())
+        .is_some_and(|p| method(&p, "move").is_some())
+}
+
+/// Moves `file` into `dir` as `name`, replacing the file of that name, in one step. Retried for
+/// a while when a file is still locked: Firefox releases a closed sync handle's lock a moment
+/// after `close()`, and another context may be closing its handle on the target.
+async fn move_over(file: &FileHandle, dir: &Dir, name: &str, path: &str) -> StoreResult<()> {
+    let mut waited = 0;
+    loop {
+        let promise = file
+            .unchecked_ref::<MovableHandle>()
+            .move_to(dir, name)
+            .map_err(|e| js_error(path, &e))?;
+        match JsFuture::from(promise).await {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if error_name(&e) == "NoModificationAllowedError" && waited < LOCKED_RETRY_MS =>
+            {
+                sleep(25).await;
+                waited += 25;
+            }
+            Err(e) => return Err(js_error(path, &e)),
+        }
+    }
+}
+
 impl Drop for OpfsStore {
     fn drop(&mut self) {
         self.close_handles();
@@ -635,6 +721,9 @@ impl OpfsStore {
             }
             let pair: js_sys::Array = field("value")?.unchecked_into();
             let name = pair.get(0).as_string().unwrap_or_default();
+            if name.starts_with(REWRITE_PREFIX) {
+                continue; // a rewrite under way (or one a crash cut off): not a blob
+            }
             let handle: FileSystemHandle = pair.get(1).unchecked_into();
             if handle.kind() == FileSystemHandleKind::Directory {
                 // Its blobs' reads start from it too (a search lists a server's sessions, then
@@ -806,6 +895,12 @@ impl Store for OpfsStore {
                 }
             }
         }
+        if !bytes.is_empty() && can_move() && self.stat(path).await?.is_some_and(|m| m.size > 0) {
+            // Not in place: emptied first, the blob would be lost to a write the quota refuses.
+            return self.replace(path, bytes).await;
+        }
+        // Nothing to lose (a new or empty blob, or an empty write): in place, through the
+        // blob's sync handle, which stays open for the appends that usually follow.
         let h = self.handle(path, true).await?.expect("created");
         let done = h
             .truncate_with_f64(0.0)

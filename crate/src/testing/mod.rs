@@ -95,6 +95,7 @@ macro_rules! __suite_extra {
     ($make:expr; limit_writes) => {
         $crate::__suite_tests! { $make;
             store::a_quota_failure_changes_nothing,
+            store::a_refused_rewrite_keeps_the_old_bytes,
             rules::a_full_quota_stops_writing_and_loses_nothing_shown,
             rules::a_quota_hit_by_a_page_stops_writing,
         }

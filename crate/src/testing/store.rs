@@ -347,3 +347,44 @@ pub async fn a_quota_failure_changes_nothing<S: LimitWrites>(s: Arc<S>) {
     s.limit_writes(None);
     assert_eq!(s.append("t/q/open", b"ok").await.unwrap(), 1_202);
 }
+
+/// A whole-blob rewrite past the quota fails with `QuotaExceeded` and leaves the blob it would
+/// have replaced as it was, byte for byte: the remembered session list, a chat's signature or
+/// backup record. Whether the blob was last written whole or appended to (OPFS then holds it
+/// open), and whether the new bytes are longer or shorter than the old; nothing of the refused
+/// write shows in the folder's listing, and lifting the limit lets the blob be rewritten and
+/// appended to.
+pub async fn a_refused_rewrite_keeps_the_old_bytes<S: LimitWrites>(s: Arc<S>) {
+    let old = Lcg(3).bytes(3_000);
+    s.write("t/r/list", &old).await.unwrap();
+    s.append("t/r/log", &old[..2_000]).await.unwrap();
+    s.limit_writes(Some(1_000));
+    for (path, was) in [("t/r/list", &old[..]), ("t/r/log", &old[..2_000])] {
+        for len in [5_000, 1_500] {
+            assert_eq!(
+                s.write(path, &Lcg(4).bytes(len)).await,
+                Err(StoreError::QuotaExceeded),
+                "{path}: {len} bytes"
+            );
+            let now = s.read(path, 0, usize::MAX).await.unwrap();
+            // Compared whole, reported by length (thousands of bytes would drown the message).
+            assert!(
+                now == was,
+                "{path}: a refused rewrite of {len} bytes left {} bytes, not the {} it had",
+                now.len(),
+                was.len()
+            );
+            assert_eq!(s.stat(path).await.unwrap().unwrap().size, was.len() as u64);
+        }
+    }
+    assert_eq!(
+        sorted(s.list("t/r").await.unwrap()),
+        vec![("list".into(), false, 3_000), ("log".into(), false, 2_000)]
+    );
+    s.limit_writes(None);
+    s.write("t/r/list", b"new").await.unwrap();
+    assert_eq!(s.read("t/r/list", 0, 100).await.unwrap(), b"new");
+    assert_eq!(s.append("t/r/list", b"+").await.unwrap(), 4);
+    assert_eq!(s.read("t/r/list", 0, 100).await.unwrap(), b"new+");
+    assert_eq!(s.names("t/r").await.unwrap().len(), 2);
+}

@@ -102,6 +102,7 @@ fn segments_that_are_not_portable_file_names_are_refused_everywhere() {
             "a*b",
             "a\"b",
             "a\tb",
+            "chats/.~scrollback-tmp.1.2.x.jsonl",
         ] {
             assert!(
                 matches!(
@@ -114,7 +115,15 @@ fn segments_that_are_not_portable_file_names_are_refused_everywhere() {
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         // Their portable neighbours are fine.
-        for good in ["chats/c/x.jsonl", "a.b/c", "console", "com10", "a%2E/b"] {
+        for good in [
+            "chats/c/x.jsonl",
+            "a.b/c",
+            "console",
+            "com10",
+            "a%2E/b",
+            "chats/.x",
+            "~a",
+        ] {
             store.write(good, b"x").await.unwrap();
         }
     });

@@ -229,14 +229,21 @@ impl<S: Store> Store for std::sync::Arc<S> {
 /// Whether a path segment names the same one file on every OS: none of `< > : " | ? *` (`:`
 /// makes `C:` a drive), no control character, no trailing `.` or space (Windows drops them, so
 /// `a.` and `a` would share a file), and not a name Windows reserves for a device (`CON`,
-/// `NUL`, `com1.txt`, in any case). `FsStore` (native) holds only such segments; a chat's name is
-/// held to the same rule in every store ([`crate::window::normalize_chat_name`]).
+/// `NUL`, `com1.txt`, in any case), nor one beginning with [`STORE_OWN`] (a store's own files:
+/// `FsStore`'s writes in progress, which it hides and removes once abandoned). `FsStore`
+/// (native) holds only such segments; a chat's name is held to the same rule in every store
+/// ([`crate::window::normalize_chat_name`]).
 pub fn portable(seg: &str) -> bool {
     !seg.bytes()
         .any(|b| b < 0x20 || matches!(b, b'<' | b'>' | b':' | b'"' | b'|' | b'?' | b'*'))
         && !seg.ends_with(['.', ' '])
+        && !seg.starts_with(STORE_OWN)
         && !crate::protocol::is_reserved_name(seg)
 }
+
+/// How the files a store keeps for itself begin (a write in progress, a rewrite's sibling):
+/// never a blob's name, so never listed, and removed without a question.
+pub const STORE_OWN: &str = ".~";
 
 /// Splits and checks a path: no empty segment, no `.` or `..`, no `\` or NUL.
 pub fn segments(path: &str) -> StoreResult<Vec<&str>> {

@@ -41,7 +41,7 @@ pub fn normalize_chat_name(name: &str) -> Result<String, WindowError> {
     // One rule in every store: a name a browser's storage takes and a desktop's file system
     // refuses would be a chat an app could not move from its web build to its Tauri build.
     if !portable(&format!("{stem}{CHAT_EXTENSION}")) {
-        return refuse("cannot hold < > : \" | ? * or a control character, nor be a name Windows keeps for a device (CON, NUL, COM1…)");
+        return refuse("cannot hold < > : \" | ? * or a control character, nor begin with .~ (the store's own files), nor be a name Windows keeps for a device (CON, NUL, COM1…)");
     }
     if stem.len() > MAX_CHAT_NAME {
         return refuse(&format!(
@@ -111,6 +111,8 @@ mod tests {
             ("CON", "device"),
             ("nul", "device"),
             ("com1.notes", "device"),
+            // A store's own file (FsStore hides such a file, and removes it once old).
+            (".~scrollback-tmp.x", "begin with .~"),
         ] {
             match normalize_chat_name(bad) {
                 Err(WindowError::InvalidArgument(m)) => assert!(m.contains(says), "{bad:?}: {m}"),

@@ -547,3 +547,39 @@ async fn reads_right_after_a_listing_answer_what_is_there() {
         (4, Vec::new())
     );
 }
+
+/// Locks asked for and given back leave nothing of theirs in the module: no JS object it still
+/// holds (a closure the lock API never calls, and the functions it captured), however many are
+/// asked for (a chat's every save takes one; a session's every open and reader wait do too).
+#[wasm_bindgen_test]
+async fn writer_locks_asked_for_leave_nothing_behind() {
+    let key = unique("h_1/many-locks");
+    let round = || async {
+        let lock = WriterLock::try_acquire(&key).await.unwrap().expect("free");
+        assert!(
+            WriterLock::try_acquire(&key).await.unwrap().is_none(),
+            "held"
+        );
+        // One that waits for it, given up before it comes (a reader's view closed).
+        let waiting = Box::pin(WriterLock::acquire(&key));
+        let gave_up =
+            futures::future::select(waiting, Box::pin(scrollback::testing::sleep(1))).await;
+        assert!(
+            matches!(gave_up, futures::future::Either::Right(_)),
+            "still held"
+        );
+        drop(gave_up);
+        lock.release().await;
+    };
+    round().await;
+    let before = wasm_bindgen::externref_heap_live_count();
+    for _ in 0..50 {
+        round().await;
+    }
+    let after = wasm_bindgen::externref_heap_live_count();
+    assert!(
+        after <= before + 2,
+        "{} JS objects left behind by 50 rounds",
+        after - before
+    );
+}

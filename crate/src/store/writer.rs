@@ -137,7 +137,11 @@ async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock
     let abort = web_sys::AbortController::new().map_err(|e| super::browser::js_error(&name, &e))?;
     let mut asking = Asking { abort, release };
     let tell = answer.clone();
-    let callback = Closure::once_into_js(move |lock: JsValue| -> JsValue {
+    // Owned here, not given to JS for good (`once_into_js` frees a closure only when it is
+    // called, and a request given up, or granted while another was asked, never calls it): it
+    // goes with this call, once the browser has called it or will not. (Called after anyway, it
+    // throws, and the browser gives the lock back: no one waits for it.)
+    let callback = Closure::once(move |lock: JsValue| -> JsValue {
         let got = !lock.is_null() && !lock.is_undefined();
         let _ = tell.call1(&JsValue::NULL, &got.into());
         if got {
@@ -151,11 +155,10 @@ async fn request(key: &str, if_available: bool) -> StoreResult<Option<WriterLock
     if !if_available {
         opts.set_signal(&asking.abort.signal());
     }
-    let finished = locks.request_with_options(&name, &opts, callback.unchecked_ref());
-    // A request that fails outright never calls back: answer "not granted".
-    let refused = Closure::once_into_js(move |_: JsValue| {
-        let _ = answer.call1(&JsValue::NULL, &false.into());
-    });
+    let finished = locks.request_with_options(&name, &opts, callback.as_ref().unchecked_ref());
+    // A request that fails outright never calls back: answer "not granted" (a JS function bound
+    // to its answer, nothing of the module's, so it goes with the promise).
+    let refused = answer.bind1(&JsValue::NULL, &JsValue::FALSE);
     if let Some(catch) = super::browser::method(&finished, "catch") {
         let _ = catch.call1(&finished, &refused);
     }

@@ -414,11 +414,15 @@ impl<S: Store> Cache<S> {
             .iter()
             .filter_map(|id| encode(id.as_ref()).ok())
             .collect();
-        for session in self.sessions().await {
-            if keep.contains(&session.key) {
-                continue;
+        // Names only: sizes and stamps are not needed here, and OPFS asks every file for them
+        // (a list runs on every fetch of the session list).
+        let Ok(names) = self.store.names(&self.dir).await else {
+            return;
+        };
+        for key in names {
+            if !keep.contains(&key) {
+                self.remove_unless_written(&key).await;
             }
-            self.remove_unless_written(&session.key).await;
         }
     }
 

@@ -321,7 +321,9 @@ export interface SessionState {
    * Why this tab stopped keeping the session's rows in the cache, or null while it keeps them:
    * a write (or a read) of the storage failed, e.g. `"storage quota exceeded"`. The rows are
    * still shown and followed live, but the next open fetches what was not kept. `reload()`
-   * throws the session's cache away and tries again. Null for a reader (`writer` false).
+   * throws the session's cache away and tries again. A quota error also evicts the least
+   * recently opened sessions (never this one), so the next open or `reload()` writes again.
+   * Null for a reader (`writer` false).
    */
   storageError: string | null;
   /** This session's own counts since it was opened. */

@@ -3,7 +3,8 @@
 // its time limit) and leaves the session free for the next open; an `onChange` or
 // `onOpeningScreen` that throws is reported as an uncaught error would be and stops nothing
 // else, and one whose screen is folded after `close()` is not called; a full quota is said in the
-// view (`storageError`) while the rows go on; a reopen's small module
+// view (`storageError`) while the rows go on, and evicts the least recently opened session so
+// that the next open writes again; a reopen's small module
 // warms up (holding the page's thread) only after the frame that draws the last screen; a chat
 // store's `close()` resolves once its worker is gone; bad arguments reject (a promise-returning
 // call never throws at the caller); an older page still on its way when its view closes is not
@@ -451,4 +452,62 @@ test('a close does not wait for a listing the server never answers: the store is
     return { listing: await listing };
   });
   assert.deepEqual({ ...out, warnings }, { listing: 'Scrollback is closed', warnings: [] });
+});
+
+// OPFS only, as above. The quota stays full throughout: what lets the next open write is the
+// eviction its refused write set off (the least recently opened session, `long`), not room made
+// by the test.
+test('opfs: a full quota evicts the least recently opened session, and the next open writes again', async (t) => {
+  const { context, page: p } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
+  const cdp = await context.newCDPSession(p);
+  const origin = shared.server.url;
+  const quota = (quotaSize) => cdp.send('Storage.overrideQuotaForOrigin', quotaSize == null ? { origin } : { origin, quotaSize });
+  t.after(() => quota(null).catch(() => {}));
+  const errors = [];
+  p.on('pageerror', (e) => errors.push(e.message));
+  const held = await p.evaluate(async () => {
+    const { Scrollback } = await import('/pkg/index.js');
+    window.sb = await Scrollback.open({ server: location.origin, storage: 'opfs' });
+    const old = await sb.openSession('long');
+    while (!(old.state.live && old.state.verified)) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 10; i++) await old.loadOlder();
+    while ((await old.cachedSize()) < 100_000) await new Promise((r) => setTimeout(r, 20));
+    const size = await old.cachedSize();
+    old.close();
+    return size;
+  });
+  // No room left beyond what the origin uses now.
+  const usage = await p.evaluate(async () => (await navigator.storage.estimate()).usage);
+  await quota(usage);
+  const refused = await p.evaluate(async () => {
+    const view = await sb.openSession('fix-build');
+    for (const until = Date.now() + 30_000; !view.state.storageError && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const error = view.state.storageError;
+    // The eviction runs beside the stream: wait for the usage to fall.
+    const start = (await navigator.storage.estimate()).usage;
+    let now = start;
+    for (const until = Date.now() + 30_000; now >= start && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 50));
+      now = (await navigator.storage.estimate()).usage;
+    }
+    view.close();
+    return { error, start, now };
+  });
+  assert.match(refused.error ?? '', /quota/i, 'the open\'s write was refused');
+  assert.ok(refused.now < refused.start, `the eviction freed room: ${refused.start} -> ${refused.now} (long held ${held})`);
+  const again = await p.evaluate(async () => {
+    const view = await sb.openSession('fix-build');
+    const ok = () => view.state.live && view.state.verified;
+    while (!ok()) await new Promise((r) => setTimeout(r, 20));
+    const kept = await view.cachedSize();
+    const out = { error: view.state.storageError, kept };
+    view.close();
+    await sb.close();
+    return out;
+  });
+  assert.equal(again.error, null, 'the next open writes, the quota unchanged');
+  assert.ok(again.kept > 0, `its rows are kept: ${again.kept}`);
+  assert.deepEqual(errors, []);
 });

@@ -414,11 +414,15 @@ impl<S: Store> Cache<S> {
             .iter()
             .filter_map(|id| encode(id.as_ref()).ok())
             .collect();
-        for session in self.sessions().await {
-            if keep.contains(&session.key) {
-                continue;
+        // Names only: sizes and stamps are not needed here, and OPFS asks every file for them
+        // (a list runs on every fetch of the session list).
+        let Ok(names) = self.store.names(&self.dir).await else {
+            return;
+        };
+        for key in names {
+            if !keep.contains(&key) {
+                self.remove_unless_written(&key).await;
             }
-            self.remove_unless_written(&session.key).await;
         }
     }
 
@@ -471,13 +475,59 @@ impl<S: Store> Cache<S> {
     }
 
     /// Deletes the least recently opened sessions, never `keep` (the one on screen) nor one
-    /// whose writer role another tab holds, until
-    /// the server's cache holds at most `budget` bytes. Returns the ids deleted, oldest first.
+    /// whose writer role another tab holds, until the server's cache (its sessions, their
+    /// search indexes, and the search pack) holds at most `budget` bytes. Returns the ids
+    /// deleted, oldest first.
+    ///
+    /// Lists every session and the size of each of its blobs: the engine runs it beside the
+    /// stream of each open that writes, never before the first rows or the stream.
     pub async fn enforce_budget(&self, budget: u64, keep: &str) -> Vec<String> {
+        let sessions = self.sessions().await;
+        let pack = self.search_pack_size().await;
+        self.evict_until(sessions, pack, keep, |_| budget).await
+    }
+
+    /// What follows a write of session `keep` the store refused for its quota
+    /// ([`StoreError::QuotaExceeded`](crate::store::StoreError::QuotaExceeded)): the origin is
+    /// full though the cache may be far under its budget (a private window, a small disk, a
+    /// webview's small quota), and nothing else would ever free it. Deletes the least recently
+    /// opened sessions, never `keep` nor one whose writer role another tab holds, until half
+    /// the bytes the other sessions (their indexes with them) and the search pack held are
+    /// gone. Returns the ids deleted, oldest first.
+    ///
+    /// Why half: the quota is the origin's, shared with what this cache does not see (other
+    /// servers' caches, the app's own data), and the refusal does not say how much more was
+    /// needed. Half frees room for a good while of writing in one scan of every session, and
+    /// keeps the more recently opened half; on a quota that stays small, each later refusal
+    /// halves again, so it settles in a few opens without throwing the whole cache away at
+    /// the first one.
+    pub async fn relieve_quota(&self, keep: &str) -> Vec<String> {
+        let sessions = self.sessions().await;
+        let pack = self.search_pack_size().await;
+        let key = encode(keep).ok();
+        let others = pack
+            + (sessions.iter())
+                .filter(|s| Some(&s.key) != key.as_ref())
+                .map(|s| s.size)
+                .sum::<u64>();
+        self.evict_until(sessions, pack, keep, |total| total - others.div_ceil(2))
+            .await
+    }
+
+    /// Deletes the least recently opened of `sessions`, never `keep` nor one whose writer role
+    /// another holds, until they and the search pack (`pack` bytes, deleted with the first)
+    /// hold at most `budget(total)` bytes, `total` what they hold now. Returns the ids
+    /// deleted, oldest first.
+    async fn evict_until(
+        &self,
+        mut sessions: Vec<SessionInfo>,
+        mut pack: u64,
+        keep: &str,
+        budget: impl FnOnce(u64) -> u64,
+    ) -> Vec<String> {
         let keep = encode(keep).ok();
-        let mut sessions = self.sessions().await;
-        let mut pack = self.search_pack_size().await;
         let mut total = sessions.iter().map(|s| s.size).sum::<u64>() + pack;
+        let budget = budget(total);
         sessions.sort_by(|a, b| (a.opened, &a.key).cmp(&(b.opened, &b.key)));
         let mut evicted = Vec::new();
         for session in sessions {

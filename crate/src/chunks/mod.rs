@@ -17,8 +17,9 @@
 //! ending at the newest chunk, which is always raw. Chunks are read backwards in blocks, never
 //! whole ([`lines`]).
 //!
-//! - [`Cache`]: one server: [`Cache::session`], the budget ([`Cache::enforce_budget`]), pruning
-//!   ([`Cache::retain_only`], [`Cache::purge`], [`Cache::clear`]), sizes.
+//! - [`Cache`]: one server: [`Cache::session`], the budget ([`Cache::enforce_budget`], and
+//!   [`Cache::relieve_quota`] after a quota error), pruning ([`Cache::retain_only`],
+//!   [`Cache::purge`], [`Cache::clear`]), sizes.
 //! - [`SessionCache`]: one session: [`open`](SessionCache::open) (touch, list, repair),
 //!   [`newest`](SessionCache::newest), [`cursor`](SessionCache::cursor),
 //!   [`page`](SessionCache::page), [`gap_after`](SessionCache::gap_after),

@@ -42,8 +42,11 @@ pub struct Config {
     pub reconnect_delay_ms: u32,
     /// The longest wait between two retries.
     pub reconnect_max_ms: u32,
-    /// The cache's byte budget for this server ([`CACHE_BUDGET_BYTES`]), enforced after each
-    /// open by evicting the least recently opened sessions (never the one opening).
+    /// The cache's byte budget for this server ([`CACHE_BUDGET_BYTES`]), enforced beside the
+    /// stream of each open that writes (never delaying its first rows or its stream) by
+    /// evicting the least recently opened sessions (never the one opening, nor one another tab
+    /// writes). A write the storage refuses for its quota evicts too, under the budget
+    /// ([`Cache::relieve_quota`]).
     pub budget_bytes: u64,
     /// Whether cached sessions are indexed for [`Engine::search`] (on by default); see
     /// [`Cache::set_search`] for what turning it off does.

@@ -12,7 +12,7 @@ use crate::transport::{
 };
 use async_lock::{Mutex, MutexGuard};
 use futures::channel::{mpsc, oneshot};
-use futures::future::{join, select, Either, LocalBoxFuture};
+use futures::future::{join, join3, select, Either, LocalBoxFuture};
 use futures::{FutureExt, StreamExt};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -129,6 +129,12 @@ pub struct Session<S: Store, T: Transport> {
     reading_ahead: Mutex<()>,
     commands: mpsc::UnboundedSender<Command>,
     inbox: RefCell<Option<mpsc::UnboundedReceiver<Command>>>,
+    /// Told each time a write of this session's cache is refused for the storage's quota (its
+    /// [`View::storage_error`] becomes [`StoreError::QuotaExceeded`]): [`Session::upkeep`]
+    /// relieves the quota ([`Cache::relieve_quota`]).
+    refusals: mpsc::UnboundedSender<()>,
+    /// What [`Session::run`] takes to hear `refusals`, as it takes `inbox`.
+    refused: RefCell<Option<mpsc::UnboundedReceiver<()>>>,
     /// The retry schedule of the check, the opening window, the stream and a reopen. It starts
     /// again from its base only once a stream follows the file (a line, or a keep-alive after
     /// its opening one), not when a request before it succeeds: a stream that keeps failing
@@ -156,6 +162,7 @@ impl<S: Store, T: Transport> Session<S, T> {
         config: Config,
     ) -> Self {
         let (commands, inbox) = mpsc::unbounded();
+        let (refusals, refused) = mpsc::unbounded();
         let seed = {
             use std::hash::BuildHasher;
             std::collections::hash_map::RandomState::new().hash_one(&id)
@@ -181,6 +188,8 @@ impl<S: Store, T: Transport> Session<S, T> {
             reading_ahead: Mutex::new(()),
             commands,
             inbox: RefCell::new(Some(inbox)),
+            refusals,
+            refused: RefCell::new(Some(refused)),
             backoff: RefCell::new(backoff),
             reopened_unheard: Cell::new(false),
             role: RefCell::new(None),
@@ -411,6 +420,10 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         let Some(mut inbox) = self.inbox.borrow_mut().take() else {
             return;
         };
+        let Some(mut refused) = self.refused.borrow_mut().take() else {
+            *self.inbox.borrow_mut() = Some(inbox);
+            return;
+        };
         self.claim().await;
         let mut anchor = self.anchor;
         let mut resume = false;
@@ -421,11 +434,17 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
             };
             let mut command = match opened {
                 // The older pages are read from the cache while the stream connects, so a
-                // scroll back starts from memory.
+                // scroll back starts from memory; the cache's upkeep (its budget) runs beside
+                // them too, until the stream ends.
                 Ok(start) => {
-                    join(self.follow(&mut inbox, start), self.read_ahead())
-                        .await
-                        .0
+                    let (ended, ending) = oneshot::channel();
+                    let follow = async {
+                        let command = self.follow(&mut inbox, start).await;
+                        let _ = ended.send(());
+                        command
+                    };
+                    let upkeep = self.upkeep(&mut refused, ending);
+                    join3(follow, self.read_ahead(), upkeep).await.0
                 }
                 Err(command) => command,
             };
@@ -469,6 +488,32 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         }
         self.give_up_role().await;
         *self.inbox.borrow_mut() = Some(inbox);
+        *self.refused.borrow_mut() = Some(refused);
+    }
+
+    /// The cache's upkeep, beside the stream of each open (so that the first rows, the
+    /// anchor's restore and the stream never wait for a scan of every cached session): the
+    /// budget, when this open writes ([`Cache::enforce_budget`]: the least recently opened
+    /// sessions go, never this one); then, until `ended`, each refusal of this session's write
+    /// for the quota relieves it ([`Cache::relieve_quota`]). Eviction only: this open's cache
+    /// stays stopped (what it missed meanwhile would leave a hole); the next open or reload
+    /// writes again. An eviction under way is finished before this returns.
+    async fn upkeep(
+        &self,
+        refused: &mut mpsc::UnboundedReceiver<()>,
+        mut ended: oneshot::Receiver<()>,
+    ) {
+        if self.writes() {
+            let budget = self.config.budget_bytes;
+            self.server.enforce_budget(budget, &self.id).await;
+        }
+        while let Either::Left((Some(()), _)) = select(refused.next(), &mut ended).await {
+            let evicted = self.server.relieve_quota(&self.id).await;
+            log::info!(
+                "scrollback: the storage refused a write of session {:?} for its quota: evicted {evicted:?}",
+                self.id
+            );
+        }
     }
 
     // ---- the writer role (one writer per session across tabs) ------------------------------
@@ -745,12 +790,8 @@ impl<S: Store + 'static, T: Transport> Session<S, T> {
         .await;
         let newest = newest?;
         // Recorded for the budget (and the search index checked) once the screen is up to date.
+        // The budget itself runs beside the stream ([`Session::upkeep`]).
         self.cache().await.touch().await;
-        if self.writes() {
-            self.server
-                .enforce_budget(self.config.budget_bytes, &self.id)
-                .await;
-        }
         self.restore(inbox, anchor).await?;
         Ok(start_at(newest))
     }
@@ -1447,6 +1488,10 @@ impl<S: Store + 'static, T: Transport> Drop for Cached<'_, S, T> {
                 v.storage_error = error;
                 v.writer &= !stepped_down;
             });
+            // Once per refusal: the error stays until an open or a purge clears it.
+            if self.cache.write_error() == Some(&StoreError::QuotaExceeded) {
+                let _ = session.refusals.unbounded_send(());
+            }
         }
     }
 }

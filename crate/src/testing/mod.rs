@@ -98,6 +98,7 @@ macro_rules! __suite_extra {
             store::a_refused_rewrite_keeps_the_old_bytes,
             rules::a_full_quota_stops_writing_and_loses_nothing_shown,
             rules::a_quota_hit_by_a_page_stops_writing,
+            rules::a_refused_write_relieves_the_quota,
         }
     };
     ($make:expr; clock) => {

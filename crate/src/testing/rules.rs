@@ -961,3 +961,57 @@ pub async fn a_quota_hit_by_a_page_stops_writing<S: LimitWrites>(store: Arc<S>) 
     assert_eq!(s.newest(100).await.map(|l| l.len()), Some(50));
     assert_eq!(s.page(51, 10, false).await, None, "the page was not stored");
 }
+
+/// A write refused for the quota, far under the budget: [`Cache::relieve_quota`] deletes the
+/// least recently opened sessions until half of what the others held is gone, never the one
+/// kept nor one whose writer role another holds; the kept one writes again once opened anew.
+pub async fn a_refused_write_relieves_the_quota<S: LimitWrites>(store: Arc<S>) {
+    let cache = cache(&store, "relieve").await;
+    let t = transcript(40);
+    let scratch = "conformance/relieve/scratch";
+    let mut last = 0;
+    for id in ["held", "s1", "s2", "s3", "s4", "new"] {
+        stamp_after(&*store, scratch, last).await;
+        let mut s = cache.session(id).unwrap();
+        s.open().await;
+        appended(&cache, id, &t[..20]).await;
+        last = (cache.sessions().await.iter().map(|s| s.opened))
+            .max()
+            .unwrap();
+    }
+    // Another tab writes `held`, where the store's roles are shared (Web Locks are the
+    // `BrowserStore`'s, not the OPFS or IndexedDB store's own: those grant every role).
+    let role = cache.session("held").unwrap().try_writer().await;
+    assert!(role.is_some());
+    let shared = cache.session("held").unwrap().try_writer().await.is_none();
+    store.limit_writes(Some(0));
+    let mut new = appended(&cache, "new", &t[20..]).await;
+    assert_eq!(new.write_error(), Some(&StoreError::QuotaExceeded));
+    // Five others of one size: half of them is three (`held` skipped if written, `new` kept).
+    let (evicted, kept) = match shared {
+        true => (["s1", "s2", "s3"], ["held", "new", "s4"]),
+        false => (["held", "s1", "s2"], ["new", "s3", "s4"]),
+    };
+    assert_eq!(cache.relieve_quota("new").await, evicted);
+    let mut left: Vec<String> = cache
+        .sessions()
+        .await
+        .into_iter()
+        .filter_map(|s| s.id)
+        .collect();
+    left.sort();
+    assert_eq!(left, kept);
+    // The room they held is the origin's again (a test store's limit does not give removed
+    // bytes back): a new open of `new` writes; the one that was refused stays off.
+    store.limit_writes(None);
+    new.append(&t[20]).await;
+    assert!(!new.is_writing(), "this open stays off");
+    let mut again = cache.session("new").unwrap();
+    again.open().await;
+    for line in &t[20..] {
+        again.append(line).await;
+    }
+    assert_eq!(again.write_error(), None);
+    assert_eq!(again.cursor().await.map(|l| l.seq()), Some(40));
+    drop(role);
+}

@@ -4,6 +4,7 @@
 //!
 //!     cargo test -p scrollback-server --release --test engine [MODULE::][TEST]
 
+mod budget;
 mod errors;
 mod figures;
 mod gateway;

@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { pageAt, sharedServer, until } from './lib/setup.mjs';
+import { originQuota, pageAt, sharedServer, until } from './lib/setup.mjs';
 
 const shared = sharedServer();
 
@@ -257,10 +257,7 @@ test('indexeddb: the database deleted while a reply streams is no uncaught error
 // failures through its write limit, and server/tests/engine/storage.rs the view's report.
 test('opfs: a full quota is said in the view, the rows go on; a reload once there is room keeps them again', async (t) => {
   const { context, page: p } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
-  const cdp = await context.newCDPSession(p);
-  const origin = shared.server.url;
-  const quota = (quotaSize) => cdp.send('Storage.overrideQuotaForOrigin', quotaSize == null ? { origin } : { origin, quotaSize });
-  t.after(() => quota(null).catch(() => {}));
+  const quota = await originQuota(t, context, p, shared.server.url);
   const errors = [];
   p.on('pageerror', (e) => errors.push(e.message));
   await p.evaluate(async (storage) => {
@@ -459,10 +456,7 @@ test('a close does not wait for a listing the server never answers: the store is
 // by the test.
 test('opfs: a full quota evicts the least recently opened session, and the next open writes again', async (t) => {
   const { context, page: p } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
-  const cdp = await context.newCDPSession(p);
-  const origin = shared.server.url;
-  const quota = (quotaSize) => cdp.send('Storage.overrideQuotaForOrigin', quotaSize == null ? { origin } : { origin, quotaSize });
-  t.after(() => quota(null).catch(() => {}));
+  const quota = await originQuota(t, context, p, shared.server.url);
   const errors = [];
   p.on('pageerror', (e) => errors.push(e.message));
   const held = await p.evaluate(async () => {
@@ -479,22 +473,23 @@ test('opfs: a full quota evicts the least recently opened session, and the next 
   // No room left beyond what the origin uses now.
   const usage = await p.evaluate(async () => (await navigator.storage.estimate()).usage);
   await quota(usage);
-  const refused = await p.evaluate(async () => {
+  const refused = await p.evaluate(async (pinned) => {
     const view = await sb.openSession('fix-build');
     for (const until = Date.now() + 30_000; !view.state.storageError && Date.now() < until;) {
       await new Promise((r) => setTimeout(r, 20));
     }
     const error = view.state.storageError;
-    // The eviction runs beside the stream: wait for the usage to fall.
-    const start = (await navigator.storage.estimate()).usage;
-    let now = start;
+    // The eviction runs beside the stream (it may be done already): wait for the usage to fall
+    // below what it was when the quota was pinned.
+    const start = pinned;
+    let now = (await navigator.storage.estimate()).usage;
     for (const until = Date.now() + 30_000; now >= start && Date.now() < until;) {
       await new Promise((r) => setTimeout(r, 50));
       now = (await navigator.storage.estimate()).usage;
     }
     view.close();
     return { error, start, now };
-  });
+  }, usage);
   assert.match(refused.error ?? '', /quota/i, 'the open\'s write was refused');
   assert.ok(refused.now < refused.start, `the eviction freed room: ${refused.start} -> ${refused.now} (long held ${held})`);
   const again = await p.evaluate(async () => {

@@ -6,7 +6,7 @@
 // quota while the view went on showing, and saving, newer lines) or not.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WAIT, pageAt, sharedServer } from './lib/setup.mjs';
+import { WAIT, originQuota, pageAt, sharedServer } from './lib/setup.mjs';
 
 const shared = sharedServer();
 
@@ -45,7 +45,11 @@ function reopen(page, storage, id, newest) {
     const draw = (who, s) => drawn.push([who, s.cursor, s.rows.length]);
     const last = Scrollback.lastScreen(server, id);
     if (last) draw('last', last);
-    const sb = await Scrollback.open({ server, storage, opening: id, onOpeningScreen: (s) => draw('opening', s) });
+    const opened = (s) => {
+      draw('opening', s);
+      window.openingDrawn?.(); // (a test that waits for it: see below)
+    };
+    const sb = await Scrollback.open({ server, storage, opening: id, onOpeningScreen: opened });
     const view = await sb.openSession(id, { onChange: (s) => { if (s.ready || s.error) draw('change', s); } });
     if (view.state.ready) draw('opened', view.state);
     const deadline = Date.now() + timeout;
@@ -86,6 +90,16 @@ for (const ms of [0, 40]) {
     if (ms) await context.route(/\/sessions\//, async (route) => { await new Promise((r) => setTimeout(r, ms)); await route.continue(); });
     await visit(page, 'opfs', 'welcome');
     await page.evaluate(() => localStorage.clear());
+    // The worker's module waits for the opening screen to be drawn: this case is the cached
+    // rows coming after it, as they do wherever the page's small module is the quicker (on a
+    // busy machine the worker's rows can come first, and then there is no opening screen).
+    let drawnOpening;
+    const openingDrawn = new Promise((resolve) => { drawnOpening = resolve; });
+    await page.exposeFunction('openingDrawn', () => drawnOpening());
+    await context.route(/\/scrollback_bg\.wasm$/, async (route) => {
+      await openingDrawn;
+      await route.continue();
+    });
     const newest = await append('welcome', 4, `lost screen ${ms}`);
     const drawn = await reopen(page, 'opfs', 'welcome', newest);
     assert.equal(drawn[0][0], 'opening', JSON.stringify(drawn));
@@ -99,10 +113,7 @@ test('opfs: after a full quota stopped the cache, the reopen draws no rows older
   const { context, page } = await pageAt(t, shared.browser, `${shared.server.url}/pkg/index.js`);
   // The check 300 ms away (a phone's link): the cached rows are read long before it answers.
   await context.route(/\/catchup\?/, async (route) => { await new Promise((r) => setTimeout(r, 300)); await route.continue(); });
-  const cdp = await context.newCDPSession(page);
-  const origin = shared.server.url;
-  const quota = (quotaSize) => cdp.send('Storage.overrideQuotaForOrigin', quotaSize == null ? { origin } : { origin, quotaSize });
-  t.after(() => quota(null).catch(() => {}));
+  const quota = await originQuota(t, context, page, shared.server.url);
   await page.evaluate(async () => {
     const { Scrollback } = await import('/pkg/index.js');
     window.sb = await Scrollback.open({ server: location.origin, storage: 'opfs' });

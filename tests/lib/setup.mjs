@@ -69,6 +69,18 @@ export async function pageAt(t, browser, url) {
   return { context, page };
 }
 
+/**
+ * Chromium's storage quota for `origin`, set through the DevTools protocol on `page`'s
+ * context: `set(bytes)` pins it, `set(null)` gives the real one back, as the end of test `t`
+ * does. (Chromium's IndexedDB does not hold to it; OPFS does.)
+ */
+export async function originQuota(t, context, page, origin) {
+  const cdp = await context.newCDPSession(page);
+  const set = (quotaSize) => cdp.send('Storage.overrideQuotaForOrigin', quotaSize == null ? { origin } : { origin, quotaSize });
+  t.after(() => set(null).catch(() => {}));
+  return set;
+}
+
 /** Waits (polling every 50 ms) until `check()` holds; fails naming `what` after `timeout` ms. */
 export async function until(check, what, timeout = WAIT.timeout) {
   const deadline = Date.now() + timeout;
